@@ -1,0 +1,1 @@
+"""Pulumi components for MirrorMaker 2 replication; the pure topology model lives in `topology`."""

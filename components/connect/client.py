@@ -1,0 +1,492 @@
+"""Kafka Connect REST client.
+
+`ConnectClient` speaks the Connect worker group's REST API the way Strimzi's operator does:
+connectors are created and updated through the idempotent `PUT /connectors/{name}/config`,
+409 (rebalance in progress), 5xx and connection failures are retried with bounded exponential
+backoff, a delete is done only once the status answers 404, and every error carries the method,
+the path, the HTTP status and Connect's own message.
+
+Exceptions::
+
+    ConnectError                     base of everything raised here
+     ├── ConnectUnavailable          no HTTP answer from the worker group (refused, DNS, timeout)
+     │                               after the retry budget; names the URL
+     ├── ConnectRequestError         Connect answered with an error status: any 4xx, or 409/5xx
+     │                               once the retry budget is spent; .method .path .status
+     │                               .connect_message
+     ├── ConnectorFailed             the connector or one of its tasks is FAILED; .task_id .trace
+     ├── ConnectTimeout              a bounded wait (wait_running, delete) ran out; .last_status
+     └── ConnectorOperationFailed    raised by the Pulumi provider: a create, update, read or
+                                     delete failed; names the connector, the cause, what was
+                                     cleaned up and the next step
+
+No error text ever contains the REST credentials or the value of a config key whose name
+contains "password" or "secret": those values are masked wherever Connect echoes them (error
+messages, validation messages, task traces).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import httpx
+
+__all__ = [
+    "ConfigProblem",
+    "ConnectClient",
+    "ConnectError",
+    "ConnectRequestError",
+    "ConnectTimeout",
+    "ConnectUnavailable",
+    "ConnectorFailed",
+    "ConnectorOperationFailed",
+    "is_sensitive_key",
+    "mask_config",
+    "mask_text",
+]
+
+MASK = "****"
+
+# Backoff between retries: 0.5s doubling to 8s, as long as the budget lasts.
+_FIRST_DELAY_S = 0.5
+_MAX_DELAY_S = 8.0
+# 409: the group is rebalancing or the leader is not known yet; 5xx: the worker is starting,
+# forwarding to a leader that just left, or its herder request timed out. All pass on their own.
+_RETRY_STATUSES = frozenset({409, 500, 502, 503, 504})
+_TRACE_LINES = 8
+
+
+class ConnectError(Exception):
+    """Base of every error raised by the Connect client and the Connector provider."""
+
+
+class ConnectUnavailable(ConnectError):
+    """The worker group's REST endpoint did not answer at all."""
+
+    def __init__(self, url: str, method: str, path: str, cause: str, attempts: int) -> None:
+        self.url = url
+        self.method = method
+        self.path = path
+        self.cause = cause
+        self.attempts = attempts
+        super().__init__(
+            f"cannot reach Kafka Connect at {url} ({method} {path}: {cause}; "
+            f"{attempts} attempt{'s' if attempts != 1 else ''}): check that the Connect worker "
+            f"group is running and that the connector's connect_url points at its REST listener"
+        )
+
+
+class ConnectRequestError(ConnectError):
+    """Connect answered with an error status."""
+
+    def __init__(self, method: str, path: str, status: int, connect_message: str, *, attempts: int = 1) -> None:
+        self.method = method
+        self.path = path
+        self.status = status
+        self.connect_message = connect_message
+        self.attempts = attempts
+        text = f"{method} {path} returned HTTP {status}: {connect_message or '(no message)'}"
+        if status in (401, 403):
+            text += (
+                " - check the Connect REST credentials (the connector's auth username and"
+                " password) and the worker group's REST authentication settings"
+            )
+        elif status == 409:
+            text += (
+                f" - the worker group was still rebalancing after {attempts} attempts;"
+                " check that all workers are up and agree on group.id, then retry"
+            )
+        elif status >= 500 and attempts > 1:
+            text += f" (gave up after {attempts} attempts; see the Connect worker logs)"
+        super().__init__(text)
+
+
+class ConnectorFailed(ConnectError):
+    """The connector (task_id None) or one of its tasks reported state FAILED."""
+
+    def __init__(
+        self,
+        name: str,
+        task_id: int | None,
+        worker_id: str,
+        trace: str,
+        status: Mapping[str, Any],
+    ) -> None:
+        self.name = name
+        self.task_id = task_id
+        self.worker_id = worker_id
+        self.trace = trace
+        self.status = dict(status)
+        what = "connector" if task_id is None else f"task {task_id}"
+        super().__init__(
+            f"connector {name!r}: {what} is FAILED on worker {worker_id or '?'}:\n"
+            f"{first_lines(trace) or '(Connect gave no trace)'}"
+        )
+
+
+class ConnectTimeout(ConnectError):
+    """A bounded wait ran out; last_status is the last status Connect returned (or None)."""
+
+    def __init__(self, name: str, waiting_for: str, timeout_s: float, last_status: Any) -> None:
+        self.name = name
+        self.timeout_s = timeout_s
+        self.last_status = last_status
+        super().__init__(
+            f"connector {name!r}: still not {waiting_for} after {timeout_s:g}s; "
+            f"last seen: {describe_status(last_status)}"
+        )
+
+
+class ConnectorOperationFailed(ConnectError):
+    """A provider operation failed; the message is meant to be read by whoever runs `pulumi`."""
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One config key that Connect's validation rejected, with Connect's messages."""
+
+    key: str
+    messages: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.key}: {'; '.join(self.messages)}"
+
+
+def is_sensitive_key(key: str) -> bool:
+    """Whether a config key's value must never appear in logs or error text."""
+    lowered = key.lower()
+    return "password" in lowered or "secret" in lowered
+
+
+def mask_config(config: Mapping[str, str]) -> dict[str, str]:
+    """A copy of config with the values of sensitive keys replaced by a mask."""
+    return {k: (MASK if is_sensitive_key(k) else v) for k, v in config.items()}
+
+
+def first_lines(text: str, count: int = _TRACE_LINES) -> str:
+    """The head of a Java stack trace: the exception and the frames that locate it."""
+    lines = text.strip().splitlines()
+    head = "\n".join(lines[:count])
+    return head + ("\n\t..." if len(lines) > count else "")
+
+
+def describe_status(status: Any) -> str:
+    """One line saying what state a connector and its tasks are in."""
+    if not isinstance(status, Mapping):
+        return "no status (GET status answered 404)"
+    connector = status.get("connector") or {}
+    tasks = status.get("tasks") or []
+    parts = [f"connector {connector.get('state', '?')}"]
+    if tasks:
+        parts.extend(f"task {t.get('id', '?')} {t.get('state', '?')}" for t in tasks)
+    else:
+        parts.append("no tasks")
+    return ", ".join(parts)
+
+
+def connector_path(name: str, *parts: str) -> str:
+    # safe="" so "/" in a name is escaped too, instead of becoming another path segment.
+    return "/".join(["/connectors", quote(name, safe=""), *parts])
+
+
+def _without_userinfo(url: str) -> str:
+    split = urlsplit(url)
+    if split.username is None and split.password is None:
+        return url
+    host = split.hostname or ""
+    if split.port is not None:
+        host = f"{host}:{split.port}"
+    return urlunsplit((split.scheme, host, split.path, split.query, split.fragment))
+
+
+def _connect_message(response: httpx.Response) -> str:
+    # Connect's error body is {"error_code": 409, "message": "..."}; proxies answer with HTML.
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:500]
+    if isinstance(body, Mapping) and "message" in body:
+        return str(body["message"])
+    return str(body)[:500]
+
+
+class ConnectClient:
+    """Client of one Kafka Connect worker group's REST API.
+
+    Build one per operation and close it (it is a context manager): it owns an httpx.Client,
+    which holds sockets and cannot be pickled with a Pulumi dynamic provider.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        auth: tuple[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 10.0,
+        retry_budget_s: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.url = _without_userinfo(url.rstrip("/"))
+        self.retry_budget_s = retry_budget_s
+        self._sleep = sleep
+        self._secrets: set[str] = set()
+        if auth is not None:
+            self._remember_secret(auth[1])
+        # Credentials embedded in the URL would otherwise reach error text through httpx.
+        split = urlsplit(url)
+        if split.password:
+            self._remember_secret(split.password)
+        if auth is None and split.username is not None:
+            auth = (split.username, split.password or "")
+        self._http = httpx.Client(
+            base_url=self.url,
+            auth=auth,
+            transport=transport,
+            timeout=timeout,
+            headers={"Accept": "application/json"},
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ConnectClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- connectors ------------------------------------------------------------------------
+
+    def put_config(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
+        """Create or update a connector; returns Connect's answer ({name, config, tasks, type})."""
+        self._remember_config_secrets(config)
+        response = self._call("PUT", connector_path(name, "config"), json=dict(config))
+        return self._json(response)
+
+    def get_config(self, name: str) -> dict[str, str] | None:
+        """The connector's live config (Connect adds "name"), or None when it does not exist."""
+        response = self._call("GET", connector_path(name, "config"), allow_404=True)
+        if response.status_code == 404:
+            return None
+        return {str(k): str(v) for k, v in self._json(response).items()}
+
+    def get_status(self, name: str) -> dict[str, Any] | None:
+        """{name, connector: {state, worker_id}, tasks: [{id, state, worker_id, trace?}]} or None."""
+        response = self._call("GET", connector_path(name, "status"), allow_404=True)
+        if response.status_code == 404:
+            return None
+        return self._json(response)
+
+    def delete(self, name: str, *, timeout_s: float = 60.0, poll_s: float = 1.0) -> bool:
+        """Delete a connector and wait until its status answers 404.
+
+        Returns False when it did not exist. The DELETE returns before every worker has stopped
+        the tasks, so the poll is what makes the name reusable right away.
+        """
+        response = self._call("DELETE", connector_path(name), allow_404=True)
+        if response.status_code == 404:
+            return False
+        self._poll(
+            name,
+            "deleted",
+            timeout_s,
+            poll_s,
+            lambda: self.get_status(name),
+            lambda status: status is None,
+        )
+        return True
+
+    def validate(self, connector_class: str, config: Mapping[str, str]) -> list[ConfigProblem]:
+        """Ask the plugin to validate a config; returns one problem per rejected key."""
+        self._remember_config_secrets(config)
+        body = {**config, "connector.class": connector_class}
+        path = "/connector-plugins/" + quote(connector_class, safe="") + "/config/validate"
+        answer = self._json(self._call("PUT", path, json=body))
+        problems: list[ConfigProblem] = []
+        for entry in answer.get("configs") or []:
+            value = entry.get("value") or {}
+            errors = tuple(self._mask(str(e)) for e in value.get("errors") or [])
+            if errors:
+                problems.append(ConfigProblem(str(value.get("name", "?")), errors))
+        return problems
+
+    def restart(self, name: str, *, include_tasks: bool = True, only_failed: bool = False) -> None:
+        params = {
+            "includeTasks": str(include_tasks).lower(),
+            "onlyFailed": str(only_failed).lower(),
+        }
+        self._call("POST", connector_path(name, "restart"), params=params)
+
+    def pause(self, name: str) -> None:
+        self._call("PUT", connector_path(name, "pause"))
+
+    def resume(self, name: str) -> None:
+        self._call("PUT", connector_path(name, "resume"))
+
+    def stop(self, name: str) -> None:
+        self._call("PUT", connector_path(name, "stop"))
+
+    def list_plugins(self) -> list[dict[str, Any]]:
+        response = self._call("GET", "/connector-plugins")
+        body = response.json()
+        return list(body) if isinstance(body, list) else []
+
+    def server_info(self) -> dict[str, Any]:
+        """GET /: {version, commit, kafka_cluster_id}."""
+        return self._json(self._call("GET", "/"))
+
+    def wait_running(self, name: str, timeout_s: float, poll_s: float = 1.0, *, min_tasks: int = 1) -> dict[str, Any]:
+        """Poll until the connector and all of (at least min_tasks) its tasks are RUNNING.
+
+        A FAILED connector or task raises ConnectorFailed at once rather than at the timeout.
+        min_tasks defaults to 1 because right after a PUT the connector is RUNNING before its
+        tasks exist; pass 0 for connectors that legitimately run without tasks (MM2's checkpoint
+        connector when the source has no consumer group yet).
+        """
+
+        def accept(status: dict[str, Any] | None) -> bool:
+            if status is None:
+                return False
+            failure = self._failure(name, status)
+            if failure is not None:
+                raise failure
+            tasks = status.get("tasks") or []
+            return (
+                (status.get("connector") or {}).get("state") == "RUNNING"
+                and len(tasks) >= min_tasks
+                and all(t.get("state") == "RUNNING" for t in tasks)
+            )
+
+        status = self._poll(name, "RUNNING", timeout_s, poll_s, lambda: self.get_status(name), accept)
+        assert status is not None  # accept() rejects None
+        return status
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _poll(
+        self,
+        name: str,
+        waiting_for: str,
+        timeout_s: float,
+        poll_s: float,
+        fetch: Callable[[], dict[str, Any] | None],
+        done: Callable[[dict[str, Any] | None], bool],
+    ) -> dict[str, Any] | None:
+        started = time.monotonic()
+        slept = 0.0
+        while True:
+            status = fetch()
+            if done(status):
+                return status
+            # Counting slept time as well as wall time keeps the bound real with a fake sleep.
+            elapsed = max(time.monotonic() - started, slept)
+            if elapsed >= timeout_s:
+                raise ConnectTimeout(name, waiting_for, timeout_s, status)
+            pause = min(poll_s, timeout_s - elapsed)
+            self._sleep(pause)
+            slept += pause
+
+    def _failure(self, name: str, status: Mapping[str, Any]) -> ConnectorFailed | None:
+        connector = status.get("connector") or {}
+        if connector.get("state") == "FAILED":
+            return ConnectorFailed(
+                name,
+                None,
+                str(connector.get("worker_id", "")),
+                self._mask(str(connector.get("trace", ""))),
+                status,
+            )
+        for task in status.get("tasks") or []:
+            if task.get("state") == "FAILED":
+                return ConnectorFailed(
+                    name,
+                    int(task.get("id", -1)),
+                    str(task.get("worker_id", "")),
+                    self._mask(str(task.get("trace", ""))),
+                    status,
+                )
+        return None
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str] | None = None,
+        allow_404: bool = False,
+    ) -> httpx.Response:
+        """One request with retries; returns the response or raises a ConnectError."""
+        started = time.monotonic()
+        waited = 0.0
+        delay = _FIRST_DELAY_S
+        attempts = 0
+        while True:
+            attempts += 1
+            response: httpx.Response | None = None
+            cause = ""
+            try:
+                response = self._http.request(method, path, json=json, params=params)
+            except httpx.TransportError as exc:
+                cause = self._mask(f"{type(exc).__name__}: {exc}")
+            if response is not None:
+                if response.status_code < 400 or (allow_404 and response.status_code == 404):
+                    return response
+                if response.status_code not in _RETRY_STATUSES:
+                    raise self._request_error(method, path, response, attempts)
+            elapsed = max(time.monotonic() - started, waited)
+            pause = min(delay, self.retry_budget_s - elapsed)
+            if pause <= 0:
+                if response is not None:
+                    raise self._request_error(method, path, response, attempts)
+                raise ConnectUnavailable(self.url, method, path, cause, attempts)
+            self._sleep(pause)
+            waited += pause
+            delay = min(delay * 2, _MAX_DELAY_S)
+
+    def _request_error(self, method: str, path: str, response: httpx.Response, attempts: int) -> ConnectRequestError:
+        query = response.request.url.query.decode() if response.request.url.query else ""
+        shown = f"{path}?{query}" if query else path
+        message = self._mask(_connect_message(response))
+        return ConnectRequestError(method, shown, response.status_code, message, attempts=attempts)
+
+    def _json(self, response: httpx.Response) -> dict[str, Any]:
+        if response.status_code == 204 or not response.content:
+            return {}
+        body = response.json()
+        return dict(body) if isinstance(body, Mapping) else {"value": body}
+
+    def _remember_config_secrets(self, config: Mapping[str, str]) -> None:
+        for key, value in config.items():
+            if is_sensitive_key(str(key)):
+                self._remember_secret(str(value))
+
+    def _remember_secret(self, value: str) -> None:
+        # Config-provider placeholders (${file:...}) are references, not secrets; masking them
+        # would hide the one hint that explains a failed lookup.
+        if value and not (value.startswith("${") and value.endswith("}")):
+            self._secrets.add(value)
+
+    def _mask(self, text: str) -> str:
+        return mask_text(text, self._secrets)
+
+
+def mask_text(text: str, secrets: Iterable[str]) -> str:
+    """Replace every occurrence of every secret, longest first so overlaps cannot leak."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, MASK)
+    return text

@@ -1,0 +1,320 @@
+"""ConnectorProvider operations against the in-memory Connect (no network, no engine)."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import dill
+import httpx
+import pytest
+from pulumi.dynamic.dynamic import serialize_provider
+from pulumi.output import Unknown
+
+from components.connect.client import ConnectorOperationFailed
+from components.connect.provider import DEFAULT_TIMEOUT_S, ConnectorProvider
+
+from .fakes import URL, FakeConnect, FakeSleep, error, running
+
+SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
+CHECKPOINT = "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
+TRACE = (
+    "org.apache.kafka.connect.errors.ConnectException: Failed to find any class that implements Connector\n"
+    "\tat org.apache.kafka.connect.runtime.Worker.startTask(Worker.java:600)\n"
+    "\tat java.base/java.lang.Thread.run(Thread.java:1583)\n"
+)
+
+
+def props(name: str = "mm2-primary-to-dr-source", **config: str) -> dict[str, Any]:
+    return {
+        "connect_url": URL,
+        "name": name,
+        "config": {"connector.class": SOURCE, "tasks.max": "1", "topics": "orders", **config},
+        "timeout_seconds": 30,
+        "__provider": "serialized",
+    }
+
+
+def provider(fake: FakeConnect, sleep: FakeSleep | None = None) -> ConnectorProvider:
+    return ConnectorProvider(transport_factory=fake.factory(), sleep=sleep or FakeSleep())
+
+
+def failed(name: str, trace: str = TRACE) -> dict[str, Any]:
+    return {
+        "name": name,
+        "connector": {"state": "RUNNING", "worker_id": "w0:8083"},
+        "tasks": [{"id": 0, "state": "FAILED", "worker_id": "w0:8083", "trace": trace}],
+    }
+
+
+# -- diff ----------------------------------------------------------------------------------------
+
+
+def outputs(p: dict[str, Any]) -> dict[str, Any]:
+    """What the state holds after a create: the inputs plus state and tasks."""
+    return {**p, "state": "RUNNING", "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "w0"}]}
+
+
+def test_diff_identical_reports_no_changes() -> None:
+    old = outputs(props())
+    new = props()
+    new["config"] = dict(reversed(list(new["config"].items())))  # order does not matter
+    result = ConnectorProvider().diff("x", old, new)
+    assert result.changes is False
+    assert result.replaces == []
+    assert result.detailed_diff == {}
+
+
+def test_diff_ignores_the_name_key_connect_adds_to_the_config() -> None:
+    old = outputs(props())
+    old["config"] = {**old["config"], "name": old["name"]}
+    assert ConnectorProvider().diff("x", old, props()).changes is False
+
+
+def test_diff_of_one_config_key_is_an_update_naming_that_key() -> None:
+    result = ConnectorProvider().diff("x", outputs(props()), props(**{"tasks.max": "4"}))
+    assert result.changes is True
+    assert result.replaces == []
+    assert result.delete_before_replace is None
+    assert result.diffs == ["config"]
+    assert result.detailed_diff == {'config["tasks.max"]': "update"}
+
+
+def test_diff_reports_added_and_removed_keys() -> None:
+    old = outputs(props(**{"sync.group.offsets.enabled": "true"}))
+    new = props(**{"emit.heartbeats.interval.seconds": "1"})
+    result = ConnectorProvider().diff("x", old, new)
+    assert result.detailed_diff == {
+        'config["emit.heartbeats.interval.seconds"]': "add",
+        'config["sync.group.offsets.enabled"]': "delete",
+    }
+    assert result.replaces == []
+
+
+def test_diff_of_the_name_replaces_deleting_first() -> None:
+    result = ConnectorProvider().diff("x", outputs(props("old-name")), props("new-name"))
+    assert result.changes is True
+    assert result.replaces == ["name"]
+    assert result.delete_before_replace is True
+
+
+def test_diff_of_the_connect_url_replaces_but_a_trailing_slash_does_not() -> None:
+    moved = {**props(), "connect_url": "http://other:8083"}
+    assert ConnectorProvider().diff("x", outputs(props()), moved).replaces == ["connect_url"]
+    slash = {**props(), "connect_url": URL + "/"}
+    assert ConnectorProvider().diff("x", outputs(props()), slash).changes is False
+
+
+def test_diff_of_auth_is_an_update() -> None:
+    old = outputs({**props(), "auth": {"username": "u", "password": "p1"}})
+    new = {**props(), "auth": {"username": "u", "password": "p2"}}
+    result = ConnectorProvider().diff("x", old, new)
+    assert (result.changes, result.replaces, result.diffs) == (True, [], ["auth"])
+
+
+def test_diff_with_unknown_config_during_preview_is_an_update() -> None:
+    new = {**props(), "config": Unknown()}
+    result = ConnectorProvider().diff("x", outputs(props()), new)
+    assert (result.changes, result.replaces) == (True, [])
+
+
+# -- create / update ------------------------------------------------------------------------------
+
+
+def test_create_puts_config_waits_for_running_and_returns_state() -> None:
+    fake = FakeConnect(
+        statuses={"c1": [{"name": "c1", "connector": {"state": "UNASSIGNED"}, "tasks": []}, running("c1")]}
+    )
+    result = provider(fake).create(props("c1"))
+    assert result.id == "c1"
+    assert result.outs is not None
+    assert result.outs["state"] == "RUNNING"
+    assert result.outs["tasks"] == [{"id": 0, "state": "RUNNING", "worker_id": "w0:8083"}]
+    assert result.outs["config"] == props("c1")["config"]
+    assert "__provider" not in result.outs
+    assert fake.connectors["c1"]["tasks.max"] == "1"
+
+
+def test_create_with_a_failed_task_rolls_back_and_explains() -> None:
+    fake = FakeConnect(statuses={"c1": [failed("c1")]}, delete_lag=1)
+    with pytest.raises(ConnectorOperationFailed) as info:
+        provider(fake).create(props("c1"))
+    assert "DELETE /connectors/c1" in fake.seen()
+    assert "c1" not in fake.connectors
+    text = str(info.value)
+    assert "'c1'" in text
+    assert "task 0 FAILED" in text
+    assert "Failed to find any class that implements Connector" in text
+    assert "nothing is left half-deployed" in text
+    assert "Next step:" in text
+
+
+def test_create_that_times_out_rolls_back() -> None:
+    unassigned = {"name": "c1", "connector": {"state": "UNASSIGNED", "worker_id": "w0"}, "tasks": []}
+    fake = FakeConnect(statuses={"c1": [unassigned]})
+    with pytest.raises(ConnectorOperationFailed) as info:
+        provider(fake).create({**props("c1"), "timeout_seconds": 5})
+    assert fake.seen("DELETE") == ["DELETE /connectors/c1"]
+    assert "still not RUNNING after 5s" in str(info.value)
+    assert "timeout_seconds" in str(info.value)
+
+
+def test_create_does_not_delete_a_connector_that_existed_before() -> None:
+    fake = FakeConnect(connectors={"c1": {"connector.class": SOURCE}}, statuses={"c1": [failed("c1")]})
+    with pytest.raises(ConnectorOperationFailed) as info:
+        provider(fake).create(props("c1"))
+    assert fake.seen("DELETE") == []
+    assert "left in place" in str(info.value)
+
+
+def test_create_rejected_by_connect_says_nothing_was_created() -> None:
+    fake = FakeConnect(script={("PUT", "/connectors/c1/config"): [error(400, "Connector configuration is invalid")]})
+    with pytest.raises(ConnectorOperationFailed) as info:
+        provider(fake).create(props("c1"))
+    assert "PUT /connectors/c1/config returned HTTP 400" in str(info.value)
+    assert "Nothing was created" in str(info.value)
+
+
+def test_checkpoint_connector_without_consumer_groups_has_no_tasks_and_is_fine() -> None:
+    no_tasks = {"name": "cp", "connector": {"state": "RUNNING", "worker_id": "w0"}, "tasks": []}
+    fake = FakeConnect(statuses={"cp": [no_tasks]})
+    result = provider(fake).create({**props("cp"), "config": {"connector.class": CHECKPOINT}})
+    assert result.outs is not None and result.outs["tasks"] == []
+
+
+def test_update_puts_the_new_config_and_waits() -> None:
+    fake = FakeConnect(connectors={"c1": {"connector.class": SOURCE, "tasks.max": "1"}})
+    result = provider(fake).update("c1", outputs(props("c1")), props("c1", **{"tasks.max": "2"}))
+    assert fake.connectors["c1"]["tasks.max"] == "2"
+    assert fake.seen()[:2] == ["PUT /connectors/c1/config", "GET /connectors/c1/status"]
+    assert result.outs is not None and result.outs["state"] == "RUNNING"
+
+
+# -- read / delete -------------------------------------------------------------------------------
+
+
+def test_read_of_a_deleted_connector_returns_an_empty_id() -> None:
+    result = provider(FakeConnect()).read("c1", outputs(props("c1")))
+    assert result.id == ""
+    assert result.outs == {}  # the provider server adds __provider to it: must be a dict
+
+
+def test_read_returns_the_live_config_so_refresh_shows_drift() -> None:
+    fake = FakeConnect(connectors={"c1": {"connector.class": SOURCE, "tasks.max": "3", "name": "c1"}})
+    result = provider(fake).read("c1", outputs(props("c1")))
+    assert result.id == "c1"
+    assert result.outs is not None and result.inputs is not None
+    assert result.outs["config"] == {"connector.class": SOURCE, "tasks.max": "3"}
+    assert result.inputs["config"] == result.outs["config"]
+    assert result.outs["state"] == "RUNNING"
+    diff = ConnectorProvider().diff("c1", result.outs, props("c1"))
+    assert diff.detailed_diff == {'config["tasks.max"]': "update", 'config["topics"]': "add"}
+
+
+def test_read_of_an_unreachable_group_keeps_the_state() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    p = ConnectorProvider(transport_factory=lambda: httpx.MockTransport(refuse), sleep=FakeSleep(), retry_budget_s=2)
+    result = p.read("c1", outputs(props("c1")))
+    assert result.id == "c1"
+    assert result.outs is not None and result.outs["state"] == "UNREACHABLE"
+    assert result.outs["config"] == props("c1")["config"]
+
+
+def test_delete_polls_until_404() -> None:
+    fake = FakeConnect(connectors={"c1": {}}, delete_lag=2)
+    provider(fake).delete("c1", outputs(props("c1")))
+    assert fake.seen() == ["DELETE /connectors/c1"] + ["GET /connectors/c1/status"] * 3
+
+
+def test_delete_of_an_already_deleted_connector_succeeds() -> None:
+    fake = FakeConnect()
+    provider(fake).delete("c1", outputs(props("c1")))
+    assert fake.seen() == ["DELETE /connectors/c1"]
+
+
+def test_delete_uses_the_auth_kept_in_state() -> None:
+    fake = FakeConnect(connectors={"c1": {}})
+    provider(fake).delete("c1", {**outputs(props("c1")), "auth": {"username": "u", "password": "p"}})
+    assert all(r.headers["Authorization"].startswith("Basic ") for r in fake.requests)
+
+
+# -- check ---------------------------------------------------------------------------------------
+
+
+def test_check_reports_missing_and_malformed_inputs_without_calling_connect() -> None:
+    fake = FakeConnect()
+    news = {"connect_url": "connect:8083", "name": " ", "config": {"tasks.max": 3}, "auth": {"username": "u"}}
+    result = provider(fake).check({}, news)
+    by_property = {(f.property, f.reason.split(" ")[0]) for f in result.failures}
+    assert ("connect_url", "connect_url") in by_property
+    assert ("name", "name") in by_property
+    assert {f.reason for f in result.failures if f.property == "config"} == {
+        "config key 'tasks.max' must be a string, got int; Connect config values are strings (quote numbers and "
+        "booleans)",
+        "config must set connector.class",
+    }
+    assert [f.property for f in result.failures].count("auth") == 1
+    assert fake.requests == []
+
+
+def test_check_defaults_the_timeout_and_passes_valid_inputs() -> None:
+    news = props()
+    del news["timeout_seconds"]
+    result = provider(FakeConnect()).check({}, news)
+    assert result.failures == []
+    assert result.inputs["timeout_seconds"] == DEFAULT_TIMEOUT_S
+
+
+def test_check_turns_connect_validation_errors_into_failures_per_key() -> None:
+    fake = FakeConnect(validation_errors={"tasks.max": ["Invalid value x for configuration tasks.max"]})
+    result = provider(fake).check({}, props("c1", **{"tasks.max": "x"}))
+    assert [(f.property, f.reason) for f in result.failures] == [
+        ("config", "connector 'c1': config key 'tasks.max' is invalid: Invalid value x for configuration tasks.max")
+    ]
+    sent = fake.requests[0]
+    assert sent.url.path == f"/connector-plugins/{SOURCE}/config/validate"
+    assert b'"name"' in sent.content  # Connect's validation requires the connector name
+
+
+def test_check_skips_validation_when_connect_is_unreachable() -> None:
+    attempts: list[httpx.Request] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        attempts.append(request)
+        raise httpx.ConnectError("refused", request=request)
+
+    sleep = FakeSleep()
+    p = ConnectorProvider(transport_factory=lambda: httpx.MockTransport(refuse), sleep=sleep)
+    assert p.check({}, props()).failures == []
+    assert len(attempts) == 1 and sleep.calls == []  # a preview is not held up by retries
+
+
+def test_check_skips_validation_while_inputs_are_unknown() -> None:
+    fake = FakeConnect()
+    result = provider(fake).check({}, {**props(), "connect_url": Unknown()})
+    assert result.failures == []
+    assert fake.requests == []
+
+
+# -- pickling and secrets ------------------------------------------------------------------------
+
+
+def test_provider_pickles_with_pickle_and_dill_as_pulumi_does() -> None:
+    p = ConnectorProvider()
+    assert isinstance(pickle.loads(pickle.dumps(p)), ConnectorProvider)
+    restored = dill.loads(dill.dumps(p, recurse=True))
+    assert isinstance(restored, ConnectorProvider)
+    assert restored.transport_factory is None and restored.retry_budget_s == p.retry_budget_s
+    assert serialize_provider(p)  # the exact path Connector(...) takes
+
+
+def test_provider_errors_mask_secret_config_values() -> None:
+    password = "Tr0ub4dor&3-secret"
+    trace = f"org.apache.kafka.common.KafkaException: bad key password {password}\n\tat x.y(Z.java:1)"
+    fake = FakeConnect(statuses={"c1": [failed("c1", trace)]})
+    with pytest.raises(ConnectorOperationFailed) as info:
+        provider(fake).create(props("c1", **{"target.cluster.ssl.key.password": password}))
+    assert password not in str(info.value)
+    assert "bad key password ****" in str(info.value)

@@ -1,0 +1,95 @@
+"""The Connector resource as the engine sees it, through Pulumi's mock monitor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pulumi
+import pytest
+from pulumi.runtime import rpc
+from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
+from pulumi.runtime.settings import reset_options
+
+from components.connect.provider import DEFAULT_TIMEOUT_S, TYPE_TOKEN, Connector
+
+from .fakes import URL
+
+CONFIG = {"connector.class": "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector"}
+
+
+class EchoMocks(pulumi.runtime.Mocks):
+    def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        return (f"{args.name}-id", args.inputs)
+
+    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return ({}, None)
+
+
+class RecordingMonitor(MockMonitor):
+    """Keeps the raw RegisterResource requests: type token, secret outputs, serialized inputs."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
+        super().__init__(mocks)
+        self.requests: list[Any] = []
+
+    def RegisterResource(self, request: Any) -> Any:  # the gRPC method's name
+        self.requests.append(request)
+        return super().RegisterResource(request)
+
+
+@pytest.fixture
+def monitor() -> Iterator[RecordingMonitor]:
+    mocks = EchoMocks()
+    recording = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, monitor=recording, preview=False)
+    yield recording
+    reset_options(project="project", stack="stack", organization="organization")
+
+
+def registered(monitor: RecordingMonitor) -> list[Any]:
+    return [r for r in monitor.requests if r.type != "pulumi:pulumi:Stack"]
+
+
+def test_connector_has_its_own_type_and_keeps_auth_secret(monitor: RecordingMonitor) -> None:
+    @pulumi.runtime.test
+    def program() -> pulumi.Output[str]:
+        connector = Connector(
+            "hb",
+            {
+                "connect_url": URL,
+                "name": "mm2-primary-to-dr-heartbeat",
+                "config": CONFIG,
+                "auth": {"username": "admin", "password": "pw"},
+            },
+        )
+        return connector.urn
+
+    program()
+    (request,) = registered(monitor)
+    assert request.type == TYPE_TOKEN == "pulumi-python:dynamic/connect:Connector"
+    assert list(request.additionalSecretOutputs) == ["auth"]
+    inputs = rpc.deserialize_properties(request.object)
+    assert rpc.is_rpc_secret(inputs["auth"])
+    assert rpc.unwrap_rpc_secret(inputs["auth"]) == {"username": "admin", "password": "pw"}
+    assert inputs["name"] == "mm2-primary-to-dr-heartbeat"
+    assert inputs["config"] == CONFIG
+    assert inputs["timeout_seconds"] == DEFAULT_TIMEOUT_S
+    assert "__provider" in inputs
+
+
+def test_connector_accepts_keyword_inputs(monitor: RecordingMonitor) -> None:
+    @pulumi.runtime.test
+    def program() -> pulumi.Output[str]:
+        return Connector("hb", connect_url=URL, connector_name="c1", config=CONFIG, timeout_seconds=30).urn
+
+    program()
+    (request,) = registered(monitor)
+    inputs = rpc.deserialize_properties(request.object)
+    assert (inputs["name"], inputs["timeout_seconds"]) == ("c1", 30)
+    assert "auth" not in inputs
+
+
+def test_connector_needs_its_inputs() -> None:
+    with pytest.raises(TypeError, match="connect_url, connector_name and config"):
+        Connector("hb", connect_url=URL)
