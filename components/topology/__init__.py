@@ -1,0 +1,91 @@
+"""The pure topology model: parse and validate the `mm2` stack config, and generate MM2 configs.
+
+No pulumi, httpx, pyspark or confluent-kafka imports and no I/O anywhere in this package.
+"""
+
+from __future__ import annotations
+
+from components.topology.mm2config import (
+    BYTE_ARRAY_CONVERTER,
+    CONNECTOR_CLASSES,
+    ConnectorSpec,
+    FlowConnectors,
+    bootstrap_servers,
+    checkpoints_topic,
+    client_properties,
+    connector_name,
+    flow_connectors,
+    heartbeats_topic,
+    needs_producer_override,
+    offset_syncs_cluster,
+    offset_syncs_topic,
+    remote_topic,
+    security_properties,
+)
+from components.topology.model import (
+    DEFAULT_POLICY_CLASS,
+    DEFAULT_SECRETS_FILE,
+    IDENTITY_POLICY_CLASS,
+    Cluster,
+    Flow,
+    Platform,
+    PolicyKind,
+    Problem,
+    ReplicationPolicy,
+    SaslMechanism,
+    SecretRef,
+    Security,
+    SecurityProtocol,
+    TopicSpec,
+    Topology,
+    TopologyError,
+    WorkerGroup,
+)
+from components.topology.parse import parse_topology, with_secrets_file
+from components.topology.runtime_config import (
+    broker_ports,
+    broker_properties,
+    worker_properties,
+    worker_rest_urls,
+)
+
+__all__ = [
+    "BYTE_ARRAY_CONVERTER",
+    "CONNECTOR_CLASSES",
+    "DEFAULT_POLICY_CLASS",
+    "DEFAULT_SECRETS_FILE",
+    "IDENTITY_POLICY_CLASS",
+    "Cluster",
+    "ConnectorSpec",
+    "Flow",
+    "FlowConnectors",
+    "Platform",
+    "PolicyKind",
+    "Problem",
+    "ReplicationPolicy",
+    "SaslMechanism",
+    "SecretRef",
+    "Security",
+    "SecurityProtocol",
+    "TopicSpec",
+    "Topology",
+    "TopologyError",
+    "WorkerGroup",
+    "bootstrap_servers",
+    "broker_ports",
+    "broker_properties",
+    "checkpoints_topic",
+    "client_properties",
+    "connector_name",
+    "flow_connectors",
+    "heartbeats_topic",
+    "needs_producer_override",
+    "offset_syncs_cluster",
+    "offset_syncs_topic",
+    "parse_topology",
+    "remote_topic",
+    "security_properties",
+    "with_secrets_file",
+    "worker_properties",
+    "worker_rest_urls",
+]

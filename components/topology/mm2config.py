@@ -1,0 +1,246 @@
+"""A flow becomes three MM2 connector configs; topic names under each replication policy.
+
+Connector configs use MM2's exact property names as `MirrorConnectorConfig` reads them when
+the connectors run on a plain distributed Connect cluster:
+
+- `source.cluster.*` / `target.cluster.*`: bootstrap and security of each side (MM2 keeps
+  only client-level keys from these prefixes);
+- `source.<client>.*` / `target.<client>.*` with client in producer/consumer/admin: per-cluster
+  client overrides (`source.consumer.fetch.min.bytes`). MM2 drops `source.cluster.consumer.*`,
+  which is why overrides are not written that way;
+- `producer.override.*`: the Connect framework producer, which writes each connector's records
+  (replicated records, checkpoints, heartbeats). It writes to the worker group's cluster unless
+  overridden, so when a flow's target is not that cluster all three connectors get
+  `producer.override.bootstrap.servers` and security for the target (as seed 000 does), and
+  the target cluster's `producer.*` client overrides are applied there too.
+
+Secrets appear only as FileConfigProvider placeholders naming the worker group's secrets file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from components.topology.model import (
+    Cluster,
+    Flow,
+    Platform,
+    PolicyKind,
+    Security,
+    Topology,
+    WorkerGroup,
+    frozen_map,
+)
+from components.topology.settings import ROLE_SETTINGS
+
+BYTE_ARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
+CONNECTOR_CLASSES: dict[str, str] = {
+    "source": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+    "checkpoint": "org.apache.kafka.connect.mirror.MirrorCheckpointConnector",
+    "heartbeat": "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector",
+}
+ROLES: tuple[str, ...] = ("source", "checkpoint", "heartbeat")
+HEARTBEATS_TOPIC = "heartbeats"
+# Strimzi's naming for a Kafka cluster's bootstrap Service, in the namespace of the workers.
+KUBERNETES_BOOTSTRAP = "{alias}-kafka-bootstrap:9092"
+
+
+@dataclass(frozen=True)
+class ConnectorSpec:
+    name: str
+    role: str  # "source" | "checkpoint" | "heartbeat"
+    connector_class: str
+    config: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class FlowConnectors:
+    source: ConnectorSpec
+    checkpoint: ConnectorSpec
+    heartbeat: ConnectorSpec
+
+    def all(self) -> tuple[ConnectorSpec, ...]:
+        return (self.source, self.checkpoint, self.heartbeat)
+
+
+def connector_name(flow: Flow, role: str) -> str:
+    return f"mm2-{flow.source}-to-{flow.target}-{role}"
+
+
+def bootstrap_servers(cluster: Cluster) -> str:
+    """local/docker: every broker's client port on 127.0.0.1; external: as configured;
+    kubernetes: as configured, else the Strimzi-style `<alias>-kafka-bootstrap:9092` Service."""
+    if cluster.platform in (Platform.LOCAL, Platform.DOCKER):
+        if cluster.port is None:
+            raise ValueError(f"cluster {cluster.alias} has no port")
+        return ",".join(f"127.0.0.1:{client}" for client, _ in _ports(cluster))
+    if cluster.bootstrap:
+        return cluster.bootstrap
+    if cluster.platform is Platform.KUBERNETES:
+        return KUBERNETES_BOOTSTRAP.format(alias=cluster.alias)
+    raise ValueError(f"cluster {cluster.alias} has no bootstrap address")
+
+
+def _ports(cluster: Cluster) -> tuple[tuple[int, int], ...]:
+    base = cluster.port or 0
+    return tuple((base + 2 * i, base + 2 * i + 1) for i in range(cluster.brokers))
+
+
+def _jaas_quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def security_properties(security: Security, secrets_file: str) -> dict[str, str]:
+    """Unprefixed Kafka client security keys; secrets as `${file:...}` placeholders."""
+    props = {"security.protocol": security.protocol.value}
+    if security.protocol.uses_sasl and security.sasl_mechanism is not None:
+        props["sasl.mechanism"] = security.sasl_mechanism.value
+        password = security.password.placeholder(secrets_file) if security.password else ""
+        props["sasl.jaas.config"] = (
+            f"{security.sasl_mechanism.login_module} required "
+            f'username="{_jaas_quote(security.username or "")}" password="{password}";'
+        )
+    if security.protocol.uses_tls:
+        if security.truststore_location:
+            props["ssl.truststore.location"] = security.truststore_location
+        if security.truststore_password:
+            props["ssl.truststore.password"] = security.truststore_password.placeholder(secrets_file)
+        if security.keystore_location:
+            props["ssl.keystore.location"] = security.keystore_location
+        if security.keystore_password:
+            props["ssl.keystore.password"] = security.keystore_password.placeholder(secrets_file)
+        if security.key_password:
+            props["ssl.key.password"] = security.key_password.placeholder(secrets_file)
+    return props
+
+
+def client_properties(cluster: Cluster, secrets_file: str) -> dict[str, str]:
+    """`bootstrap.servers` plus security: what any client of this cluster needs."""
+    return {"bootstrap.servers": bootstrap_servers(cluster), **security_properties(cluster.security, secrets_file)}
+
+
+def _prefixed(prefix: str, values: Mapping[str, str]) -> dict[str, str]:
+    return {f"{prefix}{k}": v for k, v in values.items()}
+
+
+def needs_producer_override(topology: Topology, flow: Flow) -> bool:
+    """True when the flow's records must be produced to a cluster other than the workers'."""
+    return topology.worker_groups[flow.worker_group].cluster != flow.target
+
+
+def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
+    group: WorkerGroup = topology.worker_groups[flow.worker_group]
+    source = topology.clusters[flow.source]
+    target = topology.clusters[flow.target]
+    secrets = group.secrets_file
+    policy = flow.replication_policy
+
+    common: dict[str, str] = {
+        "source.cluster.alias": flow.source,
+        "target.cluster.alias": flow.target,
+        **_prefixed("source.cluster.", client_properties(source, secrets)),
+        **_prefixed("target.cluster.", client_properties(target, secrets)),
+        **_prefixed("source.", dict(source.client)),
+        **_prefixed("target.", dict(target.client)),
+        "key.converter": BYTE_ARRAY_CONVERTER,
+        "value.converter": BYTE_ARRAY_CONVERTER,
+        "header.converter": BYTE_ARRAY_CONVERTER,
+        "replication.policy.class": policy.class_name,
+        "replication.policy.separator": policy.separator,
+    }
+    # The framework producer writes every connector's records; aim it at the target.
+    if needs_producer_override(topology, flow):
+        common.update(_prefixed("producer.override.", client_properties(target, secrets)))
+    common.update(
+        {f"producer.override.{k[len('producer.') :]}": v for k, v in target.client.items() if k.startswith("producer.")}
+    )
+    topic_filter = {
+        "topics": ",".join(flow.topics),
+        "topics.exclude": ",".join(flow.topics_exclude),
+    }
+    per_role: dict[str, dict[str, str]] = {
+        "source": {**topic_filter, "tasks.max": str(flow.tasks_max)},
+        "checkpoint": {
+            **topic_filter,
+            "groups": ",".join(flow.groups),
+            "groups.exclude": ",".join(flow.groups_exclude),
+            "tasks.max": str(flow.tasks_max),
+        },
+        # MirrorHeartbeatConnector only ever runs one task.
+        "heartbeat": {"tasks.max": "1"},
+    }
+    if flow.exactly_once:
+        per_role["source"].update(
+            {
+                "exactly.once.support": "required",
+                "transaction.boundary": "poll",
+                # MM2 supports exactly-once only when it skips aborted source records.
+                "source.consumer.isolation.level": "read_committed",
+            }
+        )
+
+    specs: dict[str, ConnectorSpec] = {}
+    for role in ROLES:
+        name = connector_name(flow, role)
+        config = {
+            **common,
+            **{k: v for k, v in flow.settings.items() if k in ROLE_SETTINGS[role]},
+            **per_role[role],
+            "name": name,
+            "connector.class": CONNECTOR_CLASSES[role],
+        }
+        specs[role] = ConnectorSpec(
+            name=name, role=role, connector_class=CONNECTOR_CLASSES[role], config=frozen_map(config)
+        )
+    return FlowConnectors(source=specs["source"], checkpoint=specs["checkpoint"], heartbeat=specs["heartbeat"])
+
+
+# ---- names MM2 gives topics -------------------------------------------------------------
+
+
+def _internal_separator(flow: Flow) -> str:
+    # KIP-949: internal topic names use the separator unless this switch is off.
+    enabled = flow.settings.get("replication.policy.internal.topic.separator.enabled", "true")
+    return flow.replication_policy.separator if enabled.lower() == "true" else "."
+
+
+def remote_topic(flow: Flow, topic: str) -> str:
+    """The name `topic` from the source gets on the target.
+
+    Identity keeps names, except heartbeats: IdentityReplicationPolicy defers to the default
+    naming for any topic ending in "heartbeats". A custom class is assumed to name like the
+    default policy unless declared name-preserving.
+    """
+    policy = flow.replication_policy
+    keeps = policy.kind is PolicyKind.IDENTITY or (policy.kind is PolicyKind.CUSTOM and policy.preserves_names)
+    if keeps and not topic.endswith(HEARTBEATS_TOPIC):
+        return topic
+    return f"{flow.source}{policy.separator}{topic}"
+
+
+def checkpoints_topic(flow: Flow) -> str:
+    """`<source>.checkpoints.internal`, on the target cluster."""
+    sep = _internal_separator(flow)
+    return f"{flow.source}{sep}checkpoints{sep}internal"
+
+
+def heartbeats_topic(flow: Flow) -> str:
+    """`heartbeats`, on the target cluster (written by the flow's heartbeat connector)."""
+    return HEARTBEATS_TOPIC
+
+
+def offset_syncs_location(flow: Flow) -> str:
+    return flow.settings.get("offset-syncs.topic.location", "source")
+
+
+def offset_syncs_cluster(flow: Flow) -> str:
+    """Alias of the cluster holding the flow's offset-syncs topic (the source by default)."""
+    return flow.source if offset_syncs_location(flow) == "source" else flow.target
+
+
+def offset_syncs_topic(flow: Flow) -> str:
+    """`mm2-offset-syncs.<other alias>.internal`: it names the cluster it does not live on."""
+    sep = _internal_separator(flow)
+    other = flow.target if offset_syncs_location(flow) == "source" else flow.source
+    return f"mm2-offset-syncs{sep}{other}{sep}internal"

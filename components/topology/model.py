@@ -1,0 +1,222 @@
+"""The product's language: clusters, Connect worker groups and replication flows.
+
+Every type here is a frozen dataclass or a `str` Enum so a parsed topology can be shared,
+hashed into property tests and compared in golden tests without defensive copies.
+Nothing here imports pulumi, httpx or pyspark, and nothing does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+
+DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+IDENTITY_POLICY_CLASS = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+DEFAULT_SEPARATOR = "."
+
+# Where workers read `${file:<path>:<key>}` placeholders from unless the platform code
+# overrides it (see `with_secrets_file`). A concrete path, never an unexpanded variable:
+# Kafka's FileConfigProvider does not expand environment variables.
+DEFAULT_SECRETS_FILE = "/etc/mm2/secrets.properties"
+
+
+def frozen_map(values: Mapping[str, str] | None = None) -> Mapping[str, str]:
+    """A read-only, key-sorted copy, so equal inputs give equal (and stably ordered) maps."""
+    return MappingProxyType(dict(sorted((values or {}).items())))
+
+
+class Platform(str, Enum):
+    """Where a cluster (and, through its cluster, a worker group) runs."""
+
+    LOCAL = "local"
+    KUBERNETES = "kubernetes"
+    DOCKER = "docker"
+    EXTERNAL = "external"
+
+
+class SecurityProtocol(str, Enum):
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
+
+    @property
+    def uses_tls(self) -> bool:
+        return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
+
+
+class SaslMechanism(str, Enum):
+    PLAIN = "PLAIN"
+    SCRAM_SHA_256 = "SCRAM-SHA-256"
+    SCRAM_SHA_512 = "SCRAM-SHA-512"
+
+    @property
+    def login_module(self) -> str:
+        if self is SaslMechanism.PLAIN:
+            return "org.apache.kafka.common.security.plain.PlainLoginModule"
+        return "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+
+class PolicyKind(str, Enum):
+    DEFAULT = "default"
+    IDENTITY = "identity"
+    CUSTOM = "custom"
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """A reference to a secret held outside the stack config, never the secret itself."""
+
+    key: str  # e.g. "primary.mm2.password"
+
+    def placeholder(self, secrets_file: str) -> str:
+        """Kafka FileConfigProvider syntax, resolved by the worker when it reads the config."""
+        return f"${{file:{secrets_file}:{self.key}}}"
+
+
+@dataclass(frozen=True)
+class Security:
+    protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
+    sasl_mechanism: SaslMechanism | None = None
+    username: str | None = None
+    password: SecretRef | None = None
+    truststore_location: str | None = None
+    truststore_password: SecretRef | None = None
+    keystore_location: str | None = None
+    keystore_password: SecretRef | None = None
+    key_password: SecretRef | None = None
+
+    def secret_refs(self) -> tuple[SecretRef, ...]:
+        refs = (self.password, self.truststore_password, self.keystore_password, self.key_password)
+        return tuple(ref for ref in refs if ref is not None)
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int
+    config: Mapping[str, str] = field(default_factory=frozen_map)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    alias: str
+    platform: Platform
+    brokers: int
+    # local/docker: broker i's client port is port+2i and its controller port port+2i+1.
+    port: int | None = None
+    # external (required) and kubernetes (optional) address as given in config.
+    bootstrap: str | None = None
+    datacenter: str | None = None
+    security: Security = field(default_factory=Security)
+    topics: tuple[TopicSpec, ...] = ()
+    broker_config: Mapping[str, str] = field(default_factory=frozen_map)
+    # MM2 client overrides, keys prefixed producer./consumer./admin.
+    client: Mapping[str, str] = field(default_factory=frozen_map)
+    # Cluster-level MM2 settings for flows whose source is this cluster.
+    settings: Mapping[str, str] = field(default_factory=frozen_map)
+
+
+@dataclass(frozen=True)
+class WorkerGroup:
+    name: str
+    cluster: str  # alias of the cluster holding the storage topics
+    workers: int
+    group_id: str
+    config_topic: str
+    offset_topic: str
+    status_topic: str
+    rest_port: int | None = None  # local/docker: worker i listens on rest_port+i
+    url: str | None = None  # an existing (external) Connect endpoint
+    rest_auth: bool = False
+    secrets_file: str = DEFAULT_SECRETS_FILE
+    worker_config: Mapping[str, str] = field(default_factory=frozen_map)
+    # Derived: the hosting cluster's platform, or EXTERNAL when `url` is given.
+    platform: Platform = Platform.LOCAL
+    rest_username: str | None = None
+    rest_password: SecretRef | None = None
+
+
+@dataclass(frozen=True)
+class ReplicationPolicy:
+    kind: PolicyKind = PolicyKind.DEFAULT
+    class_name: str = DEFAULT_POLICY_CLASS
+    separator: str = DEFAULT_SEPARATOR
+    # True for identity, and for custom classes declared name-preserving.
+    preserves_names: bool = False
+
+
+@dataclass(frozen=True)
+class Flow:
+    source: str
+    target: str
+    enabled: bool
+    worker_group: str
+    topics: tuple[str, ...]
+    topics_exclude: tuple[str, ...]
+    groups: tuple[str, ...]
+    groups_exclude: tuple[str, ...]
+    replication_policy: ReplicationPolicy
+    disaster_recovery: bool
+    # Fully merged project default < global < cluster < flow MM2 settings (string values,
+    # MM2 connector keys only; typed fields above own their keys).
+    settings: Mapping[str, str]
+    tasks_max: int = 1
+    exactly_once: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}->{self.target}"
+
+    @property
+    def slug(self) -> str:
+        return f"{self.source}-to-{self.target}"
+
+
+@dataclass(frozen=True)
+class Topology:
+    clusters: Mapping[str, Cluster]
+    worker_groups: Mapping[str, WorkerGroup]
+    flows: tuple[Flow, ...]
+
+    def enabled_flows(self) -> tuple[Flow, ...]:
+        return tuple(flow for flow in self.flows if flow.enabled)
+
+    def flow(self, name: str) -> Flow:
+        """The flow named `source->target`; KeyError if there is none."""
+        for flow in self.flows:
+            if flow.name == name:
+                return flow
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Problem:
+    key: str  # stack config path, e.g. "mm2:flows.primary->dr.topics[1]"
+    message: str
+    fix: str
+
+
+class TopologyError(ValueError):
+    """Every problem found in a stack config, reported at once."""
+
+    def __init__(self, problems: tuple[Problem, ...] | list[Problem]) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        count = len(self.problems)
+        lines = [f"{count} problem{'s' if count != 1 else ''} in the mm2 stack config:"]
+        for problem in self.problems:
+            lines.append(f"  {problem.key}: {problem.message} Fix: {problem.fix}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self._render()

@@ -1,0 +1,1 @@
+"""Tests of the pure topology model (components/topology)."""

@@ -1,0 +1,73 @@
+"""Stack configs shared by the topology tests, built fresh for each use."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.topology import Problem, TopologyError, parse_topology
+from components.topology.mm2props import stack_config_from_yaml
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+_DEV: dict[str, Any] = {
+    "defaults": {"settings": {"refresh.topics.interval.seconds": "5"}},
+    "clusters": {
+        "primary": {
+            "platform": "local",
+            "brokers": 1,
+            "port": 19092,
+            "datacenter": "dc1",
+            "security": {"protocol": "PLAINTEXT"},
+            "topics": {"orders": {"partitions": 3}, "payments": {"partitions": 3}},
+        },
+        "dr": {"platform": "local", "brokers": 1, "port": 19192, "datacenter": "dc1"},
+    },
+    "workerGroups": {"mm2": {"cluster": "dr", "workers": 2, "restPort": 18083}},
+    "flows": {
+        "primary->dr": {
+            "workerGroup": "mm2",
+            "topics": ["orders", "payments"],
+            "groups": [".*"],
+            "replicationPolicy": {"class": "default"},
+            "disasterRecovery": True,
+            "tasksMax": 3,
+        }
+    },
+}
+
+
+def dev_config() -> dict[str, Any]:
+    """The dev stack's shape (Pulumi.dev.yaml): primary->dr, workers on dr."""
+    return copy.deepcopy(_DEV)
+
+
+def problems(config: dict[str, Any]) -> tuple[Problem, ...]:
+    try:
+        parse_topology(config)
+    except TopologyError as err:
+        return err.problems
+    raise AssertionError("expected a TopologyError")
+
+
+def problem_at(config: dict[str, Any], key: str) -> Problem:
+    found = problems(config)
+    for problem in found:
+        if problem.key == key:
+            return problem
+    raise AssertionError(f"no problem at {key}; got {[p.key for p in found]}")
+
+
+def example(name: str) -> dict[str, Any]:
+    return stack_config_from_yaml((EXAMPLES / name).read_text(encoding="utf-8"))
+
+
+def example_names() -> list[str]:
+    return sorted(p.name for p in EXAMPLES.glob("*.yaml"))
+
+
+def load_yaml(text: str) -> Any:
+    return yaml.safe_load(text)

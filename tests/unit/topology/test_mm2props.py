@@ -1,0 +1,243 @@
+"""mm2.properties syntax, import, export and round trips."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from components.topology import TopologyError, flow_connectors, parse_topology
+from components.topology.mm2props import (
+    export_properties,
+    import_properties,
+    parse_properties,
+    render_properties,
+    run_cli,
+    stack_config_from_yaml,
+    stack_yaml,
+)
+from tests.unit.topology.helpers import EXAMPLES, dev_config, example, example_names
+
+ROOT = Path(__file__).resolve().parents[3]
+
+ACTIVE_PASSIVE = r"""
+# ── Cluster aliases
+clusters = us-east, us-west
+   # indented comment
+us-east.bootstrap.servers = kafka-east-1:9092,kafka-east-2:9092,kafka-east-3:9092
+us-west.bootstrap.servers : kafka-west-1:9092,\
+    kafka-west-2:9092,kafka-west-3:9092
+! bang comment
+us-east.security.protocol = SASL_SSL
+us-east.sasl.mechanism = SCRAM-SHA-512
+us-east.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required \
+  username="mm2-user" password="mm2-secret";
+us-east.ssl.truststore.location = /etc/kafka/certs/east-truststore.jks
+us-east.ssl.truststore.password = changeit
+us-east.consumer.isolation.level = read_committed
+us-west.producer.compression.type gzip
+us-east->us-west.enabled = true
+us-west->us-east.enabled = false
+us-east->us-west.topics = .*
+us-east->us-west.topics.blacklist = .*\\.internal, .*-changelog, __.*
+replication.factor = 3
+us-east->us-west.sync.group.offsets.enabled = true
+emit.checkpoints.interval.seconds = 10
+listeners = http://localhost:8080
+"""
+
+
+def test_java_properties_syntax() -> None:
+    text = (
+        "a=1\n"
+        "b: 2\n"
+        "c 3\n"
+        "  d   =   4\n"
+        "# e = 5\n"
+        "! f = 6\n"
+        "g = one,\\\n    two\n"
+        "h\\:colon = x\\\\y\n"
+        "i = \\u0041\\tB\n"
+        "j =\n"
+        "k = ends with even \\\\\\\\\n"
+        "l = next\n"
+        "m\\ space = v\n"
+    )
+    assert parse_properties(text) == [
+        ("a", "1"),
+        ("b", "2"),
+        ("c", "3"),
+        ("d", "4"),
+        ("g", "one,two"),
+        ("h:colon", "x\\y"),
+        ("i", "A\tB"),
+        ("j", ""),
+        ("k", "ends with even \\\\"),
+        ("l", "next"),
+        ("m space", "v"),
+    ]
+
+
+@given(st.lists(st.tuples(st.text(min_size=1), st.text())))
+def test_render_then_parse_is_identity(pairs: list[tuple[str, str]]) -> None:
+    assert parse_properties(render_properties(pairs)) == pairs
+
+
+def test_import_active_passive() -> None:
+    result = import_properties(ACTIVE_PASSIVE)
+    assert result.config == {
+        "defaults": {"settings": {"replication.factor": "3", "emit.checkpoints.interval.seconds": "10"}},
+        "clusters": {
+            "us-east": {
+                "platform": "external",
+                "bootstrap": "kafka-east-1:9092,kafka-east-2:9092,kafka-east-3:9092",
+                "security": {
+                    "protocol": "SASL_SSL",
+                    "saslMechanism": "SCRAM-SHA-512",
+                    "username": "mm2-user",
+                    "password": {"secret": "us-east.sasl.password"},
+                    "truststoreLocation": "/etc/kafka/certs/east-truststore.jks",
+                    "truststorePassword": {"secret": "us-east.ssl.truststore.password"},
+                },
+                "client": {"consumer.isolation.level": "read_committed"},
+                "brokers": 3,
+            },
+            "us-west": {
+                "platform": "external",
+                "bootstrap": "kafka-west-1:9092,kafka-west-2:9092,kafka-west-3:9092",
+                "client": {"producer.compression.type": "gzip"},
+                "brokers": 3,
+            },
+        },
+        "workerGroups": {"mm2": {"cluster": "us-west", "platform": "kubernetes", "workers": 1}},
+        "flows": {
+            "us-east->us-west": {
+                "enabled": True,
+                "topics": [".*"],
+                "topicsExclude": [r".*\.internal", ".*-changelog", "__.*"],
+                "settings": {"sync.group.offsets.enabled": "true"},
+            },
+            "us-west->us-east": {"enabled": False},
+        },
+    }
+    notes = "\n".join(result.notes)
+    assert '"topics.blacklist" was removed in Kafka 4; imported as its replacement "topics.exclude"' in notes
+    assert "listeners: dedicated-mode worker setting" in notes
+    assert result.secret_commands == (
+        "pulumi config set --secret --path 'mm2:secrets[\"us-east.sasl.password\"]' "
+        "'<value of us-east.sasl.jaas.config>'",
+        "pulumi config set --secret --path 'mm2:secrets[\"us-east.ssl.truststore.password\"]' "
+        "'<value of us-east.ssl.truststore.password>'",
+    )
+    rendered = stack_yaml(result.config) + "\n".join(result.notes) + "\n".join(result.secret_commands)
+    assert "mm2-secret" not in rendered and "changeit" not in rendered
+
+
+def test_import_reports_unknown_keys_with_suggestions_and_inline_comments() -> None:
+    text = (
+        "clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\n"
+        "a->b.enabled = true # disabled by default\n"
+        "a->b.emit.heartbeats = false\n"
+        "sync.topic.configs.exclude = x\n"
+    )
+    with pytest.raises(TopologyError) as caught:
+        import_properties(text)
+    by_key = {p.key: p for p in caught.value.problems}
+    assert "no end-of-line comments" in by_key["mm2.properties:a->b.enabled"].fix
+    assert 'Did you mean "emit.heartbeats.enabled"' in by_key["mm2.properties:a->b.emit.heartbeats"].fix
+    assert "mm2.properties:sync.topic.configs.exclude" in by_key
+
+
+def test_import_whitelist_becomes_topics() -> None:
+    text = (
+        "clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\na->b.enabled = true\n"
+        "a->b.topics.whitelist = orders.*\n"
+    )
+    assert import_properties(text).config["flows"]["a->b"]["topics"] == ["orders.*"]
+
+
+def test_import_keeps_config_provider_placeholders_as_secret_refs() -> None:
+    text = (
+        "clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\n"
+        "a.security.protocol = SASL_PLAINTEXT\na.sasl.mechanism = PLAIN\n"
+        'a.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required username="u" '
+        'password="${file:/opt/secrets.properties:a.pw}";\n'
+        "a->b.enabled = true\n"
+    )
+    result = import_properties(text)
+    assert result.config["clusters"]["a"]["security"]["password"] == {"secret": "a.pw"}
+    assert result.config["workerGroups"]["mm2"]["secretsFile"] == "/opt/secrets.properties"
+    assert result.secret_commands == ()
+
+
+@pytest.mark.parametrize("name", example_names())
+def test_export_import_export_is_a_fixed_point(name: str) -> None:
+    first = export_properties(parse_topology(example(name)))
+    second = export_properties(parse_topology(import_properties(first).config))
+    assert second == first
+
+
+@pytest.mark.parametrize("name", example_names())
+def test_stack_config_round_trip_keeps_connector_configs(name: str) -> None:
+    """Stack config -> mm2.properties -> stack config: the same connectors, except where the
+    imported single worker group sits on another cluster (then only producer.override.* differs)."""
+    original = parse_topology(example(name))
+    imported = parse_topology(import_properties(export_properties(original)).config)
+    assert [f.name for f in imported.flows] == [f.name for f in original.flows]
+    for before, after in zip(original.flows, imported.flows, strict=True):
+        for a, b in zip(flow_connectors(original, before).all(), flow_connectors(imported, after).all(), strict=True):
+            strip = {k: v for k, v in a.config.items() if not k.startswith("producer.override.")}
+            assert strip == {k: v for k, v in b.config.items() if not k.startswith("producer.override.")}
+
+
+def test_active_passive_round_trip_is_exact() -> None:
+    original = parse_topology(dev_config())
+    imported = parse_topology(import_properties(export_properties(original)).config)
+    assert flow_connectors(imported, imported.flows[0]) == flow_connectors(original, original.flows[0])
+
+
+def test_export_writes_secrets_as_placeholders() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["security"] = {
+        "protocol": "SASL_PLAINTEXT",
+        "saslMechanism": "PLAIN",
+        "username": "mm2",
+        "password": {"secret": "primary.mm2.password"},
+    }
+    text = export_properties(parse_topology(config))
+    props = dict(parse_properties(text))
+    assert props["config.providers"] == "file"
+    assert props["primary.sasl.jaas.config"].endswith(
+        'password="${file:/etc/mm2/secrets.properties:primary.mm2.password}";'
+    )
+    assert props["primary->dr.enabled"] == "true"
+    assert props["primary->dr.tasks.max"] == "3"
+
+
+def test_stack_yaml_round_trip() -> None:
+    config = import_properties(ACTIVE_PASSIVE).config
+    assert stack_config_from_yaml(stack_yaml(config)) == config
+
+
+def test_run_cli_reads_through_the_injected_reader() -> None:
+    files = {"mm2.properties": ACTIVE_PASSIVE}
+    code, out, err = run_cli(["import", "mm2.properties"], files.__getitem__)
+    assert code == 0
+    assert out.startswith("config:\n  mm2:defaults:")
+    assert "pulumi config set --secret" in err
+    assert run_cli(["bogus"], files.__getitem__)[0] == 2
+
+
+def test_bin_mm2props_exports_an_example() -> None:
+    done = subprocess.run(
+        [str(ROOT / "bin" / "mm2props"), "export", str(EXAMPLES / "active-passive.yaml")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "primary->dr.enabled = true" in done.stdout.splitlines()

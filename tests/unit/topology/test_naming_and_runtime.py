@@ -1,0 +1,206 @@
+"""Topic names under each replication policy; broker and worker properties."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from components.topology import (
+    ReplicationPolicy,
+    bootstrap_servers,
+    broker_ports,
+    broker_properties,
+    checkpoints_topic,
+    heartbeats_topic,
+    offset_syncs_cluster,
+    offset_syncs_topic,
+    parse_topology,
+    remote_topic,
+    with_secrets_file,
+    worker_properties,
+    worker_rest_urls,
+)
+from components.topology.model import Flow, PolicyKind, frozen_map
+from tests.unit.topology.helpers import dev_config, example
+
+
+def dev_flow() -> Flow:
+    return parse_topology(dev_config()).flows[0]
+
+
+def test_default_policy_names() -> None:
+    flow = dev_flow()
+    assert remote_topic(flow, "orders") == "primary.orders"
+    assert checkpoints_topic(flow) == "primary.checkpoints.internal"
+    assert heartbeats_topic(flow) == "heartbeats"
+    assert offset_syncs_topic(flow) == "mm2-offset-syncs.dr.internal"
+    assert offset_syncs_cluster(flow) == "primary"
+
+
+def test_custom_separator_applies_to_internal_topics_unless_switched_off() -> None:
+    flow = replace(dev_flow(), replication_policy=ReplicationPolicy(separator="_"))
+    assert remote_topic(flow, "orders") == "primary_orders"
+    assert checkpoints_topic(flow) == "primary_checkpoints_internal"
+    assert offset_syncs_topic(flow) == "mm2-offset-syncs_dr_internal"
+    off = replace(flow, settings=frozen_map({"replication.policy.internal.topic.separator.enabled": "false"}))
+    assert checkpoints_topic(off) == "primary.checkpoints.internal"
+    assert remote_topic(off, "orders") == "primary_orders"
+
+
+def test_identity_keeps_names_except_heartbeats() -> None:
+    flow = replace(dev_flow(), replication_policy=ReplicationPolicy(kind=PolicyKind.IDENTITY, preserves_names=True))
+    assert remote_topic(flow, "orders") == "orders"
+    assert remote_topic(flow, "heartbeats") == "primary.heartbeats"
+    assert checkpoints_topic(flow) == "primary.checkpoints.internal"
+
+
+def test_custom_policy_declared_name_preserving() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["replicationPolicy"] = {"class": "com.example.KeepNames", "preservesNames": True}
+    flow = parse_topology(config).flows[0]
+    assert flow.replication_policy.kind is PolicyKind.CUSTOM
+    assert flow.replication_policy.class_name == "com.example.KeepNames"
+    assert remote_topic(flow, "orders") == "orders"
+
+
+def test_offset_syncs_on_target() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["settings"] = {"offset-syncs.topic.location": "target"}
+    flow = parse_topology(config).flows[0]
+    assert offset_syncs_topic(flow) == "mm2-offset-syncs.primary.internal"
+    assert offset_syncs_cluster(flow) == "dr"
+
+
+def test_bootstrap_servers_per_platform() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["brokers"] = 3
+    config["clusters"]["k8s"] = {"platform": "kubernetes"}
+    config["clusters"]["ext"] = {"platform": "external", "brokers": 3, "bootstrap": "a:9092,b:9092"}
+    topology = parse_topology(config)
+    assert bootstrap_servers(topology.clusters["primary"]) == "127.0.0.1:19092,127.0.0.1:19094,127.0.0.1:19096"
+    assert bootstrap_servers(topology.clusters["k8s"]) == "k8s-kafka-bootstrap:9092"
+    assert bootstrap_servers(topology.clusters["ext"]) == "a:9092,b:9092"
+    assert broker_ports(topology.clusters["primary"]) == ((19092, 19093), (19094, 19095), (19096, 19097))
+
+
+def test_broker_properties_three_node_local_cluster() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["brokers"] = 3
+    config["clusters"]["primary"]["brokerConfig"] = {"num.partitions": "6"}
+    cluster = parse_topology(config).clusters["primary"]
+    assert broker_properties(cluster, 1, "/data/primary-1") == {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": "0@127.0.0.1:19093,1@127.0.0.1:19095,2@127.0.0.1:19097",
+        "listeners": "CLIENT://127.0.0.1:19094,CONTROLLER://127.0.0.1:19095",
+        "advertised.listeners": "CLIENT://127.0.0.1:19094",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "CLIENT",
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": "/data/primary-1",
+        "offsets.topic.replication.factor": "3",
+        "transaction.state.log.replication.factor": "3",
+        "transaction.state.log.min.isr": "2",
+        "share.coordinator.state.topic.replication.factor": "3",
+        "share.coordinator.state.topic.min.isr": "2",
+        "default.replication.factor": "3",
+        "group.initial.rebalance.delay.ms": "0",
+        "auto.create.topics.enable": "false",
+        "num.partitions": "6",
+    }
+
+
+def test_broker_properties_sasl_plain_uses_placeholders() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["security"] = {
+        "protocol": "SASL_PLAINTEXT",
+        "saslMechanism": "PLAIN",
+        "username": "mm2",
+        "password": {"secret": "primary.mm2.password"},
+    }
+    props = broker_properties(parse_topology(config).clusters["primary"], 0, "/d", secrets_file="/s.properties")
+    assert props["listener.security.protocol.map"] == "CLIENT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
+    assert props["sasl.enabled.mechanisms"] == "PLAIN"
+    assert props["listener.name.client.plain.sasl.jaas.config"] == (
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="mm2" '
+        'password="${file:/s.properties:primary.mm2.password}" user_mm2="${file:/s.properties:primary.mm2.password}";'
+    )
+    assert props["config.providers"] == "file"
+
+
+def test_broker_properties_refuse_owned_keys_in_hand_built_clusters() -> None:
+    cluster = parse_topology(dev_config()).clusters["primary"]
+    with pytest.raises(ValueError, match=r"node\.id"):
+        broker_properties(replace(cluster, broker_config=frozen_map({"node.id": "7"})), 0, "/d")
+    with pytest.raises(ValueError, match="outside"):
+        broker_properties(cluster, 1, "/d")
+
+
+def test_worker_properties_dev_group() -> None:
+    topology = parse_topology(dev_config())
+    assert worker_properties(topology, topology.worker_groups["mm2"], 1) == {
+        "bootstrap.servers": "127.0.0.1:19192",
+        "security.protocol": "PLAINTEXT",
+        "producer.security.protocol": "PLAINTEXT",
+        "consumer.security.protocol": "PLAINTEXT",
+        "admin.security.protocol": "PLAINTEXT",
+        "group.id": "mm2-mm2",
+        "config.storage.topic": "mm2-mm2-configs",
+        "offset.storage.topic": "mm2-mm2-offsets",
+        "status.storage.topic": "mm2-mm2-status",
+        "config.storage.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+        "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+        "header.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+        "listeners": "http://127.0.0.1:18084",
+        "rest.advertised.host.name": "127.0.0.1",
+        "rest.advertised.port": "18084",
+        "plugin.discovery": "service_load",
+        "scheduled.rebalance.max.delay.ms": "10000",
+        "offset.flush.interval.ms": "5000",
+        "config.providers": "file",
+        "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+    }
+    assert worker_rest_urls(topology.worker_groups["mm2"]) == ("http://127.0.0.1:18083", "http://127.0.0.1:18084")
+
+
+def test_override_policy_only_on_groups_with_cross_cluster_flows() -> None:
+    fan_out = parse_topology(example("fan-out.yaml"))
+    assert (
+        worker_properties(fan_out, fan_out.worker_groups["hub"], 0)["connector.client.config.override.policy"] == "All"
+    )
+    aggregation = parse_topology(example("aggregation.yaml"))
+    assert "connector.client.config.override.policy" not in worker_properties(
+        aggregation, aggregation.worker_groups["central"], 0
+    )
+
+
+def test_worker_properties_exactly_once_rest_auth_and_overrides() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    config["workerGroups"]["mm2"]["restAuth"] = True
+    config["workerGroups"]["mm2"]["workerConfig"] = {"plugin.path": "/opt/plugins"}
+    topology = parse_topology(config)
+    group = topology.worker_groups["mm2"]
+    props = worker_properties(topology, group, 0)
+    assert props["exactly.once.source.support"] == "enabled"
+    assert props["rest.extension.classes"].endswith("BasicAuthSecurityRestExtension")
+    assert props["plugin.path"] == "/opt/plugins"
+    assert group.rest_password is not None and group.rest_password.key == "mm2.rest.password"
+
+
+def test_with_secrets_file_changes_every_placeholder() -> None:
+    config = dev_config()
+    config["clusters"]["dr"]["security"] = {
+        "protocol": "SASL_PLAINTEXT",
+        "saslMechanism": "SCRAM-SHA-256",
+        "username": "mm2",
+        "password": {"secret": "dr.mm2.password"},
+    }
+    topology = with_secrets_file(parse_topology(config), "mm2", "/tmp/run/secrets.properties")
+    props = worker_properties(topology, topology.worker_groups["mm2"], 0)
+    assert "${file:/tmp/run/secrets.properties:dr.mm2.password}" in props["sasl.jaas.config"]
+    assert props["producer.sasl.jaas.config"] == props["sasl.jaas.config"]
