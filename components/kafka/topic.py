@@ -1,0 +1,185 @@
+"""Dynamic provider for Kafka topics (type ``pulumi-python:dynamic/kafka:Topic``) over the Admin API.
+
+Changes that would lose data are refused at preview with the manual fix, never done by replacing
+the topic: fewer partitions, or a different replication factor (which needs a reassignment).
+More partitions and topic-config changes are in-place updates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import (
+    CheckFailure,
+    CheckResult,
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    Resource,
+    ResourceProvider,
+    UpdateResult,
+)
+
+ADMIN_TIMEOUT_S = 30.0
+
+
+class TopicError(RuntimeError):
+    """A topic could not be created, read, changed or deleted."""
+
+
+def _admin(props: Mapping[str, Any]) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": props["bootstrap"], "log_level": 0, **dict(props.get("client") or {})})
+
+
+def _describe(props: Mapping[str, Any]) -> dict[str, Any] | None:
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    admin = _admin(props)
+    md = admin.list_topics(topic=props["name"], timeout=ADMIN_TIMEOUT_S)
+    topic = md.topics.get(props["name"])
+    if topic is None or topic.error is not None:
+        return None
+    partitions = len(topic.partitions)
+    rf = max((len(p.replicas) for p in topic.partitions.values()), default=0)
+    wanted = dict(props.get("config") or {})
+    config: dict[str, str] = {}
+    if wanted:
+        res = ConfigResource(ResourceType.TOPIC, props["name"])
+        entries = admin.describe_configs([res])[res].result(timeout=ADMIN_TIMEOUT_S)
+        config = {k: entries[k].value for k in wanted if k in entries}
+    return {"partitions": partitions, "replication_factor": rf, "config": config}
+
+
+def _where(props: Mapping[str, Any]) -> str:
+    return f"topic {props['name']!r} on cluster {props.get('cluster', '?')!r}"
+
+
+class TopicProvider(ResourceProvider):
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = []
+        if int(news.get("partitions", 0)) < 1:
+            failures.append(CheckFailure("partitions", f"{_where(news)}: partitions must be at least 1"))
+        if olds and "partitions" in olds and int(news["partitions"]) < int(olds["partitions"]):
+            failures.append(
+                CheckFailure(
+                    "partitions",
+                    f"{_where(news)}: Kafka cannot reduce partitions ({olds['partitions']} -> {news['partitions']}) "
+                    "without deleting the topic and its data. Fix: keep the partition count, or create a new topic.",
+                )
+            )
+        if olds and "replication_factor" in olds and int(news["replication_factor"]) != int(olds["replication_factor"]):
+            failures.append(
+                CheckFailure(
+                    "replication_factor",
+                    f"{_where(news)}: changing the replication factor needs a partition reassignment "
+                    "(kafka-reassign-partitions), which this tool does not do; replacing the topic would "
+                    "delete its data. Fix: restore the previous value, then reassign by hand.",
+                )
+            )
+        return CheckResult(news, failures)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from confluent_kafka.admin import NewTopic
+
+        existing = _describe(props)
+        if existing is None:
+            topic = NewTopic(
+                props["name"],
+                num_partitions=int(props["partitions"]),
+                replication_factor=int(props["replication_factor"]),
+                config=dict(props.get("config") or {}),
+            )
+            # Keep the client referenced until the future resolves: a collected client aborts it.
+            admin = _admin(props)
+            future = admin.create_topics([topic], operation_timeout=ADMIN_TIMEOUT_S)[props["name"]]
+            try:
+                future.result(timeout=ADMIN_TIMEOUT_S)
+            except Exception as exc:
+                raise TopicError(f"{_where(props)}: create failed: {exc}") from exc
+        elif existing["partitions"] != int(props["partitions"]):
+            # Adopting a topic that exists with another shape would silently diverge from the config.
+            raise TopicError(
+                f"{_where(props)} already exists with {existing['partitions']} partitions, config says "
+                f"{props['partitions']}. Fix: set partitions to {existing['partitions']} in the stack config, "
+                "or `pulumi import` it."
+            )
+        return CreateResult(id_=f"{props.get('cluster', '')}/{props['name']}", outs=props)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        keys = ("partitions", "replication_factor", "config")
+        changed = [k for k in keys if olds.get(k) != news.get(k)]
+        replaces = [k for k in ("name", "bootstrap") if olds.get(k) != news.get(k)]
+        return DiffResult(changes=bool(changed or replaces), replaces=replaces, delete_before_replace=True)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, ResourceType
+
+        admin = _admin(news)
+        if int(news["partitions"]) > int(olds["partitions"]):
+            fut = admin.create_partitions([NewPartitions(news["name"], int(news["partitions"]))])[news["name"]]
+            fut.result(timeout=ADMIN_TIMEOUT_S)
+        if olds.get("config") != news.get("config"):
+            old_cfg, new_cfg = dict(olds.get("config") or {}), dict(news.get("config") or {})
+            ops = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in new_cfg.items()]
+            ops += [
+                ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
+                for k in old_cfg
+                if k not in new_cfg
+            ]
+            res = ConfigResource(ResourceType.TOPIC, news["name"], incremental_configs=ops)
+            admin.incremental_alter_configs([res])[res].result(timeout=ADMIN_TIMEOUT_S)
+        return UpdateResult(outs=news)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        try:
+            live = _describe(props)
+        except Exception:
+            return ReadResult(id_=id_, outs=props)
+        if live is None:
+            return ReadResult(id_="", outs={})
+        return ReadResult(id_=id_, outs={**props, **{k: v for k, v in live.items() if k != "config" or v}})
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        try:
+            admin = _admin(props)
+            fut = admin.delete_topics([props["name"]], operation_timeout=ADMIN_TIMEOUT_S)[props["name"]]
+            fut.result(timeout=ADMIN_TIMEOUT_S)
+        except Exception as exc:
+            if "UNKNOWN_TOPIC" not in str(exc):
+                raise TopicError(f"{_where(props)}: delete failed: {exc}") from exc
+
+
+class Topic(Resource, module="kafka", name="Topic"):
+    """A topic the stack owns on one cluster."""
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        cluster: str,
+        bootstrap: pulumi.Input[str],
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        config: Mapping[str, str] | None = None,
+        client: pulumi.Input[Mapping[str, str]] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(
+            TopicProvider(),
+            resource_name,
+            {
+                "cluster": cluster,
+                "bootstrap": bootstrap,
+                "name": name,
+                "partitions": partitions,
+                "replication_factor": replication_factor,
+                "config": dict(config or {}),
+                "client": client or {},
+            },
+            opts,
+        )

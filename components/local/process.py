@@ -1,0 +1,307 @@
+"""JVM processes of the `local` platform: start, probe, stop.
+
+A process is identified by a marker system property (``-Dmm2.process=<marker>``) on its command
+line, so a recycled pid is never mistaken for ours and ``pulumi destroy`` only ever signals the
+JVMs this stack started. Processes run in their own session so they outlive the short-lived
+provider process that started them.
+
+Errors are :class:`ProcessError`: the message names the component, the cause, the fix, and ends
+with the last lines of the process log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+LOG_TAIL_LINES = 25
+
+# Log4j2 configuration for brokers and workers: everything to one file in the run directory, so a
+# failed start can show its last lines; nothing to stdout (the provider's output is the engine's).
+LOG4J2_PROPERTIES = """\
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.reflections.name = org.reflections
+logger.reflections.level = ERROR
+logger.jetty.name = org.eclipse.jetty
+logger.jetty.level = WARN
+"""
+
+# JVM flags from Kafka's own launch scripts (kafka-run-class.sh), sized down for a shared machine.
+JVM_FLAGS = (
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+)
+
+
+class ProcessError(RuntimeError):
+    """A local process could not be started, probed or stopped."""
+
+
+@dataclass(frozen=True)
+class JvmSpec:
+    """Everything needed to launch one JVM of the local platform."""
+
+    component: str  # human name used in messages, e.g. "KafkaCluster primary, broker 0"
+    marker: str  # unique per stack and process; put on the command line
+    main_class: str
+    classpath_dir: str
+    run_dir: str
+    properties: Mapping[str, str]
+    heap: str = "512m"
+    java: str = "java"
+
+    @property
+    def properties_file(self) -> Path:
+        return Path(self.run_dir) / "config" / "process.properties"
+
+    @property
+    def logs_dir(self) -> Path:
+        return Path(self.run_dir) / "logs"
+
+    @property
+    def log_file(self) -> Path:
+        return self.logs_dir / "server.log"
+
+    @property
+    def stdout_file(self) -> Path:
+        return self.logs_dir / "stdout.log"
+
+
+def render_properties(props: Mapping[str, str]) -> str:
+    """java.util.Properties text; keys sorted so the file is stable across runs."""
+
+    def esc(text: str, is_key: bool) -> str:
+        out = text.replace("\\", "\\\\").replace("\n", "\\n")
+        if is_key:
+            out = out.replace("=", "\\=").replace(":", "\\:").replace(" ", "\\ ")
+        return out
+
+    return "".join(f"{esc(k, True)}={esc(str(v), False)}\n" for k, v in sorted(props.items()))
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def check_ports_free(component: str, ports: Iterable[int], config_key: str) -> None:
+    busy = [p for p in ports if port_in_use(p)]
+    if busy:
+        raise ProcessError(
+            f"{component}: port(s) {', '.join(map(str, busy))} on 127.0.0.1 already in use. "
+            f"Fix: stop whatever listens there (`ss -ltnp | grep :{busy[0]}`) or choose other ports "
+            f"with `{config_key}` in the stack config."
+        )
+
+
+def find_java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise ProcessError("Java not found: install a JDK 17+ or set JAVA_HOME (Kafka 4 needs Java 17).")
+    return found
+
+
+def log_tail(spec: JvmSpec, lines: int = LOG_TAIL_LINES) -> str:
+    chunks = []
+    for path in (spec.log_file, spec.stdout_file):
+        try:
+            text = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        # ERROR lines are the most useful; show them first, then the plain tail.
+        errors = [ln for ln in text if " ERROR " in ln or "Exception" in ln][-8:]
+        tail = text[-lines:]
+        chunks.append(f"--- {path} (last {len(tail)} lines) ---\n" + "\n".join([*errors, "...", *tail]))
+    return "\n".join(chunks) or "(no log output)"
+
+
+def prepare_run_dir(spec: JvmSpec) -> None:
+    run = Path(spec.run_dir)
+    (run / "config").mkdir(parents=True, exist_ok=True)
+    spec.logs_dir.mkdir(parents=True, exist_ok=True)
+    (run / "config" / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
+    spec.properties_file.write_text(render_properties(spec.properties))
+    # Configs can hold config-provider paths and, for brokers, listener settings: owner-only.
+    spec.properties_file.chmod(0o600)
+
+
+def _jvm_command(spec: JvmSpec, main_class: str, args: list[str], heap: str) -> list[str]:
+    return [
+        spec.java,
+        f"-Xms{heap}" if heap else "-Xms128m",
+        f"-Xmx{heap}" if heap else "-Xmx512m",
+        *JVM_FLAGS,
+        f"-Dmm2.process={spec.marker}",
+        f"-Dkafka.logs.dir={spec.logs_dir}",
+        f"-Dlog4j2.configurationFile={Path(spec.run_dir) / 'config' / 'log4j2.properties'}",
+        "-cp",
+        f"{spec.classpath_dir}/*",
+        main_class,
+        *args,
+    ]
+
+
+def format_storage(spec: JvmSpec, cluster_id: str, timeout_s: float = 120.0) -> None:
+    """Format a KRaft log directory; a directory already formatted with this id is kept as is."""
+    cmd = _jvm_command(spec, "kafka.tools.StorageTool", [], "256m")
+    # The marker must not be on the format tool's command line: it is not the long-lived process.
+    cmd = [c for c in cmd if not c.startswith("-Dmm2.process=")]
+    cmd += ["format", "-t", cluster_id, "-c", str(spec.properties_file), "--ignore-formatted"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise ProcessError(f"{spec.component}: formatting the log directory timed out after {timeout_s}s") from exc
+    if out.returncode != 0:
+        raise ProcessError(
+            f"{spec.component}: `kafka-storage format` failed (exit {out.returncode}).\n"
+            f"{(out.stderr or out.stdout)[-3000:]}\n"
+            "Fix: if the data directory belongs to another cluster id, destroy the stack or remove it."
+        )
+
+
+def start(spec: JvmSpec) -> int:
+    """Start the JVM in its own session; returns its pid. The caller waits for readiness."""
+    cmd = _jvm_command(spec, spec.main_class, [str(spec.properties_file)], spec.heap)
+    stdout = open(spec.stdout_file, "ab")  # noqa: SIM115 - handed to the child, closed below
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            cwd=spec.run_dir,
+        )
+    except OSError as exc:
+        raise ProcessError(f"{spec.component}: could not start `{spec.java}`: {exc}") from exc
+    finally:
+        stdout.close()
+    (Path(spec.run_dir) / "pid").write_text(str(proc.pid))
+    return proc.pid
+
+
+def is_alive(pid: int) -> bool:
+    """True when `pid` exists and is not a zombie (exited but not reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def is_running(pid: int | None, marker: str) -> bool:
+    """True when `pid` is alive and is the process carrying `marker` (not a recycled pid)."""
+    if not pid:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return is_alive(pid) and f"-Dmm2.process={marker}".encode() in cmdline
+
+
+def find_pids(marker: str) -> list[int]:
+    """Every live process carrying `marker` (normally one)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and is_running(int(entry.name), marker):
+            pids.append(int(entry.name))
+    return pids
+
+
+def wait_ready(
+    spec: JvmSpec,
+    pid: int,
+    probe: Callable[[], str | None],
+    timeout_s: float,
+    poll_s: float = 0.5,
+) -> None:
+    """Poll `probe` until it returns None (ready) or `timeout_s` passes.
+
+    `probe` returns a short reason while the process is not ready. If the process dies meanwhile
+    the error says so at once instead of waiting for the timeout.
+    """
+    deadline = time.monotonic() + timeout_s
+    reason = "not probed yet"
+    while True:
+        # Liveness of the pid we spawned, not the marker: right after fork, before exec, the
+        # child's command line is still the parent's.
+        if not is_alive(pid):
+            raise ProcessError(
+                f"{spec.component}: the process exited during start-up.\n{log_tail(spec)}\n"
+                "Fix: read the log above; common causes are a port taken by another program, "
+                "a bad override in the stack config, or too little memory."
+            )
+        reason = probe() or ""
+        if not reason:
+            return
+        if time.monotonic() >= deadline:
+            raise ProcessError(
+                f"{spec.component}: not ready after {timeout_s:.0f}s (last probe: {reason}).\n"
+                f"{log_tail(spec)}\n"
+                "Fix: read the log above; raise the start-up timeout if the machine is slow."
+            )
+        time.sleep(poll_s)
+
+
+def stop(marker: str, pid: int | None = None, grace_s: float = 30.0) -> None:
+    """SIGTERM every process carrying `marker` (and its process group), SIGKILL after `grace_s`."""
+    pids = set(find_pids(marker))
+    if pid and is_running(pid, marker):
+        pids.add(pid)
+    for p in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while pids and time.monotonic() < deadline:
+        pids = {p for p in pids if is_running(p, marker)}
+        if pids:
+            time.sleep(0.2)
+    for p in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(is_running(p, marker) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def remove_run_dir(run_dir: str) -> None:
+    shutil.rmtree(run_dir, ignore_errors=True)
+    # Remove now-empty parents up to the stack's data root, so destroy leaves no directory behind.
+    parent = Path(run_dir).parent
+    for _ in range(3):
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+        parent = parent.parent

@@ -1,0 +1,191 @@
+"""Dynamic provider for JVM processes of the `local` platform (type ``pulumi-python:dynamic/local:Process``).
+
+- create: check the ports are free, write the config, format KRaft storage (brokers), start the
+  JVM, wait (bounded) until it is ready; on any failure stop it and remove its directory.
+- read: reports ``running: false`` for a dead process, so ``pulumi refresh`` shows the drift and
+  the next ``pulumi up`` restarts it (an in-place update: data is kept).
+- update: restart with the new config, keeping the data directory.
+- delete: stop (SIGTERM, SIGKILL after a bound) and remove the run directory.
+
+The provider object is pickled into the program's state by Pulumi: it holds no client or handle,
+only code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import (
+    CheckResult,
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    Resource,
+    ResourceProvider,
+    UpdateResult,
+)
+
+from components.local import process as proc
+
+# Inputs whose change restarts the process in place; run_dir and cluster_id replace it.
+RESTART_KEYS = ("properties", "main_class", "classpath_dir", "heap", "ready")
+REPLACE_KEYS = ("run_dir", "marker", "cluster_id")
+
+
+def _probe_kafka(bootstrap: str, client: Mapping[str, str]) -> str | None:
+    from confluent_kafka.admin import AdminClient  # imported here: only the provider needs it
+
+    conf = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000, "log_level": 0, **client}
+    try:
+        md = AdminClient(conf).list_topics(timeout=3)
+    except Exception as exc:
+        return f"metadata request to {bootstrap} failed: {exc}"
+    if not md.brokers:
+        return f"{bootstrap} answered with no brokers"
+    return None
+
+
+def _probe_connect(url: str, auth: tuple[str, str] | None) -> str | None:
+    import httpx
+
+    try:
+        with httpx.Client(timeout=3, auth=auth) as http:
+            health = http.get(f"{url}/health")
+            if health.status_code != 200:
+                return f"GET {url}/health answered {health.status_code}: {health.text[:200]}"
+            # /connectors only answers once the worker has joined the group and read the config topic.
+            listing = http.get(f"{url}/connectors")
+            if listing.status_code != 200:
+                return f"GET {url}/connectors answered {listing.status_code}: {listing.text[:200]}"
+    except httpx.HTTPError as exc:
+        return f"{url} not answering: {exc}"
+    return None
+
+
+def _spec(props: Mapping[str, Any]) -> proc.JvmSpec:
+    return proc.JvmSpec(
+        component=props["component"],
+        marker=props["marker"],
+        main_class=props["main_class"],
+        classpath_dir=props["classpath_dir"],
+        run_dir=props["run_dir"],
+        properties=dict(props["properties"]),
+        heap=props.get("heap") or "512m",
+        java=proc.find_java(),
+    )
+
+
+def _probe(props: Mapping[str, Any]) -> Any:
+    ready = props["ready"]
+    if ready["kind"] == "kafka":
+        return lambda: _probe_kafka(ready["bootstrap"], dict(ready.get("client") or {}))
+    if ready["kind"] == "connect":
+        auth = ready.get("auth")
+        creds = (auth["username"], auth["password"]) if auth else None
+        return lambda: _probe_connect(ready["url"], creds)
+    raise proc.ProcessError(f"{props['component']}: unknown readiness probe {ready['kind']!r}")
+
+
+def _launch(props: Mapping[str, Any], *, fresh: bool) -> dict[str, Any]:
+    """Start the process and wait until ready. On failure stop it; if `fresh`, remove its directory."""
+    spec = _spec(props)
+    if fresh:
+        # Pulumi carries numbers as floats (protobuf Struct): ports must become ints again.
+        ports = [int(p) for p in props.get("ports") or []]
+        proc.check_ports_free(spec.component, ports, props.get("config_key", "the ports"))
+    try:
+        proc.prepare_run_dir(spec)
+        if props.get("cluster_id"):
+            proc.format_storage(spec, props["cluster_id"])
+        pid = proc.start(spec)
+        proc.wait_ready(spec, pid, _probe(props), float(props.get("timeout_seconds") or 180))
+    except BaseException:
+        proc.stop(spec.marker, grace_s=5)
+        if fresh:
+            proc.remove_run_dir(spec.run_dir)
+        raise
+    return {**props, "pid": pid, "running": True, "log_file": str(spec.log_file)}
+
+
+class ProcessProvider(ResourceProvider):
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        return CheckResult(news, [])
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        outs = _launch(props, fresh=True)
+        return CreateResult(id_=props["marker"], outs=outs)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        replaces = [k for k in REPLACE_KEYS if olds.get(k) != news.get(k)]
+        changed = [k for k in RESTART_KEYS + REPLACE_KEYS if olds.get(k) != news.get(k)]
+        if olds.get("running") is False:
+            changed.append("running")  # found dead by refresh: restart it
+        return DiffResult(
+            changes=bool(changed),
+            replaces=replaces,
+            stables=["marker"] if not replaces else [],
+            delete_before_replace=True,  # the replacement needs the same ports
+        )
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        proc.stop(olds["marker"], olds.get("pid"))
+        return UpdateResult(outs=_launch(news, fresh=False))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        running = proc.is_running(props.get("pid"), props.get("marker", id_))
+        return ReadResult(id_=id_, outs={**props, "running": running})
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        proc.stop(props["marker"], props.get("pid"))
+        proc.remove_run_dir(props["run_dir"])
+
+
+class LocalProcess(Resource, module="local", name="Process"):
+    """One JVM (a KRaft broker or a Connect worker) managed on this machine."""
+
+    pid: pulumi.Output[int]
+    running: pulumi.Output[bool]
+    log_file: pulumi.Output[str]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        component: str,
+        marker: str,
+        main_class: str,
+        classpath_dir: str,
+        run_dir: str,
+        properties: pulumi.Input[Mapping[str, str]],
+        ports: list[int],
+        config_key: str,
+        ready: pulumi.Input[Mapping[str, Any]],
+        cluster_id: str | None = None,
+        heap: str = "512m",
+        timeout_seconds: int = 180,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(
+            ProcessProvider(),
+            resource_name,
+            {
+                "component": component,
+                "marker": marker,
+                "main_class": main_class,
+                "classpath_dir": classpath_dir,
+                "run_dir": run_dir,
+                "properties": properties,
+                "ports": ports,
+                "config_key": config_key,
+                "ready": ready,
+                "cluster_id": cluster_id,
+                "heap": heap,
+                "timeout_seconds": timeout_seconds,
+                "pid": None,
+                "running": None,
+                "log_file": None,
+            },
+            opts,
+        )

@@ -1,0 +1,1 @@
+"""Operator commands that run against a deployed stack (smoke check, later failover and drills)."""

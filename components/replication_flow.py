@@ -1,0 +1,88 @@
+"""ReplicationFlow: one MM2 flow `source->target` as its three connectors on a Connect worker group.
+
+MirrorSourceConnector copies records, topic configs and ACLs and writes offset syncs;
+MirrorCheckpointConnector translates consumer-group offsets; MirrorHeartbeatConnector emits
+heartbeats. All three are created in parallel, each waiting until it and its tasks run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.connect.provider import Connector
+from components.connect_group import ConnectWorkerGroup
+from components.kafka_cluster import KafkaCluster
+from components.topology import (
+    Flow,
+    Topology,
+    checkpoints_topic,
+    flow_connectors,
+    heartbeats_topic,
+    offset_syncs_topic,
+    remote_topic,
+)
+
+
+class ReplicationFlow(pulumi.ComponentResource):
+    """The three MM2 connectors of one flow, and what the flow produces on the target."""
+
+    connectors: dict[str, Connector]
+    summary: pulumi.Output[dict[str, Any]]
+
+    def __init__(
+        self,
+        name: str,
+        flow: Flow,
+        topology: Topology,
+        group: ConnectWorkerGroup,
+        clusters: dict[str, KafkaCluster],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        policy = flow.replication_policy
+        # Also registered as outputs (see KafkaCluster): the loop policy reads them.
+        props = {
+            "source": flow.source,
+            "target": flow.target,
+            "enabled": flow.enabled,
+            "replicationPolicy": policy.class_name,
+            "separator": policy.separator,
+            "namePreserving": policy.preserves_names,
+            "disasterRecovery": flow.disaster_recovery,
+            "syncGroupOffsets": flow.settings.get("sync.group.offsets.enabled") == "true",
+            "workerGroup": flow.worker_group,
+        }
+        super().__init__("mm2:index:ReplicationFlow", name, props, opts)
+        specs = flow_connectors(topology, flow)
+        # A connector must not start before the clusters it reads and writes, and the topics it
+        # replicates, exist; nor before the workers that will run it.
+        depends: list[pulumi.Resource] = [group, clusters[flow.source], clusters[flow.target]]
+        self.connectors = {
+            spec.role: Connector(
+                spec.name,
+                connect_url=group.url,
+                connector_name=spec.name,
+                config=dict(spec.config),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
+            )
+            for spec in specs.all()
+        }
+        source_topics = [t.name for t in topology.clusters[flow.source].topics]
+        self.summary = pulumi.Output.all(**{spec.name: self.connectors[spec.role].state for spec in specs.all()}).apply(
+            lambda states: {
+                "source": flow.source,
+                "target": flow.target,
+                "workerGroup": flow.worker_group,
+                "connectors": {spec.role: spec.name for spec in specs.all()},
+                "states": dict(states),
+                "topics": {t: remote_topic(flow, t) for t in source_topics},
+                "checkpointsTopic": checkpoints_topic(flow),
+                "offsetSyncsTopic": offset_syncs_topic(flow),
+                "heartbeatsTopic": heartbeats_topic(flow),
+                "exactlyOnce": flow.exactly_once,
+                "offsetLagMax": int(flow.settings.get("offset.lag.max", "100")),
+                "groups": list(flow.groups),
+            }
+        )
+        self.register_outputs({**props, "summary": self.summary})

@@ -1,0 +1,165 @@
+"""Drive the real Pulumi engine against a throwaway copy of the dev stack.
+
+Each `TestStack` has its own name, its own file backend in a temp directory, and the dev stack's
+config with every port replaced by a free one, passed with `--config-file` so nothing is written
+into the repository. `destroy()` always runs (the fixture calls it on failure too) and then kills
+any JVM still carrying the stack's marker, so a failed test leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.local import process as proc
+
+ROOT = Path(__file__).resolve().parents[2]
+PASSPHRASE = "mm2-test-only-passphrase"
+
+
+def free_port_block(size: int) -> int:
+    """First port of `size` consecutive free loopback ports."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + size < 65000 and not any(proc.port_in_use(base + i) for i in range(size)):
+            return base
+    raise RuntimeError("no block of free ports found")
+
+
+def dev_config_with_free_ports() -> dict[str, Any]:
+    cfg = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    cfg.pop("encryptionsalt", None)  # the dev stack's salt; the test stack gets its own
+    config = cfg["config"]
+    for cluster in config["mm2:clusters"].values():
+        if cluster.get("platform") == "local":
+            cluster["port"] = free_port_block(2 * int(cluster.get("brokers", 1)))
+    for group in config["mm2:workerGroups"].values():
+        group["restPort"] = free_port_block(int(group.get("workers", 1)))
+    return cfg
+
+
+class TestStack:
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, tmp: Path, config: dict[str, Any] | None = None) -> None:
+        self.name = f"itest-{uuid.uuid4().hex[:8]}"
+        self.tmp = tmp
+        self.backend = tmp / "state"
+        self.backend.mkdir(parents=True, exist_ok=True)
+        self.config_file = tmp / f"Pulumi.{self.name}.yaml"
+        self.config = config or dev_config_with_free_ports()
+        self.run_dir = ROOT / ".mm2" / "run" / self.name
+        self.env = {
+            **os.environ,
+            "PULUMI_BACKEND_URL": f"file://{self.backend}",
+            "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+        }
+
+    # --- engine ---------------------------------------------------------------------------
+    def pulumi(self, *args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        cmd = ["pulumi", *args, "--stack", self.name, "--non-interactive"]
+        if args[0] in {"up", "preview", "refresh", "destroy", "config"}:
+            cmd += ["--config-file", str(self.config_file)]
+        out = subprocess.run(cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
+        if check and out.returncode != 0:
+            raise AssertionError(
+                f"`{' '.join(cmd)}` failed ({out.returncode}):\n{out.stdout[-6000:]}\n{out.stderr[-3000:]}"
+            )
+        return out
+
+    def write_config(self) -> None:
+        self.config_file.write_text(yaml.safe_dump(self.config, sort_keys=False))
+
+    def init(self) -> None:
+        subprocess.run(
+            ["pulumi", "stack", "init", self.name, "--secrets-provider", "passphrase", "--non-interactive"],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        # `stack init` has no --config-file: it writes the passphrase salt into the project dir.
+        # Move it into our temp config file so the repository stays untouched.
+        written = ROOT / f"Pulumi.{self.name}.yaml"
+        salt = yaml.safe_load(written.read_text()) if written.exists() else {}
+        written.unlink(missing_ok=True)
+        if salt and "encryptionsalt" in salt:
+            self.config = {**self.config, "encryptionsalt": salt["encryptionsalt"]}
+        self.write_config()
+
+    def up(self, *extra: str) -> subprocess.CompletedProcess[str]:
+        return self.pulumi("up", "--yes", "--skip-preview", *extra)
+
+    def preview_json(self, *extra: str) -> dict[str, Any]:
+        out = self.pulumi("preview", "--json", *extra)
+        return json.loads(out.stdout)
+
+    def outputs(self) -> dict[str, Any]:
+        return json.loads(self.pulumi("stack", "output", "--json", "--show-secrets").stdout)
+
+    def markers(self) -> list[str]:
+        return [m for m in _all_markers() if m.startswith(f"{self.name}/")]
+
+    def destroy(self) -> None:
+        try:
+            self.pulumi("destroy", "--yes", "--skip-preview", check=False)
+        finally:
+            # Safety net: whatever the engine could not stop, stop here.
+            for marker in self.markers():
+                proc.stop(marker, grace_s=5)
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            subprocess.run(
+                ["pulumi", "stack", "rm", self.name, "--yes", "--force", "--non-interactive"],
+                cwd=ROOT,
+                env=self.env,
+                capture_output=True,
+                check=False,
+            )
+
+
+def _all_markers() -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        found += [a.decode()[len("-Dmm2.process=") :] for a in args if a.startswith(b"-Dmm2.process=")]
+    return found
+
+
+@contextmanager
+def deployed(tmp: Path, config: dict[str, Any] | None = None) -> Iterator[TestStack]:
+    stack = TestStack(tmp, config)
+    stack.init()
+    try:
+        yield stack
+    finally:
+        stack.destroy()
+
+
+def wait_until(predicate: Any, timeout_s: float, what: str, poll_s: float = 1.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what} (last: {last!r})")

@@ -1,0 +1,229 @@
+"""The dev stack on real parts: Pulumi engine, KRaft brokers, distributed Connect, MM2 connectors.
+
+One deployment per module (a copy of Pulumi.dev.yaml on free ports); the tests run in order
+against it and the fixture destroys it, also on failure, then checks nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from components.local import process as proc
+from tests.integration.harness import TestStack, deployed, wait_until
+
+pytestmark = pytest.mark.integration
+
+FLOW = "primary->dr"
+RECORDS = 10_000
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with deployed(tmp_path_factory.mktemp("dev-stack")) as s:
+        ports = _stack_ports(s)
+        s.up()
+        yield s
+    # After destroy: no JVM, no listening port, no data directory of the stack.
+    assert s.markers() == [], f"processes left behind: {s.markers()}"
+    assert [p for p in ports if proc.port_in_use(p)] == [], "ports still in use after destroy"
+    assert not s.run_dir.exists(), f"data directory left behind: {s.run_dir}"
+
+
+def _stack_ports(s: TestStack) -> list[int]:
+    cfg = s.config["config"]
+    ports = []
+    for c in cfg["mm2:clusters"].values():
+        ports += [c["port"] + i for i in range(2 * int(c.get("brokers", 1)))]
+    for g in cfg["mm2:workerGroups"].values():
+        ports += [g["restPort"] + i for i in range(int(g.get("workers", 1)))]
+    return ports
+
+
+def _bootstrap(outputs: dict[str, Any], alias: str) -> str:
+    return str(outputs["clusters"][alias]["bootstrap"])
+
+
+def test_up_runs_all_three_connectors(stack: TestStack) -> None:
+    out = stack.outputs()
+    flow = out["flows"][FLOW]
+    assert set(flow["connectors"]) == {"source", "checkpoint", "heartbeat"}
+    assert set(flow["states"].values()) == {"RUNNING"}, flow["states"]
+    assert flow["topics"] == {"orders": "primary.orders", "payments": "primary.payments"}
+    url = out["connect"]["mm2"]["url"]
+    for role, name in flow["connectors"].items():
+        status = httpx.get(f"{url}/connectors/{name}/status", timeout=10).json()
+        assert status["connector"]["state"] == "RUNNING"
+        assert all(t["state"] == "RUNNING" for t in status["tasks"]), status
+        # MirrorCheckpointConnector starts no task until the source has consumer groups.
+        if role != "checkpoint":
+            assert status["tasks"], f"{name} has no tasks"
+
+
+def test_records_replicate_byte_for_byte(stack: TestStack) -> None:
+    from confluent_kafka import Consumer, Producer
+
+    out = stack.outputs()
+    run = uuid.uuid4().hex[:8]
+    sent: dict[bytes, tuple[bytes, list[tuple[str, bytes]], int]] = {}
+
+    produced: dict[bytes, tuple[bytes, list[tuple[str, bytes]]]] = {}
+
+    def delivered(err: Any, msg: Any) -> None:
+        # Delivery reports carry the partition; value and headers are what we produced.
+        assert err is None, err
+        sent[msg.key()] = (*produced[msg.key()], msg.partition())
+
+    producer = Producer({"bootstrap.servers": _bootstrap(out, "primary"), "linger.ms": 5, "enable.idempotence": True})
+    for i in range(RECORDS):
+        key = f"{run}-{i}".encode()
+        produced[key] = (os.urandom(16) + f"order {i}".encode(), [("seq", str(i).encode()), ("run", run.encode())])
+        producer.produce("orders", key=key, value=produced[key][0], headers=produced[key][1], on_delivery=delivered)
+        if i % 1000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    assert len(sent) == RECORDS
+
+    consumer = Consumer(
+        {"bootstrap.servers": _bootstrap(out, "dr"), "group.id": f"it-read-{run}", "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe(["primary.orders"])
+    got: dict[bytes, tuple[bytes, list[tuple[str, bytes]], int]] = {}
+    duplicates = 0
+    deadline = time.monotonic() + 180
+    try:
+        while len(got) < RECORDS and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None or msg.error() is not None or not (msg.key() or b"").startswith(run.encode()):
+                continue
+            if msg.key() in got:
+                duplicates += 1
+            got[msg.key()] = (msg.value(), list(msg.headers() or []), msg.partition())
+    finally:
+        consumer.close()
+    missing = set(sent) - set(got)
+    assert not missing, f"{len(missing)} of {RECORDS} records never arrived in primary.orders"
+    mismatched = [k for k in sent if sent[k] != got[k]]
+    assert not mismatched, f"{len(mismatched)} records differ in value, headers or partition, e.g. {mismatched[:3]}"
+    print(f"{RECORDS} records replicated, {duplicates} duplicates")
+
+
+def test_consumer_group_offsets_are_translated(stack: TestStack) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    out = stack.outputs()
+    lag_max = int(out["flows"][FLOW]["offsetLagMax"])
+    group = f"it-group-{uuid.uuid4().hex[:6]}"
+    src = Consumer({"bootstrap.servers": _bootstrap(out, "primary"), "group.id": group, "enable.auto.commit": False})
+    try:
+        partitions = src.list_topics("orders", timeout=10).topics["orders"].partitions
+        commits = []
+        for p in partitions:
+            low, high = src.get_watermark_offsets(TopicPartition("orders", p), timeout=10)
+            assert high - low > 2 * lag_max, "needs records from the previous test"
+            commits.append(TopicPartition("orders", p, low + (high - low) // 2))
+        src.commit(offsets=commits, asynchronous=False)
+    finally:
+        src.close()
+
+    # Where the committed source position lands on the target: the target offset of the record just
+    # before it, plus one (records are unique, so match by key and value).
+    translated = _translated_positions(out, commits)
+
+    dr_admin = Consumer({"bootstrap.servers": _bootstrap(out, "dr"), "group.id": group, "enable.auto.commit": False})
+    try:
+        wanted = [TopicPartition("primary.orders", tp.partition) for tp in commits]
+
+        def synced() -> list[Any] | None:
+            got = dr_admin.committed(wanted, timeout=10)
+            return got if all(tp.offset >= 0 for tp in got) else None
+
+        committed = wait_until(synced, 120, f"group {group} offsets synced to dr")
+    finally:
+        dr_admin.close()
+    for tp in committed:
+        expect = translated[tp.partition]
+        assert tp.offset <= expect, f"partition {tp.partition}: dr offset {tp.offset} ahead of translated {expect}"
+        assert expect - tp.offset <= lag_max, f"partition {tp.partition}: lags {expect - tp.offset} > offset.lag.max"
+
+
+def _translated_positions(out: dict[str, Any], commits: list[Any]) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    src = Consumer(
+        {"bootstrap.servers": _bootstrap(out, "primary"), "group.id": "it-peek", "enable.auto.commit": False}
+    )
+    wanted: dict[int, tuple[bytes, bytes]] = {}
+    try:
+        for tp in commits:
+            src.assign([TopicPartition("orders", tp.partition, tp.offset - 1)])
+            msg = wait_until(lambda: (m := src.poll(1.0)) is not None and m.error() is None and m, 30, "peek")
+            wanted[tp.partition] = (msg.key(), msg.value())
+    finally:
+        src.close()
+    dst = Consumer({"bootstrap.servers": _bootstrap(out, "dr"), "group.id": "it-peek", "enable.auto.commit": False})
+    found: dict[int, int] = {}
+    try:
+        dst.assign([TopicPartition("primary.orders", p, 0) for p in wanted])
+        deadline = time.monotonic() + 60
+        while len(found) < len(wanted) and time.monotonic() < deadline:
+            msg = dst.poll(1.0)
+            if msg is not None and msg.error() is None and wanted.get(msg.partition()) == (msg.key(), msg.value()):
+                found[msg.partition()] = msg.offset() + 1
+    finally:
+        dst.close()
+    assert len(found) == len(wanted), "committed records not found on the target"
+    return found
+
+
+def test_second_up_changes_nothing(stack: TestStack) -> None:
+    out = stack.up("--expect-no-changes")
+    assert "error" not in out.stdout.lower()
+
+
+def test_one_setting_change_is_one_in_place_update(stack: TestStack) -> None:
+    original = copy.deepcopy(stack.config)
+    stack.config["config"]["mm2:flows"][FLOW].setdefault("settings", {})["offset.lag.max"] = "50"
+    stack.write_config()
+    try:
+        preview = stack.preview_json()
+    finally:
+        stack.config = original
+        stack.write_config()
+    changed = [(s["op"], s["urn"].rsplit("::", 1)[-1]) for s in preview["steps"] if s["op"] != "same"]
+    assert changed == [("update", "mm2-primary-to-dr-source")], changed
+
+
+def test_killed_worker_is_reported_by_refresh_and_restored_by_up(stack: TestStack) -> None:
+    marker = f"{stack.name}/connect-mm2/worker-1"
+    pids = proc.find_pids(marker)
+    assert pids, "worker-1 not running"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not proc.find_pids(marker), 30, "worker-1 to die")
+
+    refreshed = stack.pulumi("refresh", "--yes", "--skip-preview")
+    assert "connect-mm2-worker-1" in refreshed.stdout and "updated" in refreshed.stdout, refreshed.stdout[-3000:]
+    preview = stack.preview_json()
+    changed = [(s["op"], s["urn"].rsplit("::", 1)[-1]) for s in preview["steps"] if s["op"] != "same"]
+    assert ("update", "connect-mm2-worker-1") in changed, changed
+
+    stack.up()
+    assert proc.find_pids(marker), "worker-1 was not restarted"
+    url = stack.outputs()["connect"]["mm2"]["url"]
+    port = int(stack.config["config"]["mm2:workerGroups"]["mm2"]["restPort"]) + 1
+    assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
+    states = [
+        httpx.get(f"{url}/connectors/{n}/status", timeout=10).json()["connector"]["state"]
+        for n in stack.outputs()["flows"][FLOW]["connectors"].values()
+    ]
+    assert states == ["RUNNING"] * 3
+    assert Path(stack.run_dir).exists()

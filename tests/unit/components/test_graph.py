@@ -1,0 +1,154 @@
+"""The component graph under Pulumi's mocks: which resources, their names, parents and dependencies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+from pulumi.runtime import mocks as pmocks
+
+from components.connect_group import ConnectWorkerGroup
+from components.kafka_cluster import KafkaCluster, LocalPlatform
+from components.replication_flow import ReplicationFlow
+from components.topology import Topology, parse_topology
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@dataclass
+class Registration:
+    type: str
+    name: str
+    parent: str
+    dependencies: list[str]
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+
+class RecordingMonitor(pmocks.MockMonitor):
+    """MockMonitor that also keeps parent and dependency URNs of every registration."""
+
+    def __init__(self, mocks: pmocks.Mocks) -> None:
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+
+    def RegisterResource(self, request: Any) -> Any:
+        self.registrations.append(Registration(request.type, request.name, request.parent, list(request.dependencies)))
+        return super().RegisterResource(request)
+
+
+class EchoMocks(pmocks.Mocks):
+    def new_resource(self, args: pmocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        outs = dict(args.inputs)
+        if args.typ == "pulumi-python:dynamic/connect:Connector":
+            outs.setdefault("state", "RUNNING")
+        return f"{args.name}-id", outs
+
+    def call(self, args: pmocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+@pytest.fixture
+def monitor() -> Iterator[RecordingMonitor]:
+    mon = RecordingMonitor(EchoMocks())
+    pulumi.runtime.set_mocks(EchoMocks(), project="mm2-replication", stack="unit", preview=False, monitor=mon)
+    try:
+        yield mon
+    finally:
+        pulumi.runtime.settings.reset_options()
+
+
+LOCAL = LocalPlatform(stack="unit", run_root="/tmp/mm2-unit", kafka_libs="/tmp/libs")
+
+
+def build(topology: Topology) -> pulumi.Output[Any]:
+    clusters = {a: KafkaCluster(f"kafka-{a}", c, LOCAL) for a, c in topology.clusters.items()}
+    groups = {
+        n: ConnectWorkerGroup(f"connect-{n}", g, topology, clusters, LOCAL) for n, g in topology.worker_groups.items()
+    }
+    flows = [
+        ReplicationFlow(f"flow-{f.slug}", f, topology, groups[f.worker_group], clusters)
+        for f in topology.enabled_flows()
+    ]
+    return pulumi.Output.all(*[f.summary for f in flows], *[g.url for g in groups.values()])
+
+
+def dev_topology() -> Topology:
+    cfg = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    return parse_topology({k.split(":", 1)[1]: v for k, v in cfg.items() if k.startswith("mm2:")})
+
+
+def by_name(mon: RecordingMonitor) -> dict[str, Registration]:
+    return {r.name: r for r in mon.registrations}
+
+
+def urn_of(mon: RecordingMonitor, name: str) -> str:
+    return next(urn for urn in mon.resources if urn.endswith(f"::{name}"))
+
+
+@pulumi.runtime.test
+def test_dev_stack_graph(monitor: RecordingMonitor) -> Any:
+    def check(_: Any) -> None:
+        regs = by_name(monitor)
+        types = {name: r.type for name, r in regs.items() if r.type != "pulumi:pulumi:Stack"}
+        assert types == {
+            "kafka-primary": "mm2:index:KafkaCluster",
+            "kafka-primary-broker-0": "pulumi-python:dynamic/local:Process",
+            "kafka-primary-topic-orders": "pulumi-python:dynamic/kafka:Topic",
+            "kafka-primary-topic-payments": "pulumi-python:dynamic/kafka:Topic",
+            "kafka-dr": "mm2:index:KafkaCluster",
+            "kafka-dr-broker-0": "pulumi-python:dynamic/local:Process",
+            "connect-mm2": "mm2:index:ConnectWorkerGroup",
+            "connect-mm2-worker-0": "pulumi-python:dynamic/local:Process",
+            "connect-mm2-worker-1": "pulumi-python:dynamic/local:Process",
+            "flow-primary-to-dr": "mm2:index:ReplicationFlow",
+            "mm2-primary-to-dr-source": "pulumi-python:dynamic/connect:Connector",
+            "mm2-primary-to-dr-checkpoint": "pulumi-python:dynamic/connect:Connector",
+            "mm2-primary-to-dr-heartbeat": "pulumi-python:dynamic/connect:Connector",
+        }
+        # Parents: every child hangs under its component.
+        assert regs["kafka-primary-broker-0"].parent == urn_of(monitor, "kafka-primary")
+        assert regs["kafka-primary-topic-orders"].parent == urn_of(monitor, "kafka-primary")
+        assert regs["connect-mm2-worker-1"].parent == urn_of(monitor, "connect-mm2")
+        for role in ("source", "checkpoint", "heartbeat"):
+            connector = regs[f"mm2-primary-to-dr-{role}"]
+            assert connector.parent == urn_of(monitor, "flow-primary-to-dr")
+            # A connector waits for its worker group and both clusters of the flow (depending on a
+            # component means depending on its children: workers, brokers, topics).
+            needed = {
+                "connect-mm2-worker-0",
+                "connect-mm2-worker-1",
+                "kafka-primary-broker-0",
+                "kafka-primary-topic-orders",
+                "kafka-dr-broker-0",
+            }
+            assert {urn_of(monitor, n) for n in needed} <= set(connector.dependencies)
+        # Topics wait for the brokers; workers wait for their storage cluster.
+        assert urn_of(monitor, "kafka-primary-broker-0") in regs["kafka-primary-topic-orders"].dependencies
+        assert urn_of(monitor, "kafka-dr-broker-0") in regs["connect-mm2-worker-0"].dependencies
+        assert urn_of(monitor, "kafka-primary-broker-0") not in regs["connect-mm2-worker-0"].dependencies
+
+    return build(dev_topology()).apply(check)
+
+
+@pulumi.runtime.test
+def test_connector_inputs_carry_mm2_config(monitor: RecordingMonitor) -> Any:
+    def check(_: Any) -> None:
+        state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
+        source = state["mm2-primary-to-dr-source"]
+        assert source["connect_url"] == "http://127.0.0.1:18083"
+        config = source["config"]
+        assert config["connector.class"] == "org.apache.kafka.connect.mirror.MirrorSourceConnector"
+        assert config["source.cluster.alias"] == "primary"
+        assert config["target.cluster.alias"] == "dr"
+        assert config["source.cluster.bootstrap.servers"] == "127.0.0.1:19092"
+        assert config["target.cluster.bootstrap.servers"] == "127.0.0.1:19192"
+        broker = state["kafka-dr-broker-0"]
+        assert broker["ports"] == [19192, 19193]
+        assert broker["marker"] == "unit/dr/broker-0"
+
+    return build(dev_topology()).apply(check)
