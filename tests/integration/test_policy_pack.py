@@ -1,0 +1,106 @@
+"""The CrossGuard pack through the real engine: `pulumi preview --policy-pack policies`.
+
+Previews only: a mandatory violation must stop the preview before anything is deployed, so the
+stacks here never start a process.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.harness import ROOT, TestStack, dev_config_with_free_ports
+
+pytestmark = pytest.mark.integration
+
+LOOP_RULE = "no-name-preserving-replication-on-cycles"
+
+
+def identity(cfg: dict[str, Any]) -> dict[str, Any]:
+    cfg = copy.deepcopy(cfg)
+    for flow in cfg["config"]["mm2:flows"].values():
+        flow["replicationPolicy"] = {"class": "identity"}
+    cfg["config"].get("mm2:defaults", {}).pop("replicationPolicy", None)
+    return cfg
+
+
+def three_cluster_ring() -> dict[str, Any]:
+    clusters = {
+        name: {"platform": "local", "brokers": 1, "port": port, "topics": {"orders": {"partitions": 1}}}
+        for name, port in (("a", 21092), ("b", 21192), ("c", 21292))
+    }
+    groups = {f"on-{n}": {"cluster": n, "restPort": p} for n, p in (("a", 21083), ("b", 21183), ("c", 21283))}
+    flows = {
+        f"{s}->{t}": {"workerGroup": f"on-{t}", "topics": ["orders"], "replicationPolicy": {"class": "identity"}}
+        for s, t in (("a", "b"), ("b", "c"), ("c", "a"))
+    }
+    return {"config": {"mm2:clusters": clusters, "mm2:workerGroups": groups, "mm2:flows": flows}}
+
+
+def preview_with_pack(tmp: Path, config: dict[str, Any]) -> tuple[TestStack, Any]:
+    stack = TestStack(tmp, config)
+    stack.init()
+    # The test stack is a throwaway copy on this machine: the pack treats it as a dev stack, like `dev`.
+    dev = {"devStacks": ["dev", stack.name]}
+    pack_config = tmp / "policy-config.json"
+    pack_config.write_text(json.dumps({"connect-rest-requires-auth": dev, "source-connector-min-tasks": dev}))
+    out = stack.pulumi(
+        "preview", "--policy-pack", str(ROOT / "policies"), "--policy-pack-config", str(pack_config), check=False
+    )
+    return stack, out
+
+
+def assert_nothing_deployed(stack: TestStack) -> None:
+    exported = stack.pulumi("stack", "export").stdout
+    state = yaml.safe_load(exported)  # JSON is YAML
+    assert not state["deployment"].get("resources"), "a blocked preview must leave the stack empty"
+
+
+def test_dev_stack_passes_the_pack(tmp_path: Path) -> None:
+    stack, out = preview_with_pack(tmp_path, dev_config_with_free_ports())
+    try:
+        assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+        assert "mandatory" not in out.stdout.lower(), out.stdout[-4000:]
+    finally:
+        stack.destroy()
+
+
+def test_identity_active_active_is_blocked(tmp_path: Path) -> None:
+    cfg = identity(yaml.safe_load((ROOT / "examples" / "active-active.yaml").read_text()))
+    stack, out = preview_with_pack(tmp_path, cfg)
+    try:
+        text = out.stdout + out.stderr
+        assert out.returncode != 0, text[-4000:]
+        assert LOOP_RULE in text, text[-4000:]
+        assert "east -> west -> east" in text or "west -> east -> west" in text, text[-4000:]
+        assert_nothing_deployed(stack)
+    finally:
+        stack.destroy()
+
+
+def test_identity_three_cluster_ring_is_blocked(tmp_path: Path) -> None:
+    stack, out = preview_with_pack(tmp_path, three_cluster_ring())
+    try:
+        text = out.stdout + out.stderr
+        assert out.returncode != 0, text[-4000:]
+        assert LOOP_RULE in text, text[-4000:]
+        assert any(c in text for c in ("a -> b -> c -> a", "b -> c -> a -> b", "c -> a -> b -> c")), text[-4000:]
+        assert_nothing_deployed(stack)
+    finally:
+        stack.destroy()
+
+
+def test_default_policy_active_active_passes_the_loop_rule(tmp_path: Path) -> None:
+    cfg = yaml.safe_load((ROOT / "examples" / "active-active.yaml").read_text())
+    stack, out = preview_with_pack(tmp_path, cfg)
+    try:
+        text = out.stdout + out.stderr
+        assert LOOP_RULE not in text, text[-4000:]
+        assert out.returncode == 0, text[-4000:]
+    finally:
+        stack.destroy()
