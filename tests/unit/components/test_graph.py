@@ -152,3 +152,45 @@ def test_connector_inputs_carry_mm2_config(monitor: RecordingMonitor) -> Any:
         assert broker["marker"] == "unit/dr/broker-0"
 
     return build(dev_topology()).apply(check)
+
+
+def example_topology(name: str) -> Topology:
+    cfg = yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text())["config"]
+    return parse_topology({k.split(":", 1)[1]: v for k, v in cfg.items() if k.startswith("mm2:")})
+
+
+EXAMPLES = ["active-passive", "active-active", "fan-out", "aggregation", "six-cluster-mesh"]
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_example_topologies_build_their_graph(example: str, monitor: RecordingMonitor) -> None:
+    topology = example_topology(example)
+
+    @pulumi.runtime.test
+    def run() -> Any:
+        def check(_: Any) -> None:
+            regs = [r for r in monitor.registrations if r.type != "pulumi:pulumi:Stack"]
+
+            def count(type_token: str) -> int:
+                return sum(1 for r in regs if r.type == type_token)
+
+            assert count("mm2:index:KafkaCluster") == len(topology.clusters)
+            assert count("mm2:index:ConnectWorkerGroup") == len(topology.worker_groups)
+            assert count("mm2:index:ReplicationFlow") == len(topology.enabled_flows())
+            assert count("pulumi-python:dynamic/connect:Connector") == 3 * len(topology.enabled_flows())
+            local_brokers = sum(c.brokers for c in topology.clusters.values() if c.platform.value == "local")
+            workers = sum(g.workers for g in topology.worker_groups.values() if g.url is None)
+            assert count("pulumi-python:dynamic/local:Process") == local_brokers + workers
+            names = [r.name for r in regs]
+            assert len(names) == len(set(names)), "resource names must be unique across the stack"
+            # Every connector hangs under the flow it belongs to, named after that flow.
+            flows = {r.name: r for r in regs if r.type == "mm2:index:ReplicationFlow"}
+            for r in regs:
+                if r.type == "pulumi-python:dynamic/connect:Connector":
+                    slug = r.name.removeprefix("mm2-").rsplit("-", 1)[0]
+                    assert r.parent == urn_of(monitor, f"flow-{slug}"), (r.name, r.parent)
+                    assert f"flow-{slug}" in flows
+
+        return build(topology).apply(check)
+
+    run()
