@@ -1,0 +1,121 @@
+"""Bad input fails with the component, the cause and the fix, and leaves nothing running.
+
+Covers issue 2's list: invalid stack config, a port already in use, an unreachable Connect
+endpoint, a connector config that Connect rejects, and missing Java or Go at bootstrap.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.local import process as proc
+from tests.integration.harness import ROOT, TestStack, deployed, dev_config_with_free_ports, free_port_block
+
+pytestmark = pytest.mark.integration
+FLOW = "primary->dr"
+
+
+def resources(stack: TestStack) -> list[dict[str, Any]]:
+    state = json.loads(stack.pulumi("stack", "export").stdout)
+    return [r for r in state["deployment"].get("resources") or [] if r["type"] != "pulumi:pulumi:Stack"]
+
+
+def test_invalid_config_fails_preview_naming_every_key(tmp_path: Path) -> None:
+    cfg = dev_config_with_free_ports()
+    flows = cfg["config"]["mm2:flows"]
+    flows[FLOW]["settings"]["offset.lag.max"] = "lots"
+    flows["primary->nowhere"] = {"workerGroup": "mm2", "topics": ["orders"]}
+    with deployed(tmp_path, cfg) as stack:
+        out = stack.pulumi("up", "--yes", check=False)
+        text = out.stdout + out.stderr
+        assert out.returncode != 0
+        assert 'mm2:flows.primary->dr.settings["offset.lag.max"]' in text, text[-3000:]
+        assert "primary->nowhere" in text and "nowhere" in text, text[-3000:]
+        assert text.count("Fix:") >= 2, "every problem carries its fix"
+        assert resources(stack) == [], "nothing may be deployed when the config is invalid"
+        assert stack.markers() == []
+
+
+def test_port_in_use_names_component_port_and_fix(tmp_path: Path) -> None:
+    cfg = dev_config_with_free_ports()
+    port = cfg["config"]["mm2:clusters"]["primary"]["port"]
+    with socket.socket() as squatter, deployed(tmp_path, cfg) as stack:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        out = stack.pulumi("up", "--yes", "--skip-preview", check=False)
+        text = out.stdout + out.stderr
+        assert out.returncode != 0
+        assert "KafkaCluster 'primary', broker 0" in text, text[-3000:]
+        assert f"{port}" in text and "already in use" in text and "Fix:" in text, text[-3000:]
+        assert f"mm2:clusters.primary.port" in text
+        # The failed broker left no process and no directory behind.
+        assert not proc.find_pids(f"{stack.name}/primary/broker-0")
+        assert not (stack.run_dir / "primary").exists()
+
+
+def test_unreachable_connect_endpoint_names_url_and_fix(tmp_path: Path) -> None:
+    cfg = dev_config_with_free_ports()
+    dead = free_port_block(1)
+    cfg["config"]["mm2:workerGroups"]["mm2"] = {"cluster": "dr", "url": f"http://127.0.0.1:{dead}"}
+    with deployed(tmp_path, cfg) as stack:
+        out = stack.pulumi("up", "--yes", "--skip-preview", check=False, timeout=600)
+        text = out.stdout + out.stderr
+        assert out.returncode != 0
+        assert f"127.0.0.1:{dead}" in text, text[-3000:]
+        assert "mm2-primary-to-dr-source" in text, text[-3000:]
+        connectors = [r for r in resources(stack) if r["type"] == "pulumi-python:dynamic/connect:Connector"]
+        assert connectors == [], "no connector may be recorded as created"
+
+
+def test_connector_config_rejected_by_connect_fails_preview_and_changes_nothing(tmp_path: Path) -> None:
+    with deployed(tmp_path) as stack:
+        stack.up()
+        good = copy.deepcopy(stack.config)
+        stack.config["config"]["mm2:flows"][FLOW]["replicationPolicy"] = {"class": "com.example.NoSuchPolicy"}
+        stack.write_config()
+        try:
+            out = stack.pulumi("up", "--yes", check=False)
+        finally:
+            stack.config = good
+            stack.write_config()
+        text = out.stdout + out.stderr
+        assert out.returncode != 0
+        assert "replication.policy.class" in text and "com.example.NoSuchPolicy" in text, text[-3000:]
+        assert "mm2-primary-to-dr-source" in text, text[-3000:]
+        # Nothing changed: the running connectors kept their config.
+        stack.up("--expect-no-changes")
+        states = stack.outputs()["flows"][FLOW]["states"]
+        assert set(states.values()) == {"RUNNING"}, states
+
+
+def _shim_path(tmp: Path, tools: list[str]) -> str:
+    shim = tmp / "shim"
+    shim.mkdir()
+    for tool in tools:
+        found = subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True, text=True).stdout.strip()
+        assert found, f"{tool} needed for this test"
+        (shim / tool).symlink_to(found)
+    return str(shim)
+
+
+@pytest.mark.parametrize(
+    ("missing", "expect"),
+    [("java", "java not found"), ("go", "go not found")],
+)
+def test_bootstrap_names_a_missing_tool_and_the_fix(tmp_path: Path, missing: str, expect: str) -> None:
+    base = ["python3", "dirname", "cat", "sha256sum", "cut", "mkdir", "sed", "java", "mvn", "go"]
+    path = _shim_path(tmp_path, [t for t in base if t != missing])
+    env = {"PATH": path, "HOME": os.environ["HOME"], "MM2_CACHE": str(tmp_path / "empty-cache")}
+    out = subprocess.run(["/bin/bash", str(ROOT / "bin" / "bootstrap")], env=env, capture_output=True, text=True)
+    assert out.returncode != 0
+    assert expect in out.stderr, out.stderr
+    assert "Install" in out.stderr, "the message says how to fix it"
+    assert not (tmp_path / "empty-cache" / "pulumi-3.259.0" / "bin" / "pulumi").exists()
