@@ -42,10 +42,10 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
         super().__init__("mm2:index:ConnectWorkerGroup", name, props, opts)
         self.workers = []
         urls = worker_rest_urls(group)
-        storage = topology.clusters[group.cluster]
-        if storage.platform is Platform.EXTERNAL and group.url:
+        # The group's platform is external whenever it has a URL, whatever hosts its storage.
+        if group.platform is Platform.EXTERNAL:
             pass  # adopted Connect cluster: nothing to run
-        elif storage.platform is Platform.LOCAL:
+        elif group.platform is Platform.LOCAL:
             # Workers need their storage cluster up; connectors later need every cluster they touch.
             depends = [clusters[group.cluster]]
             for index, url in enumerate(urls):
@@ -70,7 +70,7 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
                 )
         else:
             raise ValueError(
-                f"mm2:workerGroups.{group.name}: worker groups on platform {storage.platform.value!r} are not "
+                f"mm2:workerGroups.{group.name}: worker groups on platform {group.platform.value!r} are not "
                 "implemented yet. Fix: attach the group to a `local` cluster, or give `url` of an existing "
                 "Connect cluster."
             )
