@@ -1,0 +1,224 @@
+"""The `kubernetes` platform: KRaft clusters and Connect worker groups as pulumi_kubernetes resources.
+
+`KafkaCluster` and `ConnectWorkerGroup` call `deploy_kafka_kubernetes` / `deploy_connect_kubernetes`
+with themselves as `parent`; every object is built as plain data by `manifests.py` and only
+registered here, so previews show the same objects tests compare.
+
+Secrets: each cluster's brokers read `secrets.properties` from the Secret `<alias>-kafka-secrets`
+and PKCS12 stores from `<alias>-kafka-tls`; a worker group reads `<group>-connect-secrets`,
+`<group>-connect-rest-users` and `<group>-connect-tls`. Given `secret_values` (the stack's
+`mm2:secrets`, a Pulumi secret), the files Secrets are created by the stack and kept encrypted in
+state; without it they are referenced only and must exist (created by `kubectl`, External
+Secrets, Sealed Secrets, ...). TLS stores are always referenced (cert-manager creates them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.platform.manifests import (
+    REST_USERS_KEY,
+    SECRETS_KEY,
+    ConnectObjects,
+    KafkaObjects,
+    KubernetesSettings,
+    connect_objects,
+    connect_secret_names,
+    group_secret_keys,
+    kafka_objects,
+    kafka_secret_names,
+    kraft_cluster_id,
+    rest_users_text,
+    secrets_file_text,
+)
+from components.topology import Cluster, Topology, WorkerGroup, bootstrap_servers
+from components.topology.k8s_config import broker_secret_keys
+
+SecretValues = pulumi.Input[Mapping[str, str]]
+
+
+@dataclass
+class KubernetesKafka:
+    """What `deploy_kafka_kubernetes` registered, and the address clients use."""
+
+    bootstrap: pulumi.Output[str]
+    objects: KafkaObjects
+    resources: list[pulumi.Resource] = field(default_factory=list)
+
+
+@dataclass
+class KubernetesConnect:
+    """What `deploy_connect_kubernetes` registered, and the REST URL connectors are sent to."""
+
+    url: pulumi.Output[str]
+    objects: ConnectObjects
+    resources: list[pulumi.Resource] = field(default_factory=list)
+
+
+def _child_opts(
+    parent: pulumi.Resource, name: str, context: str | None, settings: KubernetesSettings, opts: Any
+) -> pulumi.ResourceOptions:
+    """parent=the component; a provider of our own when a kubeconfig context or a render
+    directory is configured and the caller did not pass one."""
+    base = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(), opts) if opts else pulumi.ResourceOptions()
+    child = pulumi.ResourceOptions(parent=parent)
+    if base.provider is None and (context or settings.render_dir):
+        provider = k8s.Provider(
+            f"{name}-k8s",
+            context=context,
+            namespace=settings.namespace,
+            render_yaml_to_directory=settings.render_dir,
+            opts=pulumi.ResourceOptions(parent=parent),
+        )
+        child = pulumi.ResourceOptions(parent=parent, provider=provider)
+    elif base.provider is not None:
+        child = pulumi.ResourceOptions(parent=parent, provider=base.provider)
+    return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=base.depends_on))
+
+
+def register(obj: Mapping[str, Any], resource_name: str, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    """One typed pulumi_kubernetes resource from a manifest dict (camelCase keys pass through)."""
+    kind = obj["kind"]
+    metadata = obj["metadata"]
+    if kind == "ConfigMap":
+        return k8s.core.v1.ConfigMap(resource_name, metadata=metadata, data=obj["data"], opts=opts)
+    if kind == "Service":
+        return k8s.core.v1.Service(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
+    if kind == "StatefulSet":
+        return k8s.apps.v1.StatefulSet(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
+    if kind == "Deployment":
+        return k8s.apps.v1.Deployment(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
+    if kind == "PodDisruptionBudget":
+        return k8s.policy.v1.PodDisruptionBudget(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
+    if kind == "NetworkPolicy":
+        return k8s.networking.v1.NetworkPolicy(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
+    return k8s.apiextensions.CustomResource(
+        resource_name, api_version=obj["apiVersion"], kind=kind, metadata=metadata, spec=obj["spec"], opts=opts
+    )
+
+
+def _secret(
+    resource_name: str,
+    secret_name: str,
+    namespace: str,
+    key: str,
+    text: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+) -> k8s.core.v1.Secret:
+    return k8s.core.v1.Secret(
+        resource_name,
+        metadata={
+            "name": secret_name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/part-of": "mm2-replication"},
+        },
+        type="Opaque",
+        string_data={key: pulumi.Output.secret(text)},
+        opts=opts,
+    )
+
+
+def deploy_kafka_kubernetes(
+    parent: pulumi.ComponentResource,
+    name: str,
+    cluster: Cluster,
+    opts: pulumi.ResourceOptions | None = None,
+    *,
+    settings: KubernetesSettings | None = None,
+    stack: str | None = None,
+    secret_values: SecretValues | None = None,
+) -> KubernetesKafka:
+    """A KRaft cluster (combined broker+controller StatefulSet) as children of `parent`.
+
+    Registers the ConfigMap, the headless Service `<alias>-kafka-brokers`, the bootstrap Service
+    `<alias>-kafka-bootstrap`, the StatefulSet (PVC template, anti-affinity, zone spread, probes,
+    resources), a PodDisruptionBudget, a NetworkPolicy, optional external LoadBalancers and, with
+    `secret_values`, the brokers' secrets-file Secret.
+    """
+    settings = settings or KubernetesSettings()
+    pod = settings.cluster(cluster.alias)
+    cluster_id = kraft_cluster_id(stack or pulumi.get_stack(), cluster.alias)
+    objects = kafka_objects(cluster, settings, cluster_id)
+    child = _child_opts(parent, name, pod.context, settings, opts)
+    resources: list[pulumi.Resource] = []
+
+    keys = broker_secret_keys(cluster)
+    if secret_values is not None and keys:
+        secret_name, _ = kafka_secret_names(cluster, pod)
+        text = pulumi.Output.from_input(secret_values).apply(lambda v: secrets_file_text(keys, v))
+        resources.append(_secret(f"{name}-secrets", secret_name, settings.namespace, SECRETS_KEY, text, child))
+    # Pods must not start before their Secret exists, or they crash-loop on the missing mount.
+    pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(resources)))
+    config = register(objects.config_map, f"{name}-config", child)
+    resources.append(config)
+    resources.append(register(objects.headless_service, f"{name}-brokers", child))
+    resources.append(register(objects.bootstrap_service, f"{name}-bootstrap", child))
+    resources.append(
+        register(
+            objects.stateful_set,
+            f"{name}-statefulset",
+            pulumi.ResourceOptions.merge(pod_opts, pulumi.ResourceOptions(depends_on=[config])),
+        )
+    )
+    resources.append(register(objects.pod_disruption_budget, f"{name}-pdb", child))
+    resources.append(register(objects.network_policy, f"{name}-netpol", child))
+    for obj in objects.external_services:
+        suffix = obj["metadata"]["name"].removeprefix(f"{cluster.alias}-kafka-")
+        resources.append(register(obj, f"{name}-{suffix}", child))
+    return KubernetesKafka(
+        bootstrap=pulumi.Output.from_input(bootstrap_servers(cluster)), objects=objects, resources=resources
+    )
+
+
+def deploy_connect_kubernetes(
+    parent: pulumi.ComponentResource,
+    name: str,
+    group: WorkerGroup,
+    topology: Topology,
+    opts: pulumi.ResourceOptions | None = None,
+    *,
+    settings: KubernetesSettings | None = None,
+    secret_values: SecretValues | None = None,
+) -> KubernetesConnect:
+    """A Connect worker group running MM2 as children of `parent`.
+
+    Registers the worker ConfigMap (worker properties, REST JAAS, exporter rules), the Deployment,
+    the Service `<group>-connect-api`, a PodDisruptionBudget, a ServiceMonitor and a
+    PrometheusRule (when metrics are on) and, with `secret_values`, the secrets-file and REST
+    users Secrets. `url` is the group's configured `url` when given (ingress or load balancer,
+    reachable from where `pulumi up` runs), else the in-cluster Service URL.
+    """
+    settings = settings or KubernetesSettings()
+    pod = settings.group(group.name)
+    objects = connect_objects(group, topology, settings)
+    child = _child_opts(parent, name, pod.context, settings, opts)
+    resources: list[pulumi.Resource] = []
+
+    if secret_values is not None:
+        values = pulumi.Output.from_input(secret_values)
+        files_name, users_name, _ = connect_secret_names(group, pod)
+        keys = group_secret_keys(topology, group)
+        if keys:
+            text = values.apply(lambda v: secrets_file_text(keys, v))
+            resources.append(_secret(f"{name}-secrets", files_name, settings.namespace, SECRETS_KEY, text, child))
+        if group.rest_auth:
+            users = values.apply(lambda v: rest_users_text(group, v))
+            resources.append(
+                _secret(f"{name}-rest-users", users_name, settings.namespace, REST_USERS_KEY, users, child)
+            )
+    config = register(objects.config_map, f"{name}-config", child)
+    pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, config]))
+    resources.append(config)
+    resources.append(register(objects.deployment, f"{name}-deployment", pod_opts))
+    resources.append(register(objects.service, f"{name}-api", child))
+    resources.append(register(objects.pod_disruption_budget, f"{name}-pdb", child))
+    if objects.service_monitor is not None:
+        resources.append(register(objects.service_monitor, f"{name}-servicemonitor", child))
+    if objects.prometheus_rule is not None:
+        resources.append(register(objects.prometheus_rule, f"{name}-alerts", child))
+    return KubernetesConnect(url=pulumi.Output.from_input(objects.url), objects=objects, resources=resources)

@@ -1,0 +1,203 @@
+"""Broker properties for container platforms (kubernetes, docker): pure, no I/O.
+
+Brokers are KRaft combined broker+controller nodes, like on the local platform, but bound to
+0.0.0.0 inside their container and advertised under a name other containers (or pods) resolve.
+Listeners:
+
+- CLIENT (port 9092): the cluster's security protocol; clients and inter-broker traffic. On
+  kubernetes this is what `<alias>-kafka-bootstrap:9092` reaches.
+- CONTROLLER (port 9093): PLAINTEXT, KRaft quorum only. Kubernetes restricts it to broker pods
+  with a NetworkPolicy; docker keeps it on the private network.
+- INTERNAL (port 9091, optional): PLAINTEXT, inter-broker only, for hosts where the CLIENT
+  address is not reachable from other brokers (docker advertises CLIENT as 127.0.0.1:<port>).
+- EXTERNAL (port 9094, optional): the cluster's security protocol again, advertised under an
+  address reachable from outside (load balancer per broker); for clusters in other regions.
+
+Per-pod values (node id, advertised host, rack) are not known when Pulumi renders a StatefulSet,
+so they are shell expressions (`${ORDINAL}`, `${RACK}`) the broker's start script expands; the
+shared properties here never change between pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from components.topology.model import Cluster, SaslMechanism
+from components.topology.settings import BROKER_OWNED, BROKER_OWNED_PREFIXES, owned_reason
+
+INTERNAL_PORT = 9091
+CLIENT_PORT = 9092
+CONTROLLER_PORT = 9093
+EXTERNAL_PORT = 9094
+FILE_CONFIG_PROVIDER = "org.apache.kafka.common.config.provider.FileConfigProvider"
+# Where container brokers find their secrets file (a Kubernetes Secret / docker upload holding
+# `secrets.properties`) and their TLS material (PKCS12 keystore and truststore).
+BROKER_SECRETS_FILE = "/etc/kafka/secrets/secrets.properties"
+BROKER_TLS_DIR = "/etc/kafka/tls"
+BROKER_DATA_DIR = "/var/lib/kafka/data"
+
+
+@dataclass(frozen=True)
+class BrokerNetwork:
+    """How the nodes of one cluster find each other and how clients find them.
+
+    `advertised_host` and `voter_host` are templates with `{ordinal}` for the node id; they may
+    contain shell expressions for the start script.
+    """
+
+    voter_host: str  # e.g. "{alias}-kafka-{ordinal}.{alias}-kafka-brokers.{ns}.svc"
+    advertised_host: str  # CLIENT listener's advertised host, same template rules
+    advertised_port: int = CLIENT_PORT
+    external_host: str | None = None  # EXTERNAL listener's advertised host template, if any
+    external_port: int = EXTERNAL_PORT
+    # INTERNAL listener (PLAINTEXT, inter-broker only) for hosts where the CLIENT address is not
+    # reachable from other brokers (docker: CLIENT is advertised as a published 127.0.0.1 port).
+    internal_host: str | None = None
+
+
+def broker_secret_key(alias: str) -> str:
+    """The secrets-file key of a container cluster's broker keystore/truststore password.
+
+    One password for both stores, as cert-manager's PKCS12 keystores produce them.
+    """
+    return f"{alias}.broker.tls.password"
+
+
+def voters(cluster: Cluster, network: BrokerNetwork) -> str:
+    return ",".join(f"{i}@{network.voter_host.format(ordinal=i)}:{CONTROLLER_PORT}" for i in range(cluster.brokers))
+
+
+def container_broker_properties(
+    cluster: Cluster,
+    network: BrokerNetwork,
+    *,
+    secrets_file: str = BROKER_SECRETS_FILE,
+    tls_dir: str = BROKER_TLS_DIR,
+    data_dir: str = BROKER_DATA_DIR,
+) -> dict[str, str]:
+    """The properties every broker of a container cluster shares (no node.id, no rack).
+
+    Secrets are `${file:...}` placeholders naming `secrets_file`: SASL passwords under the
+    model's SecretRef keys, the broker's TLS store password under `broker_secret_key(alias)`.
+    """
+    security = cluster.security
+    protocol = security.protocol.value
+    listeners = [f"CLIENT://0.0.0.0:{CLIENT_PORT}", f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"]
+    protocol_map = [f"CLIENT:{protocol}", "CONTROLLER:PLAINTEXT"]
+    client_listeners = ["client"]
+    inter_broker = "CLIENT"
+    if network.internal_host is not None:
+        listeners.append(f"INTERNAL://0.0.0.0:{INTERNAL_PORT}")
+        protocol_map.append("INTERNAL:PLAINTEXT")
+        inter_broker = "INTERNAL"
+    if network.external_host is not None:
+        listeners.append(f"EXTERNAL://0.0.0.0:{EXTERNAL_PORT}")
+        protocol_map.append(f"EXTERNAL:{protocol}")
+        client_listeners.append("external")
+    rf = str(min(3, cluster.brokers))
+    min_isr = str(min(2, cluster.brokers))
+    props: dict[str, str] = {
+        "process.roles": "broker,controller",
+        "controller.quorum.voters": voters(cluster, network),
+        "listeners": ",".join(listeners),
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": inter_broker,
+        "listener.security.protocol.map": ",".join(protocol_map),
+        # A subdirectory: a fresh volume's root may hold lost+found, which Kafka rejects.
+        "log.dirs": f"{data_dir}/log",
+        "offsets.topic.replication.factor": rf,
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": min_isr,
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": min_isr,
+        "default.replication.factor": rf,
+        "min.insync.replicas": min_isr,
+        "auto.create.topics.enable": "false",
+        "config.providers": "file",
+        "config.providers.file.class": FILE_CONFIG_PROVIDER,
+    }
+    if security.protocol.uses_sasl and security.sasl_mechanism is not None:
+        mechanism = security.sasl_mechanism
+        user = security.username or ""
+        password = security.password.placeholder(secrets_file) if security.password else ""
+        jaas = f'{mechanism.login_module} required username="{user}" password="{password}"'
+        if mechanism is SaslMechanism.PLAIN:
+            # PlainLoginModule on a broker also holds the user table: user_<name>="<password>".
+            jaas += f' user_{user}="{password}"'
+        props["sasl.enabled.mechanisms"] = mechanism.value
+        if inter_broker == "CLIENT":
+            props["sasl.mechanism.inter.broker.protocol"] = mechanism.value
+        for listener in client_listeners:
+            props[f"listener.name.{listener}.{mechanism.value.lower()}.sasl.jaas.config"] = jaas + ";"
+    if security.protocol.uses_tls:
+        store_password = f"${{file:{secrets_file}:{broker_secret_key(cluster.alias)}}}"
+        props.update(
+            {
+                "ssl.keystore.type": "PKCS12",
+                "ssl.keystore.location": f"{tls_dir}/keystore.p12",
+                "ssl.keystore.password": store_password,
+                "ssl.truststore.type": "PKCS12",
+                "ssl.truststore.location": f"{tls_dir}/truststore.p12",
+                "ssl.truststore.password": store_password,
+            }
+        )
+    _reject_owned(cluster)
+    props.update(cluster.broker_config)
+    return props
+
+
+def advertised_listeners(network: BrokerNetwork, ordinal: str) -> str:
+    """`advertised.listeners` of node `ordinal` (a number, or a shell expression)."""
+    out = f"CLIENT://{network.advertised_host.format(ordinal=ordinal)}:{network.advertised_port}"
+    if network.internal_host is not None:
+        out += f",INTERNAL://{network.internal_host.format(ordinal=ordinal)}:{INTERNAL_PORT}"
+    if network.external_host is not None:
+        out += f",EXTERNAL://{network.external_host.format(ordinal=ordinal)}:{network.external_port}"
+    return out
+
+
+def scram_credentials(cluster: Cluster) -> tuple[SaslMechanism, str, str] | None:
+    """(mechanism, user, secret key) to add when storage is formatted, for SCRAM clusters.
+
+    SCRAM users live in the cluster metadata, so the inter-broker user must exist before the
+    first broker starts: `kafka-storage.sh format --add-scram` creates it.
+    """
+    security = cluster.security
+    if (
+        security.protocol.uses_sasl
+        and security.sasl_mechanism in (SaslMechanism.SCRAM_SHA_256, SaslMechanism.SCRAM_SHA_512)
+        and security.username
+        and security.password
+    ):
+        return security.sasl_mechanism, security.username, security.password.key
+    return None
+
+
+def broker_secret_keys(cluster: Cluster) -> tuple[str, ...]:
+    """Every secrets-file key a container cluster's brokers read."""
+    keys: list[str] = []
+    if cluster.security.protocol.uses_sasl and cluster.security.password:
+        keys.append(cluster.security.password.key)
+    if cluster.security.protocol.uses_tls:
+        keys.append(broker_secret_key(cluster.alias))
+    return tuple(keys)
+
+
+def _reject_owned(cluster: Cluster) -> None:
+    # parse_topology reports these already; this guards Topologies built by hand.
+    for key in cluster.broker_config:
+        reason = owned_reason(key, BROKER_OWNED, BROKER_OWNED_PREFIXES)
+        if reason is not None:
+            raise ValueError(f'cluster {cluster.alias} brokerConfig: "{key}" is owned by a typed field; set {reason}')
+
+
+def properties_text(props: Mapping[str, str]) -> str:
+    """java.util.Properties text, keys sorted; `\\`, newlines and leading blanks escaped."""
+    lines = []
+    for key in sorted(props):
+        value = props[key].replace("\\", "\\\\").replace("\n", "\\n")
+        if value[:1] in (" ", "\t"):
+            value = "\\" + value
+        lines.append(f"{key}={value}")
+    return "\n".join(lines) + "\n"
