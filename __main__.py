@@ -8,17 +8,34 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pulumi
 
 from components.connect_group import ConnectWorkerGroup
+from components.credentials import Credentials
 from components.kafka_cluster import KafkaCluster, LocalPlatform
 from components.replication_flow import ReplicationFlow
-from components.topology import Platform, TopologyError, bootstrap_servers, parse_topology
+from components.topology import (
+    Platform,
+    Topology,
+    TopologyError,
+    bootstrap_servers,
+    parse_topology,
+    with_secrets_file,
+)
+from components.topology.security import (
+    cluster_acls,
+    cluster_users,
+    generated_secret_keys,
+    required_secret_keys,
+    security_problems,
+)
 
 PROJECT_DIR = Path(__file__).resolve().parent
 NAMESPACE = "mm2"
 SECTIONS = ("defaults", "clusters", "workerGroups", "flows")
+GROUP_SECRETS = "secrets.properties"
 
 
 def read_stack_config() -> dict[str, object]:
@@ -36,33 +53,77 @@ def local_platform(stack: str, needed: bool) -> LocalPlatform:
     return LocalPlatform(stack=stack, run_root=str(PROJECT_DIR / ".mm2" / "run" / stack), kafka_libs=libs)
 
 
+def local_secrets_files(topology: Topology, local: LocalPlatform) -> Topology:
+    """Point each local worker group's placeholders at the file the stack writes for it."""
+    for name, group in topology.worker_groups.items():
+        if group.platform is Platform.LOCAL and not group.url:
+            topology = with_secrets_file(topology, name, f"{local.run_root}/connect-{name}/{GROUP_SECRETS}")
+    return topology
+
+
+def cluster_output(alias: str, topology: Topology, cluster: KafkaCluster, credentials: Credentials) -> dict[str, Any]:
+    model = topology.clusters[alias]
+    users = cluster_users(topology, alias)
+    return {
+        "bootstrap": bootstrap_servers(model),
+        "securityProtocol": model.security.protocol.value,
+        "saslMechanism": model.security.sasl_mechanism.value if model.security.sasl_mechanism else None,
+        # Secrets: librdkafka settings for the admin, and every user's password.
+        "client": cluster.client,
+        "users": pulumi.Output.secret(credentials.values.apply(lambda v: {u.name: v[u.password.key] for u in users})),
+    }
+
+
 def main() -> None:
     stack = pulumi.get_stack()
     try:
         topology = parse_topology(read_stack_config())
     except TopologyError as exc:
         raise pulumi.RunError(f"invalid stack config for stack {stack!r}:\n{exc}") from None
+    problems = security_problems(topology)
+    if problems:
+        raise pulumi.RunError(f"invalid stack config for stack {stack!r}:\n" + "\n".join(problems))
 
     local = local_platform(stack, any(c.platform is Platform.LOCAL for c in topology.clusters.values()))
-    clusters = {alias: KafkaCluster(f"kafka-{alias}", cluster, local) for alias, cluster in topology.clusters.items()}
+    topology = local_secrets_files(topology, local)
+    config = pulumi.Config(NAMESPACE)
+    credentials = Credentials(
+        "credentials",
+        generated=list(generated_secret_keys(topology)),
+        required=list(required_secret_keys(topology)),
+        given=config.get_secret_object("secrets"),
+        rotate=config.get_object("rotate") or {},
+    )
+    secrets = credentials.values
+    clusters = {
+        alias: KafkaCluster(
+            f"kafka-{alias}",
+            cluster,
+            local,
+            credentials=secrets,
+            users=cluster_users(topology, alias),
+            acls=cluster_acls(topology, alias),
+        )
+        for alias, cluster in topology.clusters.items()
+    }
     groups = {
-        name: ConnectWorkerGroup(f"connect-{name}", group, topology, clusters, local)
+        name: ConnectWorkerGroup(f"connect-{name}", group, topology, clusters, local, credentials=secrets)
         for name, group in topology.worker_groups.items()
     }
     flows = {
-        flow.name: ReplicationFlow(f"flow-{flow.slug}", flow, topology, groups[flow.worker_group], clusters)
+        flow.name: ReplicationFlow(
+            f"flow-{flow.slug}", flow, topology, groups[flow.worker_group], clusters, credentials=secrets
+        )
         for flow in topology.enabled_flows()
     }
 
+    pulumi.export("clusters", {alias: cluster_output(alias, topology, c, credentials) for alias, c in clusters.items()})
     pulumi.export(
-        "clusters",
+        "connect",
         {
-            alias: {"bootstrap": bootstrap_servers(c), "securityProtocol": c.security.protocol.value}
-            for alias, c in topology.clusters.items()
+            name: {"url": g.url, "cluster": topology.worker_groups[name].cluster, "auth": g.auth}
+            for name, g in groups.items()
         },
-    )
-    pulumi.export(
-        "connect", {name: {"url": g.url, "cluster": topology.worker_groups[name].cluster} for name, g in groups.items()}
     )
     pulumi.export("flows", {name: f.summary for name, f in flows.items()})
 

@@ -3,23 +3,49 @@
 Its storage topics (config, offsets, status) live on the cluster named in the stack config. On
 the `local` platform each worker is a JVM on 127.0.0.1; `external` adopts a running Connect
 cluster by its REST URL and deploys nothing.
+
+Secrets on the local platform, all in 0600 files written by providers from secret inputs:
+- the group's secrets file (`group.secrets_file`, set by `__main__` to the group's run
+  directory): the MM2 passwords its connectors resolve through `${file:...}` placeholders,
+  shared by every worker because Connect resolves a connector's placeholders on whichever
+  worker runs it; rewritten in place on rotation (the flows restart their connectors);
+- per worker, `config/worker-secrets.properties`: the worker's own Kafka password, and with
+  `restAuth` the REST users file and the JAAS file naming it (passed as
+  `-Djava.security.auth.login.config`, a path only); a change restarts the worker.
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
 
 import pulumi
 
 from components.kafka_cluster import KafkaCluster, LocalPlatform
 from components.local.provider import LocalProcess
+from components.local.secrets_file import SecretsFile
 from components.topology import Platform, Topology, WorkerGroup, worker_properties, worker_rest_urls
+from components.topology.security import (
+    group_secret_keys,
+    render_secrets,
+    stack_managed,
+    worker_password,
+)
 
 CONNECT_MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
+WORKER_SECRETS = "config/worker-secrets.properties"
+REST_JAAS = "config/rest-jaas.conf"
+REST_USERS = "config/rest-users.properties"
+PROPERTY_FILE_LOGIN_MODULE = "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
 
 
 class ConnectWorkerGroup(pulumi.ComponentResource):
-    """Connect workers sharing one group id; `url` is the REST endpoint the connectors are sent to."""
+    """Connect workers sharing one group id; `url` is the REST endpoint the connectors are sent to,
+    `auth` (secret, None without restAuth) the basic-auth credentials {username, password}."""
 
     url: pulumi.Output[str]
+    auth: pulumi.Output[dict[str, str]] | None
     workers: list[LocalProcess]
 
     def __init__(
@@ -29,6 +55,7 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
         topology: Topology,
         clusters: dict[str, KafkaCluster],
         local: LocalPlatform,
+        credentials: pulumi.Output[Mapping[str, str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         # Also registered as outputs (see KafkaCluster): policies judge REST auth from them.
@@ -41,16 +68,31 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
         }
         super().__init__("mm2:index:ConnectWorkerGroup", name, props, opts)
         self.workers = []
+        secrets = credentials if credentials is not None else pulumi.Output.secret({})
+        self.auth = None
+        if group.rest_auth and group.rest_username and group.rest_password:
+            user, key = group.rest_username, group.rest_password.key
+            self.auth = pulumi.Output.secret(secrets.apply(lambda v: {"username": user, "password": str(v[key])}))
         urls = worker_rest_urls(group)
-        # The group's platform is external whenever it has a URL, whatever hosts its storage.
-        if group.platform is Platform.EXTERNAL:
-            pass  # adopted Connect cluster: nothing to run
-        elif group.platform is Platform.LOCAL:
-            # Workers need their storage cluster up; connectors later need every cluster they touch.
-            depends = [clusters[group.cluster]]
+        storage = topology.clusters[group.cluster]
+        if group.url:
+            pass  # adopted Connect cluster (whatever hosts its storage): nothing to run
+        elif storage.platform is Platform.LOCAL:
+            keys = group_secret_keys(topology, group)
+            shared = SecretsFile(
+                f"{name}-secrets",
+                path=group.secrets_file,
+                content=secrets.apply(lambda v: render_secrets({k: str(v[k]) for k in keys})),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            # Workers need their storage cluster up (users and ACLs included) and the secrets
+            # file; connectors later need every cluster they touch.
+            depends: list[pulumi.Resource] = [clusters[group.cluster], shared]
+            own_password = worker_password(group).key if stack_managed(storage) else None
             for index, url in enumerate(urls):
                 port = int(url.rsplit(":", 1)[1])
                 run_dir = f"{local.run_root}/connect-{group.name}/worker-{index}"
+                jvm_options = [f"-Djava.security.auth.login.config={run_dir}/{REST_JAAS}"] if self.auth else []
                 self.workers.append(
                     LocalProcess(
                         f"{name}-worker-{index}",
@@ -59,10 +101,16 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
                         main_class=CONNECT_MAIN,
                         classpath_dir=local.kafka_libs,
                         run_dir=run_dir,
-                        properties=worker_properties(topology, group, index),
+                        properties=worker_properties(
+                            topology, group, index, worker_secrets_file=f"{run_dir}/{WORKER_SECRETS}"
+                        ),
                         ports=[port],
                         config_key=f"mm2:workerGroups.{group.name}.restPort",
-                        ready={"kind": "connect", "url": url},
+                        ready=pulumi.Output.all(secrets, self.auth).apply(functools.partial(_connect_probe, url)),
+                        secret_files=pulumi.Output.all(secrets, self.auth).apply(
+                            functools.partial(_worker_files, run_dir, own_password)
+                        ),
+                        jvm_options=jvm_options,
                         heap="768m",
                         timeout_seconds=240,
                         opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
@@ -70,9 +118,29 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
                 )
         else:
             raise ValueError(
-                f"mm2:workerGroups.{group.name}: worker groups on platform {group.platform.value!r} are not "
+                f"mm2:workerGroups.{group.name}: worker groups on platform {storage.platform.value!r} are not "
                 "implemented yet. Fix: attach the group to a `local` cluster, or give `url` of an existing "
                 "Connect cluster."
             )
         self.url = pulumi.Output.from_input(group.url or urls[0])
         self.register_outputs({**props, "url": self.url})
+
+
+def _connect_probe(url: str, resolved: list[Any]) -> dict[str, Any]:
+    """A worker's readiness probe: /health and /connectors, authenticated when restAuth is on."""
+    return {"kind": "connect", "url": url, "auth": resolved[1]}
+
+
+def _worker_files(run_dir: str, own_password: str | None, resolved: list[Any]) -> dict[str, str]:
+    """The worker's own secret files (relative to its run directory); `resolved` is [passwords, auth]."""
+    values: Mapping[str, str] = resolved[0]
+    auth: Mapping[str, str] | None = resolved[1]
+    files: dict[str, str] = {}
+    if own_password is not None:
+        files[WORKER_SECRETS] = render_secrets({own_password: str(values[own_password])})
+    if auth:
+        files[REST_USERS] = render_secrets({auth["username"]: auth["password"]})
+        files[REST_JAAS] = (
+            f'KafkaConnect {{\n  {PROPERTY_FILE_LOGIN_MODULE} required\n  file="{run_dir}/{REST_USERS}";\n}};\n'
+        )
+    return files

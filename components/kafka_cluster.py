@@ -9,16 +9,39 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
+from components.kafka.acl import Acls
+from components.kafka.scram import ScramUsers
 from components.kafka.topic import Topic
 from components.local.provider import LocalProcess
-from components.topology import Cluster, Platform, bootstrap_servers, broker_ports, broker_properties
+from components.topology import (
+    Cluster,
+    Platform,
+    SaslMechanism,
+    bootstrap_servers,
+    broker_ports,
+    broker_properties,
+)
+from components.topology.model import ADMIN_USER
+from components.topology.security import (
+    Acl,
+    User,
+    admin_bootstrap_client,
+    admin_password,
+    librdkafka_client,
+    render_secrets,
+    stack_managed,
+)
 
 KAFKA_MAIN = "kafka.Kafka"
+BROKER_SECRETS = "config/secrets.properties"
 
 
 @dataclass(frozen=True)
@@ -40,9 +63,16 @@ def kraft_cluster_id(stack: str, alias: str) -> str:
 
 
 class KafkaCluster(pulumi.ComponentResource):
-    """A Kafka cluster and the topics the stack owns on it."""
+    """A Kafka cluster, its users and ACLs (when the stack runs it with SASL), and its topics.
+
+    `credentials` is the stack's secret map of passwords by secret key (see
+    components/credentials.py); `users` and `acls` come from components/topology/security.py.
+    `client` (secret) is how any tool connects as the cluster's admin: librdkafka settings
+    without `bootstrap.servers`.
+    """
 
     bootstrap: pulumi.Output[str]
+    client: pulumi.Output[dict[str, str]]
     alias: str
     brokers: list[LocalProcess]
     topics: dict[str, Topic]
@@ -52,6 +82,9 @@ class KafkaCluster(pulumi.ComponentResource):
         name: str,
         cluster: Cluster,
         local: LocalPlatform,
+        credentials: pulumi.Output[Mapping[str, str]] | None = None,
+        users: Sequence[User] = (),
+        acls: Sequence[Acl] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         # Registered as inputs and again as outputs: stack-level policies read outputs, and
@@ -68,13 +101,45 @@ class KafkaCluster(pulumi.ComponentResource):
         self.brokers = []
         self.topics = {}
         bootstrap = bootstrap_servers(cluster)
+        secrets: pulumi.Output[Mapping[str, str]] = credentials if credentials is not None else pulumi.Output.secret({})
+        managed = stack_managed(cluster)
+        security = cluster.security
+        # How the stack itself connects (PLAIN admin on managed clusters, see runtime_config) and
+        # how tools connect (SCRAM admin there; the configured user elsewhere).
+        admin = secrets.apply(lambda v: _admin_settings(cluster, v, bootstrap_only=True))
+        self.client = pulumi.Output.secret(secrets.apply(lambda v: _admin_settings(cluster, v, bootstrap_only=False)))
 
         if cluster.platform is Platform.LOCAL:
-            self.brokers = self._local_brokers(name, cluster, local)
+            self.brokers = self._local_brokers(name, cluster, local, secrets, users, admin)
         elif cluster.platform is not Platform.EXTERNAL:
             raise ValueError(
                 f"mm2:clusters.{cluster.alias}.platform: platform {cluster.platform.value!r} is not implemented yet. "
                 "Fix: use `local` for this machine or `external` to adopt a running cluster by its bootstrap address."
+            )
+
+        after_brokers = pulumi.ResourceOptions(parent=self, depends_on=list(self.brokers))
+        if managed and security.sasl_mechanism is not SaslMechanism.PLAIN:
+            # Every user, admin included, gets its SCRAM credential (PLAIN users live in the
+            # brokers' JAAS table instead).
+            ScramUsers(
+                f"{name}-scram-users",
+                cluster=cluster.alias,
+                bootstrap=bootstrap,
+                client=admin,
+                mechanism=str(security.sasl_mechanism.value if security.sasl_mechanism else ""),
+                users=secrets.apply(lambda v: {u.name: v[u.password.key] for u in users}),
+                ephemeral=True,
+                opts=after_brokers,
+            )
+        if managed and acls:
+            Acls(
+                f"{name}-acls",
+                cluster=cluster.alias,
+                bootstrap=bootstrap,
+                client=admin,
+                acls=[a.as_dict() for a in acls],
+                ephemeral=True,
+                opts=after_brokers,
             )
 
         for topic in cluster.topics:
@@ -86,17 +151,37 @@ class KafkaCluster(pulumi.ComponentResource):
                 partitions=topic.partitions,
                 replication_factor=topic.replication_factor,
                 config=dict(topic.config),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.brokers)),
+                client=admin,
+                opts=after_brokers,
             )
 
         self.bootstrap = pulumi.Output.from_input(bootstrap)
         self.register_outputs({**self._props, "bootstrap": self.bootstrap})
 
-    def _local_brokers(self, name: str, cluster: Cluster, local: LocalPlatform) -> list[LocalProcess]:
+    def _local_brokers(
+        self,
+        name: str,
+        cluster: Cluster,
+        local: LocalPlatform,
+        secrets: pulumi.Output[Mapping[str, str]],
+        users: Sequence[User],
+        admin: pulumi.Output[dict[str, str]],
+    ) -> list[LocalProcess]:
         cluster_id = kraft_cluster_id(local.stack, cluster.alias)
+        managed = stack_managed(cluster)
+        # The brokers resolve their own password (and, on a PLAIN cluster, every user's) from a
+        # 0600 file in their run directory: server.properties only holds placeholders.
+        broker_users = {u.name: u.password for u in users if u.name != ADMIN_USER}
+        broker_keys = [admin_password(cluster.alias).key]
+        if cluster.security.sasl_mechanism is SaslMechanism.PLAIN:
+            broker_keys += [ref.key for ref in broker_users.values()]
         brokers = []
         for node_id, (client_port, controller_port) in enumerate(broker_ports(cluster)):
             run_dir = f"{local.run_root}/{cluster.alias}/broker-{node_id}"
+            secrets_file = f"{run_dir}/{BROKER_SECRETS}"
+            files: pulumi.Input[Mapping[str, str]] = {}
+            if managed:
+                files = secrets.apply(lambda v: {BROKER_SECRETS: render_secrets({k: v[k] for k in broker_keys})})
             brokers.append(
                 LocalProcess(
                     f"{name}-broker-{node_id}",
@@ -105,13 +190,38 @@ class KafkaCluster(pulumi.ComponentResource):
                     main_class=KAFKA_MAIN,
                     classpath_dir=local.kafka_libs,
                     run_dir=run_dir,
-                    properties=broker_properties(cluster, node_id, f"{run_dir}/data"),
+                    properties=broker_properties(
+                        cluster, node_id, f"{run_dir}/data", secrets_file=secrets_file, users=broker_users
+                    ),
                     ports=[client_port, controller_port],
                     config_key=f"mm2:clusters.{cluster.alias}.port",
                     cluster_id=cluster_id,
-                    ready={"kind": "kafka", "bootstrap": f"127.0.0.1:{client_port}"},
+                    ready=admin.apply(functools.partial(_kafka_probe, f"127.0.0.1:{client_port}")),
+                    secret_files=files,
                     heap="512m",
                     opts=pulumi.ResourceOptions(parent=self),
                 )
             )
         return brokers
+
+
+def _kafka_probe(bootstrap: str, client: Mapping[str, str]) -> dict[str, Any]:
+    """The broker's readiness probe: a metadata request as the stack's admin."""
+    return {"kind": "kafka", "bootstrap": bootstrap, "client": dict(client)}
+
+
+def _admin_settings(cluster: Cluster, values: Mapping[str, Any], *, bootstrap_only: bool) -> dict[str, str]:
+    """librdkafka settings for the cluster's admin (managed clusters) or its configured user.
+
+    `bootstrap_only`: the PLAIN admin the stack itself uses, valid from the moment the brokers
+    start; otherwise SCRAM (the cluster's mechanism) once ScramUsers created the credential.
+    """
+    security = cluster.security
+    if stack_managed(cluster):
+        password = str(values[admin_password(cluster.alias).key])
+        if bootstrap_only:
+            return admin_bootstrap_client(security, password)
+        return librdkafka_client(security, ADMIN_USER, password)
+    if security.protocol.uses_sasl and security.password is not None:
+        return librdkafka_client(security, security.username or "", str(values.get(security.password.key, "")))
+    return {"security.protocol": security.protocol.value}

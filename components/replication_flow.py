@@ -7,6 +7,7 @@ heartbeats. All three are created in parallel, each waiting until it and its tas
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -14,6 +15,7 @@ import pulumi
 from components.connect.provider import Connector
 from components.connect_group import ConnectWorkerGroup
 from components.kafka_cluster import KafkaCluster
+from components.rollout import CredentialRollout
 from components.topology import (
     Flow,
     Topology,
@@ -23,6 +25,7 @@ from components.topology import (
     offset_syncs_topic,
     remote_topic,
 )
+from components.topology.security import flow_secret_keys
 
 
 class ReplicationFlow(pulumi.ComponentResource):
@@ -38,6 +41,7 @@ class ReplicationFlow(pulumi.ComponentResource):
         topology: Topology,
         group: ConnectWorkerGroup,
         clusters: dict[str, KafkaCluster],
+        credentials: pulumi.Output[Mapping[str, str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         policy = flow.replication_policy
@@ -64,10 +68,24 @@ class ReplicationFlow(pulumi.ComponentResource):
                 connect_url=group.url,
                 connector_name=spec.name,
                 config=dict(spec.config),
+                auth=group.auth,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
             for spec in specs.all()
         }
+        keys = flow_secret_keys(topology, flow)
+        if keys and credentials is not None:
+            # Connector configs hold placeholders only, so a rotated password changes none of
+            # them: restart the flow's connectors when the passwords they resolve change.
+            CredentialRollout(
+                f"{name}-rollout",
+                flow=flow.name,
+                connect_url=group.url,
+                connectors=[spec.name for spec in specs.all()],
+                credentials=credentials.apply(lambda v: {k: str(v[k]) for k in keys}),
+                auth=group.auth,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.connectors.values())),
+            )
         source_topics = [t.name for t in topology.clusters[flow.source].topics]
         self.summary = pulumi.Output.all(**{spec.name: self.connectors[spec.role].state for spec in specs.all()}).apply(
             lambda states: {

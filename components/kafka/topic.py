@@ -22,7 +22,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-ADMIN_TIMEOUT_S = 30.0
+from components.kafka.admin import ADMIN_TIMEOUT_S, admin_client, plain
 
 
 class TopicError(RuntimeError):
@@ -30,9 +30,7 @@ class TopicError(RuntimeError):
 
 
 def _admin(props: Mapping[str, Any]) -> Any:
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient({"bootstrap.servers": props["bootstrap"], "log_level": 0, **dict(props.get("client") or {})})
+    return admin_client(props)
 
 
 def _describe(props: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -112,6 +110,9 @@ class TopicProvider(ResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         keys = ("partitions", "replication_factor", "config")
         changed = [k for k in keys if olds.get(k) != news.get(k)]
+        # A rotated admin password is an update too, so delete later uses the current one.
+        if plain(olds.get("client")) != plain(news.get("client")):
+            changed.append("client")
         replaces = [k for k in ("name", "bootstrap") if olds.get(k) != news.get(k)]
         return DiffResult(changes=bool(changed or replaces), replaces=replaces, delete_before_replace=True)
 
@@ -169,6 +170,8 @@ class Topic(Resource, module="kafka", name="Topic"):
         client: pulumi.Input[Mapping[str, str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        # `client` authenticates the stack's admin: stored encrypted, inputs and outputs alike.
+        opts = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=["client"]), opts)
         super().__init__(
             TopicProvider(),
             resource_name,
@@ -179,7 +182,7 @@ class Topic(Resource, module="kafka", name="Topic"):
                 "partitions": partitions,
                 "replication_factor": replication_factor,
                 "config": dict(config or {}),
-                "client": client or {},
+                "client": pulumi.Output.secret(client or {}),
             },
             opts,
         )

@@ -19,7 +19,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 LOG_TAIL_LINES = 25
@@ -70,6 +70,12 @@ class JvmSpec:
     properties: Mapping[str, str]
     heap: str = "512m"
     java: str = "java"
+    # Extra JVM options, e.g. `-Djava.security.auth.login.config=<run_dir>/config/rest-jaas.conf`.
+    # They are visible in `ps`: paths only, never a secret.
+    jvm_options: tuple[str, ...] = ()
+    # Files written under run_dir, owner-only (0600), before the process starts: the secrets the
+    # process resolves through config providers or reads itself (a JAAS user file). Relative paths.
+    secret_files: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def properties_file(self) -> Path:
@@ -152,6 +158,32 @@ def prepare_run_dir(spec: JvmSpec) -> None:
     spec.properties_file.write_text(render_properties(spec.properties))
     # Configs can hold config-provider paths and, for brokers, listener settings: owner-only.
     spec.properties_file.chmod(0o600)
+    write_secret_files(spec)
+
+
+def write_secret_files(spec: JvmSpec) -> None:
+    """Write `spec.secret_files` under the run directory, 0600 from the first byte."""
+    run = Path(spec.run_dir).resolve()
+    for relative, content in spec.secret_files.items():
+        target = (run / relative).resolve()
+        if run not in target.parents:
+            raise ProcessError(f"{spec.component}: secret file {relative!r} is outside its run directory {run}")
+        write_private(target, content)
+
+
+def write_private(target: Path, content: str) -> None:
+    """Atomically replace `target` with `content`, readable by the owner only.
+
+    The temporary file is created 0600 (never world-readable, not even for a moment) and renamed
+    over the old one, so a reader sees the old or the new secrets, never half a file.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # O_CREAT's mode does not apply to a file left over by a crash
+    with os.fdopen(fd, "w") as fh:
+        fh.write(content)
+    os.replace(tmp, target)
 
 
 def _jvm_command(spec: JvmSpec, main_class: str, args: list[str], heap: str) -> list[str]:
@@ -163,6 +195,7 @@ def _jvm_command(spec: JvmSpec, main_class: str, args: list[str], heap: str) -> 
         f"-Dmm2.process={spec.marker}",
         f"-Dkafka.logs.dir={spec.logs_dir}",
         f"-Dlog4j2.configurationFile={Path(spec.run_dir) / 'config' / 'log4j2.properties'}",
+        *spec.jvm_options,
         "-cp",
         f"{spec.classpath_dir}/*",
         main_class,

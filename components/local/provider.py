@@ -26,18 +26,20 @@ from pulumi.dynamic import (
     ResourceProvider,
     UpdateResult,
 )
+from pulumi.runtime import rpc
 
 from components.local import process as proc
 
 # Inputs whose change restarts the process in place; run_dir and cluster_id replace it.
-RESTART_KEYS = ("properties", "main_class", "classpath_dir", "heap", "ready")
+# A changed secret file restarts too: brokers and workers read JAAS settings once, at start.
+RESTART_KEYS = ("properties", "main_class", "classpath_dir", "heap", "ready", "jvm_options", "secret_files")
 REPLACE_KEYS = ("run_dir", "marker", "cluster_id")
 
 
 def _probe_kafka(bootstrap: str, client: Mapping[str, str]) -> str | None:
     from confluent_kafka.admin import AdminClient  # imported here: only the provider needs it
 
-    conf = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000, "log_level": 0, **client}
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000, "log_level": 0, **client}
     try:
         md = AdminClient(conf).list_topics(timeout=3)
     except Exception as exc:
@@ -64,6 +66,17 @@ def _probe_connect(url: str, auth: tuple[str, str] | None) -> str | None:
     return None
 
 
+def _plain(value: Any) -> Any:
+    """`value` with Pulumi's secret wrappers removed at any depth (the engine sends dynamic
+    providers plain values, as they do not accept secrets, but do not rely on it)."""
+    value = rpc.unwrap_rpc_secret(value)
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def _spec(props: Mapping[str, Any]) -> proc.JvmSpec:
     return proc.JvmSpec(
         component=props["component"],
@@ -74,11 +87,13 @@ def _spec(props: Mapping[str, Any]) -> proc.JvmSpec:
         properties=dict(props["properties"]),
         heap=props.get("heap") or "512m",
         java=proc.find_java(),
+        jvm_options=tuple(str(o) for o in _plain(props.get("jvm_options")) or ()),
+        secret_files={str(k): str(v) for k, v in (_plain(props.get("secret_files")) or {}).items()},
     )
 
 
 def _probe(props: Mapping[str, Any]) -> Any:
-    ready = props["ready"]
+    ready = _plain(props["ready"])
     if ready["kind"] == "kafka":
         return lambda: _probe_kafka(ready["bootstrap"], dict(ready.get("client") or {}))
     if ready["kind"] == "connect":
@@ -118,8 +133,10 @@ class ProcessProvider(ResourceProvider):
         return CreateResult(id_=props["marker"], outs=outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        replaces = [k for k in REPLACE_KEYS if olds.get(k) != news.get(k)]
-        changed = [k for k in RESTART_KEYS + REPLACE_KEYS if olds.get(k) != news.get(k)]
+        olds, news = _plain(olds), _plain(news)
+        # Absent and empty are the same (state written before an input existed).
+        replaces = [k for k in REPLACE_KEYS if (olds.get(k) or None) != (news.get(k) or None)]
+        changed = [k for k in RESTART_KEYS + REPLACE_KEYS if (olds.get(k) or None) != (news.get(k) or None)]
         if olds.get("running") is False:
             changed.append("running")  # found dead by refresh: restart it
         return DiffResult(
@@ -165,8 +182,15 @@ class LocalProcess(Resource, module="local", name="Process"):
         cluster_id: str | None = None,
         heap: str = "512m",
         timeout_seconds: int = 180,
+        jvm_options: list[str] | None = None,
+        secret_files: pulumi.Input[Mapping[str, str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        # `ready` may carry the probe's credentials and `secret_files` are secrets by definition:
+        # both are stored encrypted in state, inputs and outputs alike.
+        opts = pulumi.ResourceOptions.merge(
+            pulumi.ResourceOptions(additional_secret_outputs=["ready", "secret_files"]), opts
+        )
         super().__init__(
             ProcessProvider(),
             resource_name,
@@ -179,10 +203,12 @@ class LocalProcess(Resource, module="local", name="Process"):
                 "properties": properties,
                 "ports": ports,
                 "config_key": config_key,
-                "ready": ready,
+                "ready": pulumi.Output.secret(ready),
                 "cluster_id": cluster_id,
                 "heap": heap,
                 "timeout_seconds": timeout_seconds,
+                "jvm_options": list(jvm_options or []),
+                "secret_files": pulumi.Output.secret(secret_files or {}),
                 "pid": None,
                 "running": None,
                 "log_file": None,

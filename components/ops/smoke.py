@@ -2,9 +2,10 @@
 
     python -m components.ops.smoke --outputs outputs.json [--flow primary->dr] [--topic orders]
 
-Reads the stack outputs (`pulumi stack output --json`), produces one uniquely keyed record on the
-flow's source cluster and waits, bounded, for it on the target's remote topic. Exit code 0 when it
-arrived, 1 otherwise with what was seen.
+Reads the stack outputs (`pulumi stack output --json --show-secrets`: secured clusters carry their
+client settings, SASL credentials included, under `clusters.<alias>.client`), produces one
+uniquely keyed record on the flow's source cluster and waits, bounded, for it on the target's
+remote topic. Exit code 0 when it arrived, 1 otherwise with what was seen.
 """
 
 from __future__ import annotations
@@ -17,6 +18,18 @@ import uuid
 from typing import Any
 
 
+def client_conf(outputs: dict[str, Any], alias: str, **extra: Any) -> dict[str, Any]:
+    """confluent-kafka settings for cluster `alias`: bootstrap plus its `client` settings."""
+    cluster = outputs["clusters"][alias]
+    client = cluster.get("client")
+    if client == "[secret]" or isinstance(client, str):
+        raise SystemExit(
+            f"cluster {alias}: its client settings are hidden. Fix: write the outputs with "
+            "`pulumi stack output --json --show-secrets`."
+        )
+    return {"bootstrap.servers": cluster["bootstrap"], **(client or {}), "log_level": 0, **extra}
+
+
 def check(outputs: dict[str, Any], flow_name: str | None, topic: str | None, timeout_s: float) -> str:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -26,16 +39,15 @@ def check(outputs: dict[str, Any], flow_name: str | None, topic: str | None, tim
     topic = topic or sorted(flow["topics"])[0]
     remote = flow["topics"][topic]
     source = outputs["clusters"][flow["source"]]["bootstrap"]
-    target = outputs["clusters"][flow["target"]]["bootstrap"]
     key = f"smoke-{uuid.uuid4()}".encode()
 
-    producer = Producer({"bootstrap.servers": source, "enable.idempotence": True})
+    producer = Producer(client_conf(outputs, flow["source"], **{"enable.idempotence": True}))
     producer.produce(topic, key=key, value=b"smoke check", headers=[("mm2-smoke", b"1")])
     if producer.flush(30) != 0:
         raise SystemExit(f"could not produce to {topic} on {flow['source']} ({source}) within 30s")
 
     consumer = Consumer(
-        {"bootstrap.servers": target, "group.id": f"mm2-smoke-{uuid.uuid4()}", "enable.auto.commit": False}
+        client_conf(outputs, flow["target"], **{"group.id": f"mm2-smoke-{uuid.uuid4()}", "enable.auto.commit": False})
     )
     try:
         md = consumer.list_topics(timeout=10)
@@ -66,7 +78,7 @@ def check(outputs: dict[str, Any], flow_name: str | None, topic: str | None, tim
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--outputs", required=True, help="JSON file from `pulumi stack output --json`")
+    parser.add_argument("--outputs", required=True, help="JSON file from `pulumi stack output --json --show-secrets`")
     parser.add_argument("--flow")
     parser.add_argument("--topic")
     parser.add_argument("--timeout", type=float, default=90.0)

@@ -12,7 +12,9 @@ the connectors run on a plain distributed Connect cluster:
   (replicated records, checkpoints, heartbeats). It writes to the worker group's cluster unless
   overridden, so when a flow's target is not that cluster all three connectors get
   `producer.override.bootstrap.servers` and security for the target (as seed 000 does), and
-  the target cluster's `producer.*` client overrides are applied there too.
+  the target cluster's `producer.*` client overrides are applied there too. With security on
+  the target, the override carries the target's MM2 credentials even when the workers live on
+  the target, so records are written as the MM2 user, never as the worker.
 
 Secrets appear only as FileConfigProvider placeholders naming the worker group's secrets file.
 """
@@ -28,6 +30,7 @@ from components.topology.model import (
     Platform,
     PolicyKind,
     Security,
+    SecurityProtocol,
     Topology,
     WorkerGroup,
     frozen_map,
@@ -149,9 +152,13 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
         "replication.policy.class": policy.class_name,
         "replication.policy.separator": policy.separator,
     }
-    # The framework producer writes every connector's records; aim it at the target.
+    # The framework producer writes every connector's records; aim it at the target, as the
+    # target's MM2 user: otherwise it would write as the worker, whose rights (least privilege)
+    # end at the group's storage topics.
     if needs_producer_override(topology, flow):
         common.update(_prefixed("producer.override.", client_properties(target, secrets)))
+    elif target.security.protocol is not SecurityProtocol.PLAINTEXT:
+        common.update(_prefixed("producer.override.", security_properties(target.security, secrets)))
     common.update(
         {f"producer.override.{k[len('producer.') :]}": v for k, v in target.client.items() if k.startswith("producer.")}
     )

@@ -21,6 +21,10 @@ DEFAULT_SEPARATOR = "."
 # Kafka's FileConfigProvider does not expand environment variables.
 DEFAULT_SECRETS_FILE = "/etc/mm2/secrets.properties"
 
+# Users the stack creates on a local cluster with SASL (see components/topology/security.py).
+DEFAULT_MM2_USER = "mm2"
+ADMIN_USER = "admin"
+
 
 def frozen_map(values: Mapping[str, str] | None = None) -> Mapping[str, str]:
     """A read-only, key-sorted copy, so equal inputs give equal (and stably ordered) maps."""

@@ -20,6 +20,7 @@ from typing import Any
 
 from components.topology import settings as known
 from components.topology.model import (
+    DEFAULT_MM2_USER,
     DEFAULT_POLICY_CLASS,
     DEFAULT_SECRETS_FILE,
     IDENTITY_POLICY_CLASS,
@@ -44,7 +45,7 @@ NAMESPACE = "mm2"
 # Top-level keys of the namespace. `secrets` holds the Pulumi secrets that SecretRef keys
 # name (`pulumi config set --secret --path 'mm2:secrets["primary.mm2.password"]' ...`); the
 # platform code writes them into each worker group's secrets file, so the model skips it.
-TOP_LEVEL_KEYS = ("defaults", "clusters", "workerGroups", "flows", "secrets")
+TOP_LEVEL_KEYS = ("defaults", "clusters", "workerGroups", "flows", "secrets", "rotate")
 
 # MM2's own defaults, written out because an emitted empty list would replace them.
 MM2_TOPICS_EXCLUDE_DEFAULT: tuple[str, ...] = (r".*[\-\.]internal", r".*\.replica", r"__.*")
@@ -627,11 +628,16 @@ class _Parser:
                 )
 
     def security(self, raw: Any, where: str, alias: str, platform: Platform) -> Security | None:
+        # Secure by default where the stack creates the users: a local cluster without a
+        # `security` block runs SASL_PLAINTEXT + SCRAM-SHA-512; PLAINTEXT only when asked for.
+        local = platform is Platform.LOCAL
+        if raw is None and local:
+            raw = {"protocol": SecurityProtocol.SASL_PLAINTEXT.value}
         mapping = self.as_mapping(raw, where)
         if mapping is None:
             return None
         self.unknown_fields(mapping, SECURITY_FIELDS, where)
-        protocol = SecurityProtocol.PLAINTEXT
+        protocol = SecurityProtocol.SASL_PLAINTEXT if local else SecurityProtocol.PLAINTEXT
         if "protocol" in mapping:
             try:
                 protocol = SecurityProtocol(str(mapping["protocol"]).strip().upper())
@@ -646,7 +652,7 @@ class _Parser:
         username: str | None = None
         password: SecretRef | None = None
         if protocol.uses_sasl:
-            raw_mech = mapping.get("saslMechanism")
+            raw_mech = mapping.get("saslMechanism", SaslMechanism.SCRAM_SHA_512.value if local else None)
             if raw_mech is None:
                 self.problem(
                     f"{where}.saslMechanism",
@@ -664,12 +670,16 @@ class _Parser:
                     )
             if "username" in mapping:
                 username = self.as_str(mapping["username"], f"{where}.username")
+            elif local:
+                username = DEFAULT_MM2_USER  # the stack creates it
             else:
                 self.problem(
                     f"{where}.username", f"{protocol.value} needs the MM2 user name.", "Set username, e.g. mm2."
                 )
             if "password" in mapping:
                 password = self.as_secret(mapping["password"], f"{where}.password", f"{alias}.mm2.password")
+            elif local:
+                password = SecretRef(f"{alias}.mm2.password")  # generated unless mm2:secrets has it
             else:
                 self.problem(
                     f"{where}.password",

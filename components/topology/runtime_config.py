@@ -2,7 +2,8 @@
 
 Brokers are KRaft combined broker+controller nodes. Two listeners per node: CLIENT (the
 cluster's security protocol; also carries inter-broker traffic, so every broker port is the
-one clients use) and CONTROLLER (PLAINTEXT on 127.0.0.1, never exposed to clients).
+one clients use) and CONTROLLER (on 127.0.0.1 only; SASL PLAIN as `admin` when the cluster
+uses SASL, PLAINTEXT when the cluster explicitly asked for PLAINTEXT).
 """
 
 from __future__ import annotations
@@ -11,19 +12,22 @@ from collections.abc import Mapping
 
 from components.topology.mm2config import (
     BYTE_ARRAY_CONVERTER,
+    _jaas_quote,
     bootstrap_servers,
     flow_connectors,
     security_properties,
 )
 from components.topology.model import (
+    ADMIN_USER,
     DEFAULT_SECRETS_FILE,
     Cluster,
     Platform,
     SaslMechanism,
-    SecurityProtocol,
+    SecretRef,
     Topology,
     WorkerGroup,
 )
+from components.topology.security import admin_password, worker_security
 from components.topology.settings import (
     BROKER_OWNED,
     BROKER_OWNED_PREFIXES,
@@ -33,6 +37,9 @@ from components.topology.settings import (
 )
 
 FILE_CONFIG_PROVIDER = "org.apache.kafka.common.config.provider.FileConfigProvider"
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 BASIC_AUTH_EXTENSION = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
 CLIENT_LISTENER = "CLIENT"
 CONTROLLER_LISTENER = "CONTROLLER"
@@ -55,14 +62,19 @@ def _reject_owned(values: Mapping[str, str], owned: dict[str, str], prefixes: di
 
 
 def broker_properties(
-    cluster: Cluster, node_id: int, data_dir: str, secrets_file: str = DEFAULT_SECRETS_FILE
+    cluster: Cluster,
+    node_id: int,
+    data_dir: str,
+    secrets_file: str = DEFAULT_SECRETS_FILE,
+    users: Mapping[str, SecretRef] | None = None,
 ) -> dict[str, str]:
     """server.properties for broker `node_id` of a local cluster.
 
     Internal topics are replicated min(3, brokers) times with min.insync.replicas min(2, brokers):
     one broker may fail on a three-broker cluster, and a one-broker dev cluster still starts.
-    SASL users' passwords are `${file:...}` placeholders (`secrets_file`), so brokers get the
-    file config provider too. SCRAM credentials must also be added when storage is formatted.
+    With SASL see `_broker_sasl`; passwords are `${file:...}` placeholders (`secrets_file`),
+    so brokers get the file config provider too. `users` are name -> password reference of the
+    users a PLAIN cluster must know (SCRAM users live in the metadata log instead).
     """
     if cluster.platform is not Platform.LOCAL:
         raise ValueError(
@@ -96,25 +108,53 @@ def broker_properties(
         "group.initial.rebalance.delay.ms": "0",
         "auto.create.topics.enable": "false",
     }
-    if security.protocol is SecurityProtocol.SASL_PLAINTEXT and security.sasl_mechanism is not None:
-        mechanism = security.sasl_mechanism
-        user = security.username or ""
-        password = security.password.placeholder(secrets_file) if security.password else ""
-        jaas = f'{mechanism.login_module} required username="{user}" password="{password}"'
-        if mechanism is SaslMechanism.PLAIN:
-            # PlainLoginModule on a broker also holds the user table: user_<name>="<password>".
-            jaas += f' user_{user}="{password}"'
-        props.update(
-            {
-                "sasl.enabled.mechanisms": mechanism.value,
-                "sasl.mechanism.inter.broker.protocol": mechanism.value,
-                f"listener.name.{CLIENT_LISTENER.lower()}.{mechanism.value.lower()}.sasl.jaas.config": jaas + ";",
-                "config.providers": "file",
-                "config.providers.file.class": FILE_CONFIG_PROVIDER,
-            }
-        )
+    if security.protocol.uses_sasl and security.sasl_mechanism is not None:
+        props.update(_broker_sasl(cluster, secrets_file, users))
     _reject_owned(cluster.broker_config, BROKER_OWNED, BROKER_OWNED_PREFIXES, f"cluster {cluster.alias} brokerConfig")
     props.update(cluster.broker_config)
+    return props
+
+
+def _broker_sasl(cluster: Cluster, secrets_file: str, users: Mapping[str, SecretRef] | None) -> dict[str, str]:
+    """SASL on both listeners, an authorizer, and `admin` as the brokers' own super user.
+
+    - CLIENT: the cluster's mechanism for every client, plus PLAIN for `admin` only (its JAAS
+      user table holds no one else). The stack bootstraps through PLAIN: SCRAM users live in the
+      metadata log, which is empty until the stack creates them, and formatting storage with
+      `--add-scram name=...,password=...` would put a password on a command line.
+    - CONTROLLER: SASL_PLAINTEXT with PLAIN (KRaft controllers cannot check SCRAM: the
+      credentials are in the log they serve), `admin` again.
+    - StandardAuthorizer, deny when no ACL matches, `admin` is the only super user.
+    """
+    mechanism = cluster.security.sasl_mechanism
+    assert mechanism is not None
+    admin = admin_password(cluster.alias).placeholder(secrets_file)
+    plain_users = {ADMIN_USER: admin}
+    if mechanism is SaslMechanism.PLAIN:
+        plain_users.update({name: ref.placeholder(secrets_file) for name, ref in (users or {}).items()})
+    table = " ".join(f'user_{_jaas_quote(name)}="{pw}"' for name, pw in sorted(plain_users.items()))
+    plain_jaas = f'{PLAIN_MODULE} required username="{ADMIN_USER}" password="{admin}" {table};'
+    client = CLIENT_LISTENER.lower()
+    mechanisms = [mechanism.value] if mechanism is SaslMechanism.PLAIN else [mechanism.value, "PLAIN"]
+    props = {
+        "listener.security.protocol.map": (
+            f"{CLIENT_LISTENER}:{cluster.security.protocol.value},{CONTROLLER_LISTENER}:SASL_PLAINTEXT"
+        ),
+        f"listener.name.{client}.sasl.enabled.mechanisms": ",".join(mechanisms),
+        f"listener.name.{client}.plain.sasl.jaas.config": plain_jaas,
+        f"listener.name.{CONTROLLER_LISTENER.lower()}.sasl.enabled.mechanisms": "PLAIN",
+        f"listener.name.{CONTROLLER_LISTENER.lower()}.plain.sasl.jaas.config": plain_jaas,
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "authorizer.class.name": STANDARD_AUTHORIZER,
+        "super.users": f"User:{ADMIN_USER}",
+        "allow.everyone.if.no.acl.found": "false",
+        "config.providers": "file",
+        "config.providers.file.class": FILE_CONFIG_PROVIDER,
+    }
+    if mechanism is not SaslMechanism.PLAIN:
+        # SCRAM needs no JAAS user table: the broker looks users up in the metadata log.
+        props[f"listener.name.{client}.{mechanism.value.lower()}.sasl.jaas.config"] = f"{SCRAM_MODULE} required;"
     return props
 
 
@@ -128,11 +168,16 @@ def _group_flows_need_override(topology: Topology, group: WorkerGroup) -> bool:
     return False
 
 
-def worker_properties(topology: Topology, group: WorkerGroup, index: int) -> dict[str, str]:
+def worker_properties(
+    topology: Topology, group: WorkerGroup, index: int, worker_secrets_file: str | None = None
+) -> dict[str, str]:
     """connect-distributed.properties for worker `index` of `group`.
 
-    The worker's own producer, consumer and admin clients do not inherit top-level security
-    settings in Connect, so security is repeated under producer./consumer./admin.
+    The worker connects as its own user (`worker_security`: `connect-<group>` on a stack-managed
+    cluster), its password a placeholder into `worker_secrets_file` (default: the group's
+    secrets file, which the connectors read). The worker's own producer, consumer and admin
+    clients do not inherit top-level security settings in Connect, so security is repeated
+    under producer./consumer./admin.
     `connector.client.config.override.policy=All` is set only when a connector on this group
     carries `producer.override.*` (a flow whose target is not the group's cluster, or target
     producer overrides); Kafka 3.0+ defaults to All anyway, stating it keeps intent visible.
@@ -142,7 +187,7 @@ def worker_properties(topology: Topology, group: WorkerGroup, index: int) -> dic
     cluster = topology.clusters[group.cluster]
     secrets = group.secrets_file
     rf = str(min(3, cluster.brokers))
-    security = security_properties(cluster.security, secrets)
+    security = security_properties(worker_security(topology, group), worker_secrets_file or secrets)
     props: dict[str, str] = {
         "bootstrap.servers": bootstrap_servers(cluster),
         **security,

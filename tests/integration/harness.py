@@ -69,11 +69,15 @@ class TestStack:
         }
 
     # --- engine ---------------------------------------------------------------------------
-    def pulumi(self, *args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    def pulumi(
+        self, *args: str, check: bool = True, timeout: float = 900, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the CLI on this stack. `stdin` feeds a value (a secret for `config set`) that must
+        not appear on a command line."""
         cmd = ["pulumi", *args, "--stack", self.name, "--non-interactive"]
         if args[0] in {"up", "preview", "refresh", "destroy", "config"}:
             cmd += ["--config-file", str(self.config_file)]
-        out = subprocess.run(cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout, input=stdin)
         if check and out.returncode != 0:
             raise AssertionError(
                 f"`{' '.join(cmd)}` failed ({out.returncode}):\n{out.stdout[-6000:]}\n{out.stderr[-3000:]}"
@@ -109,7 +113,14 @@ class TestStack:
         return json.loads(out.stdout)
 
     def outputs(self) -> dict[str, Any]:
+        """Stack outputs with secrets shown: clusters.<alias>.client and .users, connect.<group>.auth."""
         return json.loads(self.pulumi("stack", "output", "--json", "--show-secrets").stdout)
+
+    def set_secret(self, key: str, value: str) -> None:
+        """`pulumi config set --secret --path 'mm2:secrets["<key>"]'`, the value on stdin, then reload
+        the config file the CLI rewrote (it now holds the ciphertext)."""
+        self.pulumi("config", "set", "--secret", "--path", f'mm2:secrets["{key}"]', stdin=value)
+        self.config = yaml.safe_load(self.config_file.read_text())
 
     def markers(self) -> list[str]:
         return [m for m in _all_markers() if m.startswith(f"{self.name}/")]
@@ -152,6 +163,30 @@ def deployed(tmp: Path, config: dict[str, Any] | None = None) -> Iterator[TestSt
         yield stack
     finally:
         stack.destroy()
+
+
+def kafka_conf(outputs: dict[str, Any], alias: str, **extra: Any) -> dict[str, Any]:
+    """confluent-kafka settings for `alias` from the stack outputs: bootstrap plus the admin's
+    client settings (SASL/SCRAM on secured clusters); librdkafka's own logging silenced."""
+    cluster = outputs["clusters"][alias]
+    return {"bootstrap.servers": cluster["bootstrap"], **(cluster.get("client") or {}), "log_level": 0, **extra}
+
+
+def connect_auth(outputs: dict[str, Any], group: str = "mm2") -> tuple[str, str] | None:
+    """(username, password) for the worker group's REST API, or None without restAuth."""
+    auth = outputs["connect"][group].get("auth")
+    return (auth["username"], auth["password"]) if auth else None
+
+
+def stack_passwords(outputs: dict[str, Any]) -> set[str]:
+    """Every password the stack created or was given, from its secret outputs."""
+    found: set[str] = set()
+    for cluster in outputs["clusters"].values():
+        found.update((cluster.get("users") or {}).values())
+    for group in outputs["connect"].values():
+        if group.get("auth"):
+            found.add(group["auth"]["password"])
+    return found
 
 
 def wait_until(predicate: Any, timeout_s: float, what: str, poll_s: float = 1.0) -> Any:

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from components.local import process as proc
-from tests.integration.harness import TestStack, deployed, wait_until
+from tests.integration.harness import TestStack, connect_auth, deployed, kafka_conf, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -48,10 +48,6 @@ def _stack_ports(s: TestStack) -> list[int]:
     return ports
 
 
-def _bootstrap(outputs: dict[str, Any], alias: str) -> str:
-    return str(outputs["clusters"][alias]["bootstrap"])
-
-
 def test_up_runs_all_three_connectors(stack: TestStack) -> None:
     out = stack.outputs()
     flow = out["flows"][FLOW]
@@ -60,7 +56,7 @@ def test_up_runs_all_three_connectors(stack: TestStack) -> None:
     assert flow["topics"] == {"orders": "primary.orders", "payments": "primary.payments"}
     url = out["connect"]["mm2"]["url"]
     for role, name in flow["connectors"].items():
-        status = httpx.get(f"{url}/connectors/{name}/status", timeout=10).json()
+        status = httpx.get(f"{url}/connectors/{name}/status", auth=connect_auth(out), timeout=10).json()
         assert status["connector"]["state"] == "RUNNING"
         assert all(t["state"] == "RUNNING" for t in status["tasks"]), status
         # MirrorCheckpointConnector starts no task until the source has consumer groups.
@@ -82,7 +78,7 @@ def test_records_replicate_byte_for_byte(stack: TestStack) -> None:
         assert err is None, err
         sent[msg.key()] = (*produced[msg.key()], msg.partition())
 
-    producer = Producer({"bootstrap.servers": _bootstrap(out, "primary"), "linger.ms": 5, "enable.idempotence": True})
+    producer = Producer(kafka_conf(out, "primary", **{"linger.ms": 5, "enable.idempotence": True}))
     for i in range(RECORDS):
         key = f"{run}-{i}".encode()
         produced[key] = (os.urandom(16) + f"order {i}".encode(), [("seq", str(i).encode()), ("run", run.encode())])
@@ -92,9 +88,7 @@ def test_records_replicate_byte_for_byte(stack: TestStack) -> None:
     assert producer.flush(60) == 0
     assert len(sent) == RECORDS
 
-    consumer = Consumer(
-        {"bootstrap.servers": _bootstrap(out, "dr"), "group.id": f"it-read-{run}", "auto.offset.reset": "earliest"}
-    )
+    consumer = Consumer(kafka_conf(out, "dr", **{"group.id": f"it-read-{run}", "auto.offset.reset": "earliest"}))
     consumer.subscribe(["primary.orders"])
     got: dict[bytes, tuple[bytes, list[tuple[str, bytes]], int]] = {}
     duplicates = 0
@@ -122,7 +116,7 @@ def test_consumer_group_offsets_are_translated(stack: TestStack) -> None:
     out = stack.outputs()
     lag_max = int(out["flows"][FLOW]["offsetLagMax"])
     group = f"it-group-{uuid.uuid4().hex[:6]}"
-    src = Consumer({"bootstrap.servers": _bootstrap(out, "primary"), "group.id": group, "enable.auto.commit": False})
+    src = Consumer(kafka_conf(out, "primary", **{"group.id": group, "enable.auto.commit": False}))
     try:
         partitions = src.list_topics("orders", timeout=10).topics["orders"].partitions
         commits = []
@@ -138,7 +132,7 @@ def test_consumer_group_offsets_are_translated(stack: TestStack) -> None:
     # before it, plus one (records are unique, so match by key and value).
     translated = _translated_positions(out, commits)
 
-    dr_admin = Consumer({"bootstrap.servers": _bootstrap(out, "dr"), "group.id": group, "enable.auto.commit": False})
+    dr_admin = Consumer(kafka_conf(out, "dr", **{"group.id": group, "enable.auto.commit": False}))
     try:
         wanted = [TopicPartition("primary.orders", tp.partition) for tp in commits]
 
@@ -158,9 +152,7 @@ def test_consumer_group_offsets_are_translated(stack: TestStack) -> None:
 def _translated_positions(out: dict[str, Any], commits: list[Any]) -> dict[int, int]:
     from confluent_kafka import Consumer, TopicPartition
 
-    src = Consumer(
-        {"bootstrap.servers": _bootstrap(out, "primary"), "group.id": "it-peek", "enable.auto.commit": False}
-    )
+    src = Consumer(kafka_conf(out, "primary", **{"group.id": "it-peek", "enable.auto.commit": False}))
     wanted: dict[int, tuple[bytes, bytes]] = {}
     try:
         for tp in commits:
@@ -169,7 +161,7 @@ def _translated_positions(out: dict[str, Any], commits: list[Any]) -> dict[int, 
             wanted[tp.partition] = (msg.key(), msg.value())
     finally:
         src.close()
-    dst = Consumer({"bootstrap.servers": _bootstrap(out, "dr"), "group.id": "it-peek", "enable.auto.commit": False})
+    dst = Consumer(kafka_conf(out, "dr", **{"group.id": "it-peek", "enable.auto.commit": False}))
     found: dict[int, int] = {}
     try:
         dst.assign([TopicPartition("primary.orders", p, 0) for p in wanted])
@@ -218,12 +210,13 @@ def test_killed_worker_is_reported_by_refresh_and_restored_by_up(stack: TestStac
 
     stack.up()
     assert proc.find_pids(marker), "worker-1 was not restarted"
-    url = stack.outputs()["connect"]["mm2"]["url"]
+    out = stack.outputs()
+    url, auth = out["connect"]["mm2"]["url"], connect_auth(out)
     port = int(stack.config["config"]["mm2:workerGroups"]["mm2"]["restPort"]) + 1
-    assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
+    assert httpx.get(f"http://127.0.0.1:{port}/health", auth=auth, timeout=10).status_code == 200
     states = [
-        httpx.get(f"{url}/connectors/{n}/status", timeout=10).json()["connector"]["state"]
-        for n in stack.outputs()["flows"][FLOW]["connectors"].values()
+        httpx.get(f"{url}/connectors/{n}/status", auth=auth, timeout=10).json()["connector"]["state"]
+        for n in out["flows"][FLOW]["connectors"].values()
     ]
     assert states == ["RUNNING"] * 3
     assert Path(stack.run_dir).exists()

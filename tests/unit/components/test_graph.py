@@ -13,9 +13,16 @@ import yaml
 from pulumi.runtime import mocks as pmocks
 
 from components.connect_group import ConnectWorkerGroup
+from components.credentials import Credentials
 from components.kafka_cluster import KafkaCluster, LocalPlatform
 from components.replication_flow import ReplicationFlow
-from components.topology import Topology, parse_topology
+from components.topology import Topology, parse_topology, with_secrets_file
+from components.topology.security import (
+    cluster_acls,
+    cluster_users,
+    generated_secret_keys,
+    required_secret_keys,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -46,6 +53,9 @@ class EchoMocks(pmocks.Mocks):
         outs = dict(args.inputs)
         if args.typ == "pulumi-python:dynamic/connect:Connector":
             outs.setdefault("state", "RUNNING")
+        if args.typ == "pulumi-python:dynamic/security:Credentials":
+            keys = [*args.inputs.get("generated", []), *args.inputs.get("required", [])]
+            outs["values"] = {k: f"pw-{k}" for k in keys}
         return f"{args.name}-id", outs
 
     def call(self, args: pmocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
@@ -66,15 +76,43 @@ LOCAL = LocalPlatform(stack="unit", run_root="/tmp/mm2-unit", kafka_libs="/tmp/l
 
 
 def build(topology: Topology) -> pulumi.Output[Any]:
-    clusters = {a: KafkaCluster(f"kafka-{a}", c, LOCAL) for a, c in topology.clusters.items()}
+    """The graph `__main__` builds: credentials, clusters with users and ACLs, groups, flows."""
+    topology = local_secrets_files(topology, LOCAL)
+    credentials = Credentials(
+        "credentials",
+        generated=list(generated_secret_keys(topology)),
+        required=list(required_secret_keys(topology)),
+        given={},
+    )
+    secrets = credentials.values
+    clusters = {
+        a: KafkaCluster(
+            f"kafka-{a}",
+            c,
+            LOCAL,
+            credentials=secrets,
+            users=cluster_users(topology, a),
+            acls=cluster_acls(topology, a),
+        )
+        for a, c in topology.clusters.items()
+    }
     groups = {
-        n: ConnectWorkerGroup(f"connect-{n}", g, topology, clusters, LOCAL) for n, g in topology.worker_groups.items()
+        n: ConnectWorkerGroup(f"connect-{n}", g, topology, clusters, LOCAL, credentials=secrets)
+        for n, g in topology.worker_groups.items()
     }
     flows = [
-        ReplicationFlow(f"flow-{f.slug}", f, topology, groups[f.worker_group], clusters)
+        ReplicationFlow(f"flow-{f.slug}", f, topology, groups[f.worker_group], clusters, credentials=secrets)
         for f in topology.enabled_flows()
     ]
     return pulumi.Output.all(*[f.summary for f in flows], *[g.url for g in groups.values()])
+
+
+def local_secrets_files(topology: Topology, local: LocalPlatform) -> Topology:
+    # What __main__.local_secrets_files does (the program module runs main() on import).
+    for name, group in topology.worker_groups.items():
+        if group.platform.value == "local" and not group.url:
+            topology = with_secrets_file(topology, name, f"{local.run_root}/connect-{name}/secrets.properties")
+    return topology
 
 
 def dev_topology() -> Topology:
@@ -96,19 +134,26 @@ def test_dev_stack_graph(monitor: RecordingMonitor) -> Any:
         regs = by_name(monitor)
         types = {name: r.type for name, r in regs.items() if r.type != "pulumi:pulumi:Stack"}
         assert types == {
+            "credentials": "pulumi-python:dynamic/security:Credentials",
             "kafka-primary": "mm2:index:KafkaCluster",
             "kafka-primary-broker-0": "pulumi-python:dynamic/local:Process",
+            "kafka-primary-scram-users": "pulumi-python:dynamic/kafka:ScramUsers",
+            "kafka-primary-acls": "pulumi-python:dynamic/kafka:Acls",
             "kafka-primary-topic-orders": "pulumi-python:dynamic/kafka:Topic",
             "kafka-primary-topic-payments": "pulumi-python:dynamic/kafka:Topic",
             "kafka-dr": "mm2:index:KafkaCluster",
             "kafka-dr-broker-0": "pulumi-python:dynamic/local:Process",
+            "kafka-dr-scram-users": "pulumi-python:dynamic/kafka:ScramUsers",
+            "kafka-dr-acls": "pulumi-python:dynamic/kafka:Acls",
             "connect-mm2": "mm2:index:ConnectWorkerGroup",
+            "connect-mm2-secrets": "pulumi-python:dynamic/local:SecretsFile",
             "connect-mm2-worker-0": "pulumi-python:dynamic/local:Process",
             "connect-mm2-worker-1": "pulumi-python:dynamic/local:Process",
             "flow-primary-to-dr": "mm2:index:ReplicationFlow",
             "mm2-primary-to-dr-source": "pulumi-python:dynamic/connect:Connector",
             "mm2-primary-to-dr-checkpoint": "pulumi-python:dynamic/connect:Connector",
             "mm2-primary-to-dr-heartbeat": "pulumi-python:dynamic/connect:Connector",
+            "flow-primary-to-dr-rollout": "pulumi-python:dynamic/connect:CredentialRollout",
         }
         # Parents: every child hangs under its component.
         assert regs["kafka-primary-broker-0"].parent == urn_of(monitor, "kafka-primary")
@@ -131,6 +176,13 @@ def test_dev_stack_graph(monitor: RecordingMonitor) -> Any:
         assert urn_of(monitor, "kafka-primary-broker-0") in regs["kafka-primary-topic-orders"].dependencies
         assert urn_of(monitor, "kafka-dr-broker-0") in regs["connect-mm2-worker-0"].dependencies
         assert urn_of(monitor, "kafka-primary-broker-0") not in regs["connect-mm2-worker-0"].dependencies
+        # Users and ACLs exist before the workers start; the secrets file before any worker;
+        # the rollout runs after the connectors.
+        for needed in ("kafka-dr-scram-users", "kafka-dr-acls", "connect-mm2-secrets"):
+            assert urn_of(monitor, needed) in regs["connect-mm2-worker-0"].dependencies, needed
+        assert urn_of(monitor, "kafka-dr-broker-0") in regs["kafka-dr-acls"].dependencies
+        rollout = regs["flow-primary-to-dr-rollout"].dependencies
+        assert urn_of(monitor, "mm2-primary-to-dr-source") in rollout
 
     return build(dev_topology()).apply(check)
 

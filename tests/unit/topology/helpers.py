@@ -24,7 +24,13 @@ _DEV: dict[str, Any] = {
             "security": {"protocol": "PLAINTEXT"},
             "topics": {"orders": {"partitions": 3}, "payments": {"partitions": 3}},
         },
-        "dr": {"platform": "local", "brokers": 1, "port": 19192, "datacenter": "dc1"},
+        "dr": {
+            "platform": "local",
+            "brokers": 1,
+            "port": 19192,
+            "datacenter": "dc1",
+            "security": {"protocol": "PLAINTEXT"},
+        },
     },
     "workerGroups": {"mm2": {"cluster": "dr", "workers": 2, "restPort": 18083}},
     "flows": {

@@ -8,10 +8,12 @@ import pytest
 
 from components.topology import (
     ReplicationPolicy,
+    SecretRef,
     bootstrap_servers,
     broker_ports,
     broker_properties,
     checkpoints_topic,
+    flow_connectors,
     heartbeats_topic,
     offset_syncs_cluster,
     offset_syncs_topic,
@@ -119,14 +121,22 @@ def test_broker_properties_sasl_plain_uses_placeholders() -> None:
         "username": "mm2",
         "password": {"secret": "primary.mm2.password"},
     }
-    props = broker_properties(parse_topology(config).clusters["primary"], 0, "/d", secrets_file="/s.properties")
-    assert props["listener.security.protocol.map"] == "CLIENT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
-    assert props["sasl.enabled.mechanisms"] == "PLAIN"
+    users = {"mm2": SecretRef("primary.mm2.password")}
+    props = broker_properties(
+        parse_topology(config).clusters["primary"], 0, "/d", secrets_file="/s.properties", users=users
+    )
+    assert props["listener.security.protocol.map"] == "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
+    assert props["listener.name.client.sasl.enabled.mechanisms"] == "PLAIN"
+    # The brokers' own identity is admin; a PLAIN cluster's user table lists every user.
     assert props["listener.name.client.plain.sasl.jaas.config"] == (
-        'org.apache.kafka.common.security.plain.PlainLoginModule required username="mm2" '
-        'password="${file:/s.properties:primary.mm2.password}" user_mm2="${file:/s.properties:primary.mm2.password}";'
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        'password="${file:/s.properties:primary.admin.password}" '
+        'user_admin="${file:/s.properties:primary.admin.password}" '
+        'user_mm2="${file:/s.properties:primary.mm2.password}";'
     )
     assert props["config.providers"] == "file"
+    assert props["super.users"] == "User:admin"
+    assert props["allow.everyone.if.no.acl.found"] == "false"
 
 
 def test_broker_properties_refuse_owned_keys_in_hand_built_clusters() -> None:
@@ -172,9 +182,16 @@ def test_override_policy_only_on_groups_with_cross_cluster_flows() -> None:
     assert (
         worker_properties(fan_out, fan_out.worker_groups["hub"], 0)["connector.client.config.override.policy"] == "All"
     )
+    # Workers on the target of PLAINTEXT clusters: connectors need no client override.
+    dev = parse_topology(dev_config())
+    assert "connector.client.config.override.policy" not in worker_properties(dev, dev.worker_groups["mm2"], 0)
+    # With SASL the framework producer writes as the target's MM2 user, through an override.
     aggregation = parse_topology(example("aggregation.yaml"))
-    assert "connector.client.config.override.policy" not in worker_properties(
-        aggregation, aggregation.worker_groups["central"], 0
+    assert (
+        worker_properties(aggregation, aggregation.worker_groups["central"], 0)[
+            "connector.client.config.override.policy"
+        ]
+        == "All"
     )
 
 
@@ -202,5 +219,11 @@ def test_with_secrets_file_changes_every_placeholder() -> None:
     }
     topology = with_secrets_file(parse_topology(config), "mm2", "/tmp/run/secrets.properties")
     props = worker_properties(topology, topology.worker_groups["mm2"], 0)
-    assert "${file:/tmp/run/secrets.properties:dr.mm2.password}" in props["sasl.jaas.config"]
+    # The worker connects as its own user, connectors as the MM2 user: both through the file.
+    assert 'username="connect-mm2"' in props["sasl.jaas.config"]
+    assert "${file:/tmp/run/secrets.properties:mm2.worker.password}" in props["sasl.jaas.config"]
     assert props["producer.sasl.jaas.config"] == props["sasl.jaas.config"]
+    source = flow_connectors(topology, topology.flows[0]).source.config
+    assert "${file:/tmp/run/secrets.properties:dr.mm2.password}" in source["target.cluster.sasl.jaas.config"]
+    own = worker_properties(topology, topology.worker_groups["mm2"], 0, worker_secrets_file="/w/secrets.properties")
+    assert "${file:/w/secrets.properties:mm2.worker.password}" in own["sasl.jaas.config"]

@@ -1,0 +1,165 @@
+"""The stack's passwords (type ``pulumi-python:dynamic/security:Credentials``).
+
+One resource per stack holds every password the deployment resolves, by secret key
+(`primary.mm2.password`, `mm2.rest.password`, ...):
+
+- given in the stack config as Pulumi secrets (`pulumi config set --secret --path
+  'mm2:secrets["primary.mm2.password"]' ...`): used as given, so changing one rotates it;
+- otherwise generated once (`secrets.token_urlsafe`, 192 bits) when first needed and kept;
+  `mm2:rotate` (key -> any label) regenerates a key whenever its label changes.
+
+Keys that name credentials of clusters the stack does not run (external clusters) cannot be
+generated: a missing one fails the preview naming the key and the command that sets it.
+
+`given` and `values` are secret inputs and outputs, so state holds them encrypted; the provider
+object holds no value (it is pickled into state).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
+from pulumi.runtime import rpc
+
+TOKEN_BYTES = 24
+# Passwords end up inside JAAS strings (`password="..."`) after config-provider substitution,
+# where a quote, a backslash or a line break would end or corrupt the string.
+_FORBIDDEN = ('"', "\\", "\n", "\r")
+
+
+def _plain_map(value: Any) -> dict[str, Any]:
+    value = rpc.unwrap_rpc_secret(value)
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): rpc.unwrap_rpc_secret(v) for k, v in value.items()}
+
+
+def _keys(props: Mapping[str, Any]) -> list[str]:
+    return sorted({*(props.get("generated") or []), *(props.get("required") or [])})
+
+
+def _given(props: Mapping[str, Any]) -> dict[str, str]:
+    wanted = set(_keys(props))
+    return {k: str(v) for k, v in _plain_map(props.get("given")).items() if k in wanted and v is not None}
+
+
+def generate() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def resolve(
+    keys: list[str],
+    given: Mapping[str, str],
+    rotate: Mapping[str, Any],
+    old_values: Mapping[str, str],
+    old_given: Mapping[str, str],
+    old_rotate: Mapping[str, Any],
+) -> dict[str, str]:
+    """Each key's password: given wins; a key no longer given, or whose rotation label changed,
+    gets a new one; otherwise the previous value is kept. Pure but for `generate`."""
+    values: dict[str, str] = {}
+    for key in keys:
+        if key in given:
+            values[key] = given[key]
+        elif key in old_given or str(rotate.get(key)) != str(old_rotate.get(key)) or key not in old_values:
+            values[key] = generate()
+        else:
+            values[key] = old_values[key]
+    return values
+
+
+class CredentialsProvider(ResourceProvider):
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures: list[CheckFailure] = []
+        given_raw = rpc.unwrap_rpc_secret(news.get("given"))
+        if given_raw is not None and given_raw != rpc.UNKNOWN and not isinstance(given_raw, Mapping):
+            failures.append(
+                CheckFailure(
+                    "given",
+                    "mm2:secrets must be a map of secret key to password. Fix: "
+                    "`pulumi config set --secret --path 'mm2:secrets[\"<key>\"]' <password>`.",
+                )
+            )
+        given = _plain_map(given_raw)
+        for key in news.get("required") or []:
+            if key not in given and key not in (news.get("generated") or []):
+                failures.append(
+                    CheckFailure(
+                        "given",
+                        f"secret {key!r} is needed (it is a credential of a cluster or Connect endpoint this "
+                        "stack does not run, so it cannot be generated) but mm2:secrets has no such key. Fix: "
+                        f"`pulumi config set --secret --path 'mm2:secrets[\"{key}\"]' <password>`.",
+                    )
+                )
+        for key, value in given.items():
+            if value == rpc.UNKNOWN:
+                continue
+            if not isinstance(value, str) or not value:
+                failures.append(CheckFailure("given", f"mm2:secrets[{key!r}] must be a non-empty string."))
+            elif any(c in value for c in _FORBIDDEN):
+                # Never echo the value.
+                failures.append(
+                    CheckFailure(
+                        "given",
+                        f"mm2:secrets[{key!r}] contains a quote, backslash or line break, which would break the "
+                        "JAAS configuration it is substituted into. Fix: choose a password without them.",
+                    )
+                )
+        return CheckResult(news, failures)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        values = resolve(_keys(props), _given(props), _plain_map(props.get("rotate")), {}, {}, {})
+        return CreateResult(id_="credentials", outs={**props, "values": values})
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = (
+            _keys(olds) != _keys(news)
+            or _given(olds) != _given(news)
+            or _plain_map(olds.get("rotate")) != _plain_map(news.get("rotate"))
+        )
+        return DiffResult(changes=changed, replaces=[], delete_before_replace=False)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        values = resolve(
+            _keys(news),
+            _given(news),
+            _plain_map(news.get("rotate")),
+            _plain_map(olds.get("values")),
+            _given(olds),
+            _plain_map(olds.get("rotate")),
+        )
+        return UpdateResult(outs={**news, "values": values})
+
+
+class Credentials(Resource, module="security", name="Credentials"):
+    """Every password of the stack, by secret key; `values` is a secret output."""
+
+    values: pulumi.Output[dict[str, str]]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        generated: list[str],
+        required: list[str],
+        given: pulumi.Input[Mapping[str, str]] | None,
+        rotate: Mapping[str, Any] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        opts = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=["values", "given"]), opts)
+        super().__init__(
+            CredentialsProvider(),
+            resource_name,
+            {
+                "generated": sorted(generated),
+                "required": sorted(required),
+                "given": pulumi.Output.secret(given or {}),
+                "rotate": {str(k): str(v) for k, v in (rotate or {}).items()},
+                "values": None,
+            },
+            opts,
+        )

@@ -1,0 +1,133 @@
+"""ACL bindings of one cluster (type ``pulumi-python:dynamic/kafka:Acls``) over the Admin API.
+
+The full set the stack wants on the cluster (see `components/topology/security.py`); an update
+deletes the bindings no longer wanted and creates the new ones, nothing else is touched.
+Bindings are plain data (principals, resources, operations): no secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
+
+from components.kafka.admin import ADMIN_TIMEOUT_S, admin_client, plain
+
+
+class AclError(RuntimeError):
+    """ACL bindings could not be created or deleted."""
+
+
+def _key(acl: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(acl[k]) for k in ("principal", "resource", "name", "pattern", "operation"))
+
+
+def _acls(props: Mapping[str, Any]) -> dict[tuple[str, ...], Mapping[str, Any]]:
+    return {_key(a): a for a in plain(props.get("acls")) or []}
+
+
+def _binding(acl: Mapping[str, Any]) -> Any:
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    return AclBinding(
+        ResourceType[acl["resource"]],
+        acl["name"],
+        ResourcePatternType[acl["pattern"]],
+        acl["principal"],
+        "*",
+        AclOperation[acl["operation"]],
+        AclPermissionType.ALLOW,
+    )
+
+
+def _where(props: Mapping[str, Any]) -> str:
+    return f"ACLs on cluster {props.get('cluster')!r} ({props['bootstrap']})"
+
+
+def _create(props: Mapping[str, Any], acls: list[Mapping[str, Any]]) -> None:
+    if not acls:
+        return
+    admin = admin_client(props)
+    failed = []
+    for binding, future in admin.create_acls([_binding(a) for a in acls], request_timeout=ADMIN_TIMEOUT_S).items():
+        try:
+            future.result()
+        except Exception as exc:
+            failed.append(f"{binding}: {exc}")
+    if failed:
+        raise AclError(
+            f"{_where(props)}: creating {len(failed)} binding(s) failed: {'; '.join(failed[:5])}. "
+            "Fix: check that the brokers run an authorizer (StandardAuthorizer) and the stack's admin user "
+            "is a super user, then run `pulumi up` again."
+        )
+
+
+def _delete(props: Mapping[str, Any], acls: list[Mapping[str, Any]]) -> None:
+    if not acls:
+        return
+    admin = admin_client(props)
+    for binding, future in admin.delete_acls([_binding(a) for a in acls], request_timeout=ADMIN_TIMEOUT_S).items():
+        try:
+            future.result()
+        except Exception as exc:
+            raise AclError(f"{_where(props)}: deleting {binding} failed: {exc}. Fix: run `pulumi up` again.") from exc
+
+
+class AclsProvider(ResourceProvider):
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        _create(props, list(_acls(props).values()))
+        return CreateResult(id_=f"{props.get('cluster', '')}/acls", outs=props)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        replaces = ["bootstrap"] if olds.get("bootstrap") != news.get("bootstrap") else []
+        changed = (
+            bool(replaces)
+            or set(_acls(olds)) != set(_acls(news))
+            or plain(olds.get("client")) != plain(news.get("client"))
+        )
+        return DiffResult(changes=changed, replaces=replaces, delete_before_replace=True)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        old, new = _acls(olds), _acls(news)
+        _delete(news, [a for k, a in old.items() if k not in new])
+        _create(news, [a for k, a in new.items() if k not in old])
+        return UpdateResult(outs=news)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_=id_, outs=props)
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        if props.get("ephemeral"):
+            return  # a local cluster: its ACLs go with its data directory, deleted next
+        _delete(props, list(_acls(props).values()))
+
+
+class Acls(Resource, module="kafka", name="Acls"):
+    """Every ALLOW binding the stack wants on one cluster."""
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        cluster: str,
+        bootstrap: pulumi.Input[str],
+        client: pulumi.Input[Mapping[str, str]],
+        acls: list[dict[str, str]],
+        ephemeral: bool = False,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        opts = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=["client"]), opts)
+        super().__init__(
+            AclsProvider(),
+            resource_name,
+            {
+                "cluster": cluster,
+                "bootstrap": bootstrap,
+                "client": pulumi.Output.secret(client),
+                "acls": acls,
+                "ephemeral": ephemeral,
+            },
+            opts,
+        )

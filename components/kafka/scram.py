@@ -1,0 +1,122 @@
+"""SCRAM users of one cluster (type ``pulumi-python:dynamic/kafka:ScramUsers``) over the Admin API.
+
+Created and changed with AlterUserScramCredentials: an upsert replaces the user's credential at
+once, so a rotated password is accepted by every broker as soon as the update returns (open
+connections stay authenticated until they reconnect). `users` (name -> password) is a secret
+input and output; errors name users, never passwords.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
+
+from components.kafka.admin import ADMIN_TIMEOUT_S, admin_client, plain
+
+ITERATIONS = 8192  # Kafka's minimum is 4096; 8192 is what kafka-configs uses by default
+
+
+class ScramError(RuntimeError):
+    """SCRAM users could not be created, changed or deleted."""
+
+
+def _users(props: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (plain(props.get("users")) or {}).items()}
+
+
+def _mechanism(props: Mapping[str, Any]) -> Any:
+    from confluent_kafka.admin import ScramMechanism
+
+    return {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}[
+        props["mechanism"]
+    ]
+
+
+def _alter(props: Mapping[str, Any], upsert: Mapping[str, str], delete: list[str]) -> None:
+    from confluent_kafka.admin import ScramCredentialInfo, UserScramCredentialDeletion, UserScramCredentialUpsertion
+
+    mechanism = _mechanism(props)
+    changes: list[Any] = [
+        UserScramCredentialUpsertion(name, ScramCredentialInfo(mechanism, ITERATIONS), password.encode())
+        for name, password in sorted(upsert.items())
+    ]
+    changes += [UserScramCredentialDeletion(name, mechanism) for name in sorted(delete)]
+    if not changes:
+        return
+    admin = admin_client(props)
+    failed = []
+    for name, future in admin.alter_user_scram_credentials(changes, request_timeout=ADMIN_TIMEOUT_S).items():
+        try:
+            future.result()
+        except Exception as exc:  # KafkaException: carries the broker's error, never the password
+            if name in delete and "RESOURCE_NOT_FOUND" in str(exc).upper():
+                continue
+            failed.append(f"{name}: {exc}")
+    if failed:
+        raise ScramError(
+            f"SCRAM users on cluster {props.get('cluster')!r} ({props['bootstrap']}): "
+            + "; ".join(failed)
+            + ". Fix: check that the brokers are up and that the stack's admin user is a super user "
+            "(super.users), then run `pulumi up` again."
+        )
+
+
+class ScramUsersProvider(ResourceProvider):
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        _alter(props, _users(props), [])
+        return CreateResult(id_=f"{props.get('cluster', '')}/scram-users", outs=props)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        replaces = [k for k in ("bootstrap", "mechanism") if olds.get(k) != news.get(k)]
+        changed = (
+            bool(replaces) or _users(olds) != _users(news) or plain(olds.get("client")) != plain(news.get("client"))
+        )
+        return DiffResult(changes=changed, replaces=replaces, delete_before_replace=True)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        old, new = _users(olds), _users(news)
+        changed = {name: pw for name, pw in new.items() if old.get(name) != pw}
+        _alter(news, changed, [name for name in old if name not in new])
+        return UpdateResult(outs=news)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_=id_, outs=props)
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        if props.get("ephemeral"):
+            return  # a local cluster: its users go with its data directory, deleted next
+        _alter(props, {}, list(_users(props)))
+
+
+class ScramUsers(Resource, module="kafka", name="ScramUsers"):
+    """The SCRAM users (name -> password, secret) of one cluster."""
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        cluster: str,
+        bootstrap: pulumi.Input[str],
+        client: pulumi.Input[Mapping[str, str]],
+        mechanism: str,
+        users: pulumi.Input[Mapping[str, str]],
+        ephemeral: bool = False,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        opts = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=["users", "client"]), opts)
+        super().__init__(
+            ScramUsersProvider(),
+            resource_name,
+            {
+                "cluster": cluster,
+                "bootstrap": bootstrap,
+                "client": pulumi.Output.secret(client),
+                "mechanism": mechanism,
+                "users": pulumi.Output.secret(users),
+                "ephemeral": ephemeral,
+            },
+            opts,
+        )

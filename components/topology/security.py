@@ -1,0 +1,429 @@
+"""Who may do what: the users a stack creates, the secrets they need, and least-privilege ACLs.
+
+Pure like the rest of the model: names, secret references and ACL bindings are derived from
+the topology; the platform code creates the users (SCRAM), writes the secrets and applies the
+ACLs. Three kinds of principal per stack-managed cluster (a `local` cluster with SASL):
+
+- `admin`: super user, also the broker's own identity (inter-broker and controller traffic);
+  the stack authenticates as it to create users, ACLs and topics.
+- the MM2 user (`security.username`, `mm2` by default): what the flows' connectors connect as,
+  limited by :func:`flow_acls` to the topics, groups and internal topics its flows touch.
+- `connect-<group>`: a Connect worker group's own identity on the cluster holding its storage
+  topics, limited by :func:`worker_acls` to its group id and storage topics.
+
+Passwords are :class:`SecretRef` keys (`<alias>.admin.password`, `<alias>.mm2.password`,
+`<group>.worker.password`, `<group>.rest.password`) resolved from `mm2:secrets` or generated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from components.topology.mm2config import (
+    checkpoints_topic,
+    connector_name,
+    heartbeats_topic,
+    offset_syncs_cluster,
+    offset_syncs_topic,
+)
+from components.topology.model import (
+    ADMIN_USER,
+    Cluster,
+    Flow,
+    Platform,
+    PolicyKind,
+    SecretRef,
+    Security,
+    Topology,
+    WorkerGroup,
+)
+
+CLUSTER_RESOURCE_NAME = "kafka-cluster"  # the one CLUSTER resource Kafka ACLs know
+WILDCARD = "*"
+
+
+class AclResource(str, Enum):
+    TOPIC = "TOPIC"
+    GROUP = "GROUP"
+    CLUSTER = "BROKER"  # confluent-kafka's ResourceType name for the cluster resource
+    TRANSACTIONAL_ID = "TRANSACTIONAL_ID"
+
+
+class AclPattern(str, Enum):
+    LITERAL = "LITERAL"
+    PREFIXED = "PREFIXED"
+
+
+class AclOperation(str, Enum):
+    READ = "READ"
+    WRITE = "WRITE"
+    CREATE = "CREATE"
+    DESCRIBE = "DESCRIBE"
+    DESCRIBE_CONFIGS = "DESCRIBE_CONFIGS"
+    ALTER = "ALTER"
+    ALTER_CONFIGS = "ALTER_CONFIGS"
+    IDEMPOTENT_WRITE = "IDEMPOTENT_WRITE"
+
+
+@dataclass(frozen=True, order=True)
+class Acl:
+    """One ALLOW binding: `principal` may `operation` on (`resource`, `name`, `pattern`) from any host."""
+
+    principal: str  # "User:mm2"
+    resource: AclResource
+    name: str
+    pattern: AclPattern
+    operation: AclOperation
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "principal": self.principal,
+            "resource": self.resource.value,
+            "name": self.name,
+            "pattern": self.pattern.value,
+            "operation": self.operation.value,
+        }
+
+
+@dataclass(frozen=True)
+class User:
+    """A SASL user the stack creates on one cluster."""
+
+    name: str
+    password: SecretRef
+    role: str  # "admin" | "mm2" | "worker"
+
+
+# ---- users and secrets -----------------------------------------------------------------------
+
+
+def stack_managed(cluster: Cluster) -> bool:
+    """True when the stack creates this cluster's users and ACLs (a local cluster with SASL)."""
+    return cluster.platform is Platform.LOCAL and cluster.security.protocol.uses_sasl
+
+
+def admin_password(alias: str) -> SecretRef:
+    return SecretRef(f"{alias}.admin.password")
+
+
+def worker_username(group: WorkerGroup) -> str:
+    return f"connect-{group.name}"
+
+
+def worker_password(group: WorkerGroup) -> SecretRef:
+    return SecretRef(f"{group.name}.worker.password")
+
+
+def worker_security(topology: Topology, group: WorkerGroup) -> Security:
+    """The worker group's own identity on its storage cluster.
+
+    On a stack-managed cluster that is `connect-<group>`, not the MM2 user: workers only need
+    their storage topics and group, while the MM2 user's rights follow the flows.
+    """
+    cluster = topology.clusters[group.cluster]
+    if not stack_managed(cluster):
+        return cluster.security
+    return replace(cluster.security, username=worker_username(group), password=worker_password(group))
+
+
+def cluster_users(topology: Topology, alias: str) -> tuple[User, ...]:
+    """The users the stack creates on `alias`: admin, the MM2 user, the workers of groups hosted there."""
+    cluster = topology.clusters[alias]
+    if not stack_managed(cluster):
+        return ()
+    security = cluster.security
+    users = [User(ADMIN_USER, admin_password(alias), "admin")]
+    if security.username and security.password and security.username != ADMIN_USER:
+        users.append(User(security.username, security.password, "mm2"))
+    for group in topology.worker_groups.values():
+        if group.cluster == alias and not group.url:
+            users.append(User(worker_username(group), worker_password(group), "worker"))
+    return tuple(users)
+
+
+def generated_secret_keys(topology: Topology) -> tuple[str, ...]:
+    """Secrets the stack may generate: passwords of users it creates, REST passwords of its workers."""
+    keys: set[str] = set()
+    for alias in topology.clusters:
+        keys.update(user.password.key for user in cluster_users(topology, alias))
+    for group in topology.worker_groups.values():
+        if group.rest_auth and group.rest_password and not group.url:
+            keys.add(group.rest_password.key)
+    return tuple(sorted(keys))
+
+
+def required_secret_keys(topology: Topology) -> tuple[str, ...]:
+    """Every secret the deployment resolves; those not generated must be given in `mm2:secrets`."""
+    keys = set(generated_secret_keys(topology))
+    for cluster in topology.clusters.values():
+        keys.update(ref.key for ref in cluster.security.secret_refs())
+    for group in topology.worker_groups.values():
+        if group.rest_auth and group.rest_password:
+            keys.add(group.rest_password.key)
+    return tuple(sorted(keys))
+
+
+def flow_secret_keys(topology: Topology, flow: Flow) -> tuple[str, ...]:
+    """Secrets the flow's connectors resolve through the worker group's secrets file."""
+    keys: set[str] = set()
+    for alias in (flow.source, flow.target):
+        keys.update(ref.key for ref in topology.clusters[alias].security.secret_refs())
+    return tuple(sorted(keys))
+
+
+def group_secret_keys(topology: Topology, group: WorkerGroup) -> tuple[str, ...]:
+    """Secrets every connector on `group` may resolve: the union over its enabled flows."""
+    keys: set[str] = set()
+    for flow in topology.enabled_flows():
+        if flow.worker_group == group.name:
+            keys.update(flow_secret_keys(topology, flow))
+    return tuple(sorted(keys))
+
+
+def render_secrets(values: Mapping[str, str]) -> str:
+    """java.util.Properties text for a FileConfigProvider file: `key=value` lines, escaped."""
+
+    def esc(text: str, is_key: bool) -> str:
+        out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        if is_key:
+            out = out.replace("=", "\\=").replace(":", "\\:").replace(" ", "\\ ")
+        elif out.startswith(" "):
+            out = "\\" + out
+        return out
+
+    return "".join(f"{esc(k, True)}={esc(v, False)}\n" for k, v in sorted(values.items()))
+
+
+def librdkafka_client(security: Security, username: str, password: str) -> dict[str, str]:
+    """librdkafka (confluent-kafka) settings to connect as `username` with `password`."""
+    settings = {"security.protocol": security.protocol.value}
+    if security.protocol.uses_sasl and security.sasl_mechanism is not None:
+        settings.update(
+            {"sasl.mechanism": security.sasl_mechanism.value, "sasl.username": username, "sasl.password": password}
+        )
+    return settings
+
+
+def admin_bootstrap_client(security: Security, password: str) -> dict[str, str]:
+    """How the stack itself authenticates as admin: SASL PLAIN, checked against the brokers' own
+    JAAS user table, so it works before any SCRAM credential exists (no `--add-scram` with a
+    password on the format tool's command line)."""
+    if not security.protocol.uses_sasl:
+        return {"security.protocol": security.protocol.value}
+    return {
+        "security.protocol": security.protocol.value,
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": ADMIN_USER,
+        "sasl.password": password,
+    }
+
+
+# ---- ACLs ------------------------------------------------------------------------------------
+
+_LITERAL_NAME = re.compile(r"^(?:[A-Za-z0-9_\-]|\\\.|\.(?![*+?]))+$")
+_PREFIX_NAME = re.compile(r"^((?:[A-Za-z0-9_\-]|\\\.|\.(?![*+?]))+)\.\*$")
+
+
+def pattern_resources(patterns: Iterable[str]) -> tuple[tuple[str, AclPattern], ...]:
+    """ACL resource names covering regex `patterns` (MM2 filters match whole names).
+
+    ACLs know literal names and prefixes only: `orders` stays literal, `payments-.*` becomes the
+    prefix `payments-`, anything else (`.*`, alternations, classes) needs the wildcard `*`.
+    A `.` in an otherwise literal name is taken as the dot topic names usually contain.
+    """
+    out: set[tuple[str, AclPattern]] = set()
+    for raw in patterns:
+        pattern = raw.strip().removeprefix("^").removesuffix("$")
+        if not pattern:
+            continue
+        if _LITERAL_NAME.match(pattern):
+            out.add((pattern.replace("\\.", "."), AclPattern.LITERAL))
+        elif (prefix := _PREFIX_NAME.match(pattern)) is not None:
+            out.add((prefix.group(1).replace("\\.", "."), AclPattern.PREFIXED))
+        else:
+            out.add((WILDCARD, AclPattern.LITERAL))
+    if (WILDCARD, AclPattern.LITERAL) in out:
+        return ((WILDCARD, AclPattern.LITERAL),)
+    return tuple(sorted(out))
+
+
+def _grant(
+    principal: str, resources: Iterable[tuple[str, AclPattern]], kind: AclResource, ops: Iterable[AclOperation]
+) -> set[Acl]:
+    ops = tuple(ops)
+    return {Acl(principal, kind, name, pattern, op) for name, pattern in resources for op in ops}
+
+
+def _principal(cluster: Cluster) -> str | None:
+    return f"User:{cluster.security.username}" if cluster.security.username else None
+
+
+_READ_TOPIC = (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS)
+_OWN_TOPIC = (
+    AclOperation.CREATE,
+    AclOperation.READ,
+    AclOperation.WRITE,
+    AclOperation.DESCRIBE,
+    AclOperation.DESCRIBE_CONFIGS,
+)
+_REMOTE_TOPIC = (*_OWN_TOPIC, AclOperation.ALTER, AclOperation.ALTER_CONFIGS)
+
+
+def _remote_resources(flow: Flow) -> tuple[tuple[str, AclPattern], ...]:
+    policy = flow.replication_policy
+    keeps = policy.kind is PolicyKind.IDENTITY or (policy.kind is PolicyKind.CUSTOM and policy.preserves_names)
+    prefix = (f"{flow.source}{policy.separator}", AclPattern.PREFIXED)
+    if keeps:
+        # Names stay as they are, except heartbeats (the policy defers to default naming there).
+        return (*pattern_resources(flow.topics), (f"{flow.source}{policy.separator}heartbeats", AclPattern.LITERAL))
+    return (prefix,)
+
+
+def _acl_sync(flow: Flow) -> bool:
+    return flow.settings.get("sync.topic.acls.enabled", "true").lower() == "true"
+
+
+def _group_offset_sync(flow: Flow) -> bool:
+    return flow.settings.get("sync.group.offsets.enabled", "false").lower() == "true"
+
+
+def flow_acls(topology: Topology, flow: Flow) -> dict[str, set[Acl]]:
+    """ACLs the flow's MM2 user needs, per cluster alias (only stack-managed clusters).
+
+    Source: read the replicated topics (and `heartbeats`, which MM2 always replicates), describe
+    the replicated groups (checkpoints), own the offset-syncs topic when it lives there.
+    Target: own the remote topics, the checkpoints and heartbeats topics; describe (and, with
+    `sync.group.offsets.enabled`, commit for) the replicated groups. `sync.topic.acls.enabled`
+    (MM2's default) needs DESCRIBE on the source cluster and ALTER on the target cluster, which
+    is what creating ACLs takes in Kafka: turn it off for a stricter target.
+    """
+    source, target = topology.clusters[flow.source], topology.clusters[flow.target]
+    acls: dict[str, set[Acl]] = {}
+    topics = pattern_resources(flow.topics)
+    groups = pattern_resources(flow.groups)
+    cluster_res = ((CLUSTER_RESOURCE_NAME, AclPattern.LITERAL),)
+    syncs_on = offset_syncs_cluster(flow)
+    syncs = ((offset_syncs_topic(flow), AclPattern.LITERAL),)
+
+    src_user = _principal(source)
+    if stack_managed(source) and src_user:
+        grants = _grant(src_user, topics, AclResource.TOPIC, _READ_TOPIC)
+        grants |= _grant(src_user, ((heartbeats_topic(flow), AclPattern.LITERAL),), AclResource.TOPIC, _READ_TOPIC)
+        grants |= _grant(src_user, groups, AclResource.GROUP, (AclOperation.DESCRIBE,))
+        if syncs_on == flow.source:
+            grants |= _grant(src_user, syncs, AclResource.TOPIC, _OWN_TOPIC)
+        if _acl_sync(flow):
+            grants |= _grant(src_user, cluster_res, AclResource.CLUSTER, (AclOperation.DESCRIBE,))
+        acls.setdefault(flow.source, set()).update(grants)
+
+    dst_user = _principal(target)
+    if stack_managed(target) and dst_user:
+        own = (
+            *_remote_resources(flow),
+            (checkpoints_topic(flow), AclPattern.LITERAL),
+            (heartbeats_topic(flow), AclPattern.LITERAL),
+        )
+        grants = _grant(dst_user, own, AclResource.TOPIC, _REMOTE_TOPIC)
+        group_ops = [AclOperation.DESCRIBE]
+        if _group_offset_sync(flow):
+            group_ops.append(AclOperation.READ)  # OffsetCommit of translated offsets
+        grants |= _grant(dst_user, groups, AclResource.GROUP, group_ops)
+        if syncs_on == flow.target:
+            grants |= _grant(dst_user, syncs, AclResource.TOPIC, _OWN_TOPIC)
+        if _acl_sync(flow):
+            grants |= _grant(dst_user, cluster_res, AclResource.CLUSTER, (AclOperation.DESCRIBE, AclOperation.ALTER))
+        if flow.exactly_once:
+            group = topology.worker_groups[flow.worker_group]
+            # Transactional task producers: ids `<group.id>-<connector>-<task>`, and the
+            # source offsets they write into the worker group's offsets topic.
+            txn = ((f"{group.group_id}-{connector_name(flow, 'source')}", AclPattern.PREFIXED),)
+            grants |= _grant(dst_user, txn, AclResource.TRANSACTIONAL_ID, (AclOperation.WRITE, AclOperation.DESCRIBE))
+            grants |= _grant(dst_user, cluster_res, AclResource.CLUSTER, (AclOperation.IDEMPOTENT_WRITE,))
+            if group.cluster == flow.target:
+                offsets = ((group.offset_topic, AclPattern.LITERAL),)
+                grants |= _grant(dst_user, offsets, AclResource.TOPIC, (AclOperation.WRITE, AclOperation.DESCRIBE))
+        acls.setdefault(flow.target, set()).update(grants)
+    return acls
+
+
+def worker_acls(topology: Topology, group: WorkerGroup) -> set[Acl]:
+    """ACLs of `connect-<group>` on its storage cluster: its group id and its three storage topics."""
+    cluster = topology.clusters[group.cluster]
+    if not stack_managed(cluster) or group.url:
+        return set()
+    principal = f"User:{worker_username(group)}"
+    storage = tuple((t, AclPattern.LITERAL) for t in (group.config_topic, group.offset_topic, group.status_topic))
+    grants = _grant(principal, storage, AclResource.TOPIC, _OWN_TOPIC)
+    grants |= _grant(
+        principal,
+        ((group.group_id, AclPattern.LITERAL),),
+        AclResource.GROUP,
+        (AclOperation.READ, AclOperation.DESCRIBE),
+    )
+    if any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name):
+        # The config topic is written transactionally with exactly-once source support.
+        txn = ((group.group_id, AclPattern.PREFIXED),)
+        grants |= _grant(principal, txn, AclResource.TRANSACTIONAL_ID, (AclOperation.WRITE, AclOperation.DESCRIBE))
+        grants |= _grant(
+            principal,
+            ((CLUSTER_RESOURCE_NAME, AclPattern.LITERAL),),
+            AclResource.CLUSTER,
+            (AclOperation.IDEMPOTENT_WRITE,),
+        )
+    return grants
+
+
+def cluster_acls(topology: Topology, alias: str) -> tuple[Acl, ...]:
+    """Every ACL the stack applies on `alias`, sorted (stable diffs)."""
+    if not stack_managed(topology.clusters[alias]):
+        return ()
+    acls: set[Acl] = set()
+    for flow in topology.enabled_flows():
+        acls |= flow_acls(topology, flow).get(alias, set())
+    for group in topology.worker_groups.values():
+        if group.cluster == alias:
+            acls |= worker_acls(topology, group)
+    return tuple(sorted(acls))
+
+
+def security_problems(topology: Topology) -> list[str]:
+    """Topology-wide security mistakes the parser cannot see per cluster (empty when fine)."""
+    problems = []
+    for alias, cluster in topology.clusters.items():
+        if stack_managed(cluster) and cluster.security.username == ADMIN_USER:
+            problems.append(
+                f"mm2:clusters.{alias}.security.username: {ADMIN_USER!r} is the stack's super user. "
+                "Fix: give MM2 its own user, e.g. username: mm2, so ACLs can limit it."
+            )
+    return problems
+
+
+__all__ = [
+    "CLUSTER_RESOURCE_NAME",
+    "Acl",
+    "AclOperation",
+    "AclPattern",
+    "AclResource",
+    "User",
+    "admin_bootstrap_client",
+    "admin_password",
+    "cluster_acls",
+    "cluster_users",
+    "flow_acls",
+    "flow_secret_keys",
+    "generated_secret_keys",
+    "group_secret_keys",
+    "librdkafka_client",
+    "pattern_resources",
+    "render_secrets",
+    "required_secret_keys",
+    "security_problems",
+    "stack_managed",
+    "worker_acls",
+    "worker_password",
+    "worker_security",
+    "worker_username",
+]

@@ -1,0 +1,339 @@
+"""Secure by default, on real parts: SCRAM brokers with ACLs, Connect REST basic auth, config providers.
+
+One deployment of the dev stack (SASL_PLAINTEXT + SCRAM-SHA-512, restAuth) per module; the tests
+run in order against it. Passwords come from the stack's secret outputs and are never printed:
+assertion messages name where a password was found, never the password.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.harness import (
+    TestStack,
+    connect_auth,
+    deployed,
+    kafka_conf,
+    stack_passwords,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+FLOW = "primary->dr"
+PRIVATE_TOPIC = "ledger-private"  # on primary, outside the flow's topics
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with deployed(tmp_path_factory.mktemp("security")) as s:
+        up = s.up()
+        s.up_output = up.stdout + up.stderr  # type: ignore[attr-defined]
+        yield s
+    assert s.markers() == [], f"processes left behind: {s.markers()}"
+    assert not s.run_dir.exists(), f"data directory left behind: {s.run_dir}"
+
+
+def _admin(out: dict[str, Any], alias: str, **extra: Any) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(kafka_conf(out, alias, **extra))
+
+
+def _as_user(out: dict[str, Any], alias: str, user: str, password: str | None = None, **extra: Any) -> dict[str, Any]:
+    cluster = out["clusters"][alias]
+    return {
+        "bootstrap.servers": cluster["bootstrap"],
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": user,
+        "sasl.password": cluster["users"][user] if password is None else password,
+        "log_level": 0,
+        **extra,
+    }
+
+
+def _refused(conf: dict[str, Any]) -> bool:
+    """True when the broker answers no metadata request for these settings within 8s."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        AdminClient(conf).list_topics(timeout=8)
+    except KafkaException:
+        return True
+    return False
+
+
+def _produce(out: dict[str, Any], alias: str, topic: str, key: bytes) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer(kafka_conf(out, alias, **{"enable.idempotence": True}))
+    producer.produce(topic, key=key, value=b"secure " + key)
+    assert producer.flush(30) == 0, f"could not produce to {topic} on {alias}"
+
+
+def _arrives(out: dict[str, Any], alias: str, topic: str, key: bytes, timeout_s: float = 120) -> bool:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        kafka_conf(out, alias, **{"group.id": f"it-sec-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest"})
+    )
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None and msg.key() == key:
+                return True
+    finally:
+        consumer.close()
+    return False
+
+
+def _topic_error(conf: dict[str, Any], topic: str) -> str | None:
+    """The metadata error these credentials get for `topic` (None: visible, so describable)."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient(conf).list_topics(topic=topic, timeout=10)
+    error = md.topics[topic].error
+    return error.name() if error is not None else None
+
+
+def _read_error(conf: dict[str, Any], topic: str, timeout_s: float = 20) -> str | None:
+    """The error a consumer with `conf` gets reading partition 0 of `topic` from the start; None if
+    it reads a record, TIMED_OUT if it gets neither (librdkafka waits for a leader it cannot see)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**conf, "group.id": f"it-acl-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                return msg.error().name()
+            return None
+    finally:
+        consumer.close()
+    return "TIMED_OUT"
+
+
+def test_flow_replicates_over_scram(stack: TestStack) -> None:
+    out = stack.outputs()
+    assert out["clusters"]["primary"]["securityProtocol"] == "SASL_PLAINTEXT"
+    assert out["clusters"]["primary"]["client"]["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert set(out["flows"][FLOW]["states"].values()) == {"RUNNING"}
+    key = f"scram-{uuid.uuid4().hex}".encode()
+    _produce(out, "primary", "orders", key)
+    assert _arrives(out, "dr", "primary.orders", key), "record did not replicate to primary.orders on dr"
+
+
+@pytest.mark.parametrize("alias", ["primary", "dr"])
+def test_brokers_refuse_anonymous_and_wrong_password(stack: TestStack, alias: str) -> None:
+    out = stack.outputs()
+    bootstrap = out["clusters"][alias]["bootstrap"]
+    assert _refused({"bootstrap.servers": bootstrap, "log_level": 0}), "PLAINTEXT client accepted"
+    assert _refused(_as_user(out, alias, "mm2", password="not-the-password")), "wrong password accepted"
+    assert _refused(_as_user(out, alias, "nobody", password="whatever")), "unknown user accepted"
+    # The admin's PLAIN bootstrap path knows no one but admin.
+    plain_mm2 = {**_as_user(out, alias, "mm2"), "sasl.mechanism": "PLAIN"}
+    assert _refused(plain_mm2), "PLAIN accepted for a user other than admin"
+    assert not _refused(_as_user(out, alias, "mm2")), "the MM2 user's real credentials were refused"
+
+
+def test_rest_api_requires_basic_auth(stack: TestStack) -> None:
+    out = stack.outputs()
+    auth = connect_auth(out)
+    assert auth is not None, "dev stack should have restAuth"
+    port = int(stack.config["config"]["mm2:workerGroups"]["mm2"]["restPort"])
+    for worker in (0, 1):
+        url = f"http://127.0.0.1:{port + worker}"
+        assert httpx.get(f"{url}/connectors", timeout=10).status_code == 401
+        assert httpx.get(f"{url}/connectors", auth=(auth[0], "wrong"), timeout=10).status_code == 401
+        assert httpx.put(f"{url}/connectors/evil/config", json={}, timeout=10).status_code == 401
+        assert httpx.get(f"{url}/connectors", auth=auth, timeout=10).status_code == 200
+
+
+def test_mm2_user_is_limited_to_its_flow(stack: TestStack) -> None:
+    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka.admin import NewTopic
+
+    out = stack.outputs()
+    admin = _admin(out, "primary")
+    admin.create_topics([NewTopic(PRIVATE_TOPIC, num_partitions=1, replication_factor=1)])[PRIVATE_TOPIC].result(30)
+    _produce(out, "primary", PRIVATE_TOPIC, b"private")
+    _produce(out, "primary", "orders", b"acl-control")
+
+    mm2_on_primary = _as_user(out, "primary", "mm2")
+    assert _read_error(mm2_on_primary, "orders") is None, "the MM2 user cannot read its flow's topic"
+    assert _topic_error(mm2_on_primary, PRIVATE_TOPIC) == "TOPIC_AUTHORIZATION_FAILED"
+    assert _read_error(mm2_on_primary, PRIVATE_TOPIC, timeout_s=10) in ("TOPIC_AUTHORIZATION_FAILED", "TIMED_OUT")
+    assert _read_error(kafka_conf(out, "primary"), PRIVATE_TOPIC) is None, "admin control read failed"
+    # Nor may it write into topics it only replicates from, on the source.
+    producer = Producer({**mm2_on_primary, "message.timeout.ms": 10000})
+    errors: list[str] = []
+    producer.produce("orders", value=b"x", on_delivery=lambda err, _m: errors.append(err.name() if err else "OK"))
+    producer.flush(20)
+    assert errors == ["TOPIC_AUTHORIZATION_FAILED"], errors
+    # The Connect worker user owns its storage topics only.
+    worker = _as_user(out, "dr", "connect-mm2")
+    assert _topic_error(worker, "mm2-mm2-configs") is None
+    assert _topic_error(worker, "primary.orders") == "TOPIC_AUTHORIZATION_FAILED"
+    # The private topic is not replicated: it does not match the flow's patterns.
+    md = _admin(out, "dr").list_topics(timeout=10)
+    assert f"primary.{PRIVATE_TOPIC}" not in md.topics
+    with pytest.raises(KafkaException):
+        _admin(
+            out, "primary", **{"sasl.username": "mm2", "sasl.password": out["clusters"]["primary"]["users"]["mm2"]}
+        ).create_topics([NewTopic("mm2-not-allowed", num_partitions=1, replication_factor=1)])[
+            "mm2-not-allowed"
+        ].result(30)
+
+
+def test_topic_acls_sync_across_the_flow(stack: TestStack) -> None:
+    """MM2 copies the source topic's ACLs (but WRITE) onto the remote topic: its cluster rights suffice."""
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    out = stack.outputs()
+    admin = _admin(out, "dr")
+    remote = AclBindingFilter(
+        ResourceType.TOPIC,
+        "primary.orders",
+        ResourcePatternType.LITERAL,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    bindings = wait_until(lambda: admin.describe_acls(remote).result(), 90, "ACLs synced onto primary.orders")
+    assert {(b.principal, b.operation) for b in bindings} >= {("User:mm2", AclOperation.READ)}, bindings
+    assert all(b.operation != AclOperation.WRITE for b in bindings), bindings
+
+
+def _connect_configs(out: dict[str, Any], topic: str) -> bytes:
+    """Every record value (and key) of the worker group's config topic, concatenated."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        kafka_conf(out, "dr", **{"group.id": f"it-cfg-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False})
+    )
+    data = b""
+    try:
+        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {}
+        for p in parts:
+            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            ends[p] = high
+        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+        done: set[int] = {p for p, high in ends.items() if high == 0}
+        deadline = time.monotonic() + 60
+        while len(done) < len(ends) and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None or msg.error() is not None:
+                continue
+            data += (msg.key() or b"") + b"\n" + (msg.value() or b"") + b"\n"
+            if msg.offset() + 1 >= ends[msg.partition()]:
+                done.add(msg.partition())
+    finally:
+        consumer.close()
+    assert data, f"read nothing from {topic}"
+    return data
+
+
+def _leaks(stack: TestStack, out: dict[str, Any]) -> dict[str, int]:
+    """Where any of the stack's passwords appears, as {place: how many passwords}; never the values."""
+    passwords = stack_passwords(out)
+    assert len(passwords) >= 6, "expected admin, mm2 (x2), worker, admin (x2) and REST passwords"
+    places: dict[str, str | bytes] = {}
+    places["pulumi stack export"] = stack.pulumi("stack", "export").stdout
+    places["pulumi up output"] = stack.up_output  # type: ignore[attr-defined]
+    for state_file in stack.backend.rglob("*"):
+        if state_file.is_file():
+            places[f"state file {state_file.name}"] = state_file.read_bytes()
+    url, auth = out["connect"]["mm2"]["url"], connect_auth(out)
+    for name in out["flows"][FLOW]["connectors"].values():
+        for suffix in ("config", "tasks", "status"):
+            places[f"GET /connectors/{name}/{suffix}"] = httpx.get(
+                f"{url}/connectors/{name}/{suffix}", auth=auth, timeout=10
+            ).text
+    places["connect-configs topic"] = _connect_configs(out, "mm2-mm2-configs")
+    places["ps -eo args"] = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    secret_files = set()
+    for path in stack.run_dir.rglob("*"):
+        if not path.is_file():
+            continue
+        content = path.read_bytes()
+        if any(pw.encode() in content for pw in passwords):
+            # Only the stack's own secret files may hold passwords, and only readable by their owner.
+            assert path.name.endswith(("secrets.properties", "rest-users.properties")), f"password in {path}"
+            assert path.stat().st_mode & 0o077 == 0, f"{path} is readable by others"
+            secret_files.add(path)
+        else:
+            places[f"run dir {path.relative_to(stack.run_dir)}"] = content
+    assert secret_files, "no secrets file found: are passwords written somewhere else?"
+    found: dict[str, int] = {}
+    for place, text in places.items():
+        raw = text if isinstance(text, bytes) else text.encode()
+        hits = sum(1 for pw in passwords if pw.encode() in raw)
+        if hits:
+            found[place] = hits
+    return found
+
+
+def test_no_password_in_state_rest_topics_processes_or_logs(stack: TestStack) -> None:
+    out = stack.outputs()
+    # Connector configs reference credentials through the config provider only.
+    source = httpx.get(
+        f"{out['connect']['mm2']['url']}/connectors/mm2-primary-to-dr-source/config", auth=connect_auth(out), timeout=10
+    ).json()
+    assert "${file:" in source["source.cluster.sasl.jaas.config"]
+    assert "${file:" in source["producer.override.sasl.jaas.config"]
+    assert _leaks(stack, out) == {}
+
+
+def test_rotating_the_mm2_password_keeps_replication(stack: TestStack) -> None:
+    before = stack.outputs()
+    old = before["clusters"]["primary"]["users"]["mm2"]
+    new = f"rotated-{uuid.uuid4().hex}"
+    stack.set_secret("primary.mm2.password", new)
+    up = stack.up()
+    stack.up_output += up.stdout + up.stderr  # type: ignore[attr-defined]
+    out = stack.outputs()
+    assert out["clusters"]["primary"]["users"]["mm2"] == new
+    assert _refused(_as_user(out, "primary", "mm2", password=old)), "the old password still works"
+    assert not _refused(_as_user(out, "primary", "mm2")), "the new password is refused"
+    # The connectors were restarted with the new credential: new records still arrive.
+    key = f"rotated-{uuid.uuid4().hex}".encode()
+    _produce(out, "primary", "orders", key)
+    assert _arrives(out, "dr", "primary.orders", key), "replication stopped after the rotation"
+    states = wait_until(
+        lambda: all(
+            httpx.get(
+                f"{out['connect']['mm2']['url']}/connectors/{n}/status", auth=connect_auth(out), timeout=10
+            ).json()["connector"]["state"]
+            == "RUNNING"
+            for n in out["flows"][FLOW]["connectors"].values()
+        ),
+        60,
+        "connectors RUNNING after rotation",
+    )
+    assert states
+    # The new password leaks nowhere either; the config file holds only its ciphertext.
+    assert _leaks(stack, out) == {}
+    assert new not in Path(stack.config_file).read_text()

@@ -1,0 +1,224 @@
+"""Users, secret keys and least-privilege ACLs derived from the topology (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.topology import broker_properties, parse_topology, worker_properties
+from components.topology.security import (
+    Acl,
+    AclOperation,
+    AclPattern,
+    AclResource,
+    cluster_acls,
+    cluster_users,
+    flow_acls,
+    generated_secret_keys,
+    pattern_resources,
+    render_secrets,
+    required_secret_keys,
+    security_problems,
+    worker_acls,
+)
+from tests.unit.topology.helpers import dev_config
+
+R, W, C, D, DC = (
+    AclOperation.READ,
+    AclOperation.WRITE,
+    AclOperation.CREATE,
+    AclOperation.DESCRIBE,
+    AclOperation.DESCRIBE_CONFIGS,
+)
+LIT, PRE = AclPattern.LITERAL, AclPattern.PREFIXED
+
+
+def secure_config() -> dict:
+    """The dev topology with both clusters on the secure default (no `security` block)."""
+    config = dev_config()
+    for cluster in config["clusters"].values():
+        cluster.pop("security", None)
+    config["workerGroups"]["mm2"]["restAuth"] = True
+    config["flows"]["primary->dr"]["settings"] = {"sync.group.offsets.enabled": "true"}
+    return config
+
+
+def topic(principal: str, name: str, pattern: AclPattern, *ops: AclOperation) -> set[Acl]:
+    return {Acl(principal, AclResource.TOPIC, name, pattern, op) for op in ops}
+
+
+def group(principal: str, name: str, pattern: AclPattern, *ops: AclOperation) -> set[Acl]:
+    return {Acl(principal, AclResource.GROUP, name, pattern, op) for op in ops}
+
+
+def cluster(principal: str, *ops: AclOperation) -> set[Acl]:
+    return {Acl(principal, AclResource.CLUSTER, "kafka-cluster", LIT, op) for op in ops}
+
+
+def test_local_clusters_default_to_scram_with_a_generated_mm2_password() -> None:
+    topology = parse_topology(secure_config())
+    security = topology.clusters["primary"].security
+    assert security.protocol.value == "SASL_PLAINTEXT"
+    assert security.sasl_mechanism is not None and security.sasl_mechanism.value == "SCRAM-SHA-512"
+    assert security.username == "mm2"
+    assert security.password is not None and security.password.key == "primary.mm2.password"
+
+
+def test_plaintext_only_when_asked_and_external_clusters_keep_their_default() -> None:
+    config = secure_config()
+    config["clusters"]["primary"]["security"] = {"protocol": "PLAINTEXT"}
+    config["clusters"]["ext"] = {"platform": "external", "bootstrap": "k:9092", "brokers": 3}
+    topology = parse_topology(config)
+    assert topology.clusters["primary"].security.protocol.value == "PLAINTEXT"
+    assert topology.clusters["ext"].security.protocol.value == "PLAINTEXT"
+    assert cluster_users(topology, "primary") == ()
+    assert cluster_acls(topology, "primary") == ()
+
+
+def test_users_and_secret_keys() -> None:
+    topology = parse_topology(secure_config())
+    assert [(u.name, u.password.key, u.role) for u in cluster_users(topology, "dr")] == [
+        ("admin", "dr.admin.password", "admin"),
+        ("mm2", "dr.mm2.password", "mm2"),
+        ("connect-mm2", "mm2.worker.password", "worker"),
+    ]
+    assert [u.name for u in cluster_users(topology, "primary")] == ["admin", "mm2"]
+    generated = generated_secret_keys(topology)
+    assert generated == (
+        "dr.admin.password",
+        "dr.mm2.password",
+        "mm2.rest.password",
+        "mm2.worker.password",
+        "primary.admin.password",
+        "primary.mm2.password",
+    )
+    assert required_secret_keys(topology) == generated
+
+
+def test_external_credentials_are_required_not_generated() -> None:
+    config = secure_config()
+    config["clusters"]["ext"] = {
+        "platform": "external",
+        "bootstrap": "k:9092",
+        "brokers": 3,
+        "security": {
+            "protocol": "SASL_PLAINTEXT",
+            "saslMechanism": "SCRAM-SHA-512",
+            "username": "mm2",
+            "password": {"secret": "ext.mm2.password"},
+        },
+    }
+    topology = parse_topology(config)
+    assert "ext.mm2.password" in required_secret_keys(topology)
+    assert "ext.mm2.password" not in generated_secret_keys(topology)
+
+
+@pytest.mark.parametrize(
+    ("patterns", "expected"),
+    [
+        (["orders", "payments"], (("orders", LIT), ("payments", LIT))),
+        (["payments-.*"], (("payments-", PRE),)),
+        (["^eu\\.orders$"], (("eu.orders", LIT),)),
+        (["app.events.*"], (("app.events", PRE),)),
+        (["orders", ".*"], (("*", LIT),)),
+        (["(a|b)"], (("*", LIT),)),
+        (["ord[0-9]+"], (("*", LIT),)),
+    ],
+)
+def test_regex_patterns_become_the_narrowest_acl_resources(patterns: list[str], expected: tuple) -> None:
+    assert pattern_resources(patterns) == expected
+
+
+def test_flow_acls_for_the_dev_flow() -> None:
+    topology = parse_topology(secure_config())
+    acls = flow_acls(topology, topology.flows[0])
+    mm2 = "User:mm2"
+    assert acls["primary"] == (
+        topic(mm2, "orders", LIT, R, D, DC)
+        | topic(mm2, "payments", LIT, R, D, DC)
+        | topic(mm2, "heartbeats", LIT, R, D, DC)
+        | group(mm2, "*", LIT, D)
+        | topic(mm2, "mm2-offset-syncs.dr.internal", LIT, C, R, W, D, DC)
+        | cluster(mm2, D)
+    )
+    own = (C, R, W, D, DC)
+    assert acls["dr"] == (
+        topic(mm2, "primary.", PRE, *own, AclOperation.ALTER, AclOperation.ALTER_CONFIGS)
+        | topic(mm2, "primary.checkpoints.internal", LIT, *own, AclOperation.ALTER, AclOperation.ALTER_CONFIGS)
+        | topic(mm2, "heartbeats", LIT, *own, AclOperation.ALTER, AclOperation.ALTER_CONFIGS)
+        | group(mm2, "*", LIT, D, R)
+        | cluster(mm2, D, AclOperation.ALTER)
+    )
+
+
+def test_turning_acl_sync_off_drops_the_cluster_rights() -> None:
+    config = secure_config()
+    config["flows"]["primary->dr"]["settings"]["sync.topic.acls.enabled"] = "false"
+    config["flows"]["primary->dr"]["groups"] = ["billing-.*"]
+    topology = parse_topology(config)
+    acls = flow_acls(topology, topology.flows[0])
+    assert not [a for a in acls["primary"] | acls["dr"] if a.resource is AclResource.CLUSTER]
+    assert {(a.name, a.pattern) for a in acls["dr"] if a.resource is AclResource.GROUP} == {("billing-", PRE)}
+
+
+def test_identity_flow_owns_the_source_names_on_the_target() -> None:
+    config = secure_config()
+    config["flows"]["primary->dr"]["replicationPolicy"] = {"class": "identity"}
+    topology = parse_topology(config)
+    names = {(a.name, a.pattern) for a in flow_acls(topology, topology.flows[0])["dr"] if a.operation is W}
+    assert ("orders", LIT) in names and ("payments", LIT) in names
+    assert ("primary.heartbeats", LIT) in names
+    assert ("primary.", PRE) not in names
+
+
+def test_worker_user_owns_only_its_storage_and_group() -> None:
+    topology = parse_topology(secure_config())
+    w = "User:connect-mm2"
+    own = (C, R, W, D, DC)
+    assert worker_acls(topology, topology.worker_groups["mm2"]) == (
+        topic(w, "mm2-mm2-configs", LIT, *own)
+        | topic(w, "mm2-mm2-offsets", LIT, *own)
+        | topic(w, "mm2-mm2-status", LIT, *own)
+        | group(w, "mm2-mm2", LIT, R, D)
+    )
+    assert set(cluster_acls(topology, "dr")) >= worker_acls(topology, topology.worker_groups["mm2"])
+
+
+def test_brokers_reference_every_password_through_the_config_provider() -> None:
+    topology = parse_topology(secure_config())
+    props = broker_properties(topology.clusters["dr"], 0, "/d", secrets_file="/run/s.properties")
+    assert props["listener.security.protocol.map"] == "CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
+    assert props["listener.name.client.sasl.enabled.mechanisms"] == "SCRAM-SHA-512,PLAIN"
+    assert props["listener.name.controller.sasl.enabled.mechanisms"] == "PLAIN"
+    assert props["sasl.mechanism.inter.broker.protocol"] == "PLAIN"
+    assert props["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert props["super.users"] == "User:admin"
+    assert props["listener.name.client.plain.sasl.jaas.config"] == (
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        'password="${file:/run/s.properties:dr.admin.password}" '
+        'user_admin="${file:/run/s.properties:dr.admin.password}";'
+    )
+    assert props["listener.name.client.scram-sha-512.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    )
+
+
+def test_worker_connects_as_its_own_user() -> None:
+    topology = parse_topology(secure_config())
+    props = worker_properties(topology, topology.worker_groups["mm2"], 0, worker_secrets_file="/w/s.properties")
+    assert props["sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="connect-mm2" password="${file:/w/s.properties:mm2.worker.password}";'
+    )
+    assert props["connector.client.config.override.policy"] == "All"
+    assert props["rest.extension.classes"].endswith("BasicAuthSecurityRestExtension")
+
+
+def test_admin_may_not_be_the_mm2_user() -> None:
+    config = secure_config()
+    config["clusters"]["dr"]["security"] = {"protocol": "SASL_PLAINTEXT", "username": "admin"}
+    problems = security_problems(parse_topology(config))
+    assert len(problems) == 1 and "mm2:clusters.dr.security.username" in problems[0]
+
+
+def test_render_secrets_escapes_properties_syntax() -> None:
+    assert render_secrets({"b.key": "p=w:1", "a key": " lead"}) == "a\\ key=\\ lead\nb.key=p=w:1\n"
