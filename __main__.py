@@ -14,7 +14,9 @@ import pulumi
 
 from components.connect_group import ConnectWorkerGroup
 from components.credentials import Credentials
-from components.kafka_cluster import KafkaCluster, LocalPlatform
+from components.kafka_cluster import ContainerPlatforms, KafkaCluster, LocalPlatform
+from components.platform.docker import docker_network
+from components.platform.manifests import PlatformSettingsError, docker_settings, kubernetes_settings
 from components.replication_flow import ReplicationFlow
 from components.topology import (
     Platform,
@@ -74,6 +76,20 @@ def cluster_output(alias: str, topology: Topology, cluster: KafkaCluster, creden
     }
 
 
+def container_platforms(stack: str, topology: Topology, secrets: Any) -> ContainerPlatforms:
+    """Settings of the `kubernetes` and `docker` platforms (namespace `mm2-platform`), checked
+    before any resource is registered."""
+    platform_config = pulumi.Config("mm2-platform")
+    try:
+        k8s = kubernetes_settings(platform_config.get_object("kubernetes"))
+        dock = docker_settings(platform_config.get_object("docker"))
+    except PlatformSettingsError as exc:
+        raise pulumi.RunError(f"invalid stack config for stack {stack!r}:\n{exc}") from None
+    uses_docker = any(c.platform is Platform.DOCKER for c in topology.clusters.values())
+    network = docker_network(None, "docker-network", stack).name if uses_docker else None
+    return ContainerPlatforms(kubernetes=k8s, docker=dock, docker_network=network, secret_values=secrets)
+
+
 def main() -> None:
     stack = pulumi.get_stack()
     try:
@@ -95,6 +111,7 @@ def main() -> None:
         rotate=config.get_object("rotate") or {},
     )
     secrets = credentials.values
+    platforms = container_platforms(stack, topology, secrets)
     clusters = {
         alias: KafkaCluster(
             f"kafka-{alias}",
@@ -103,11 +120,14 @@ def main() -> None:
             credentials=secrets,
             users=cluster_users(topology, alias),
             acls=cluster_acls(topology, alias),
+            platforms=platforms,
         )
         for alias, cluster in topology.clusters.items()
     }
     groups = {
-        name: ConnectWorkerGroup(f"connect-{name}", group, topology, clusters, local, credentials=secrets)
+        name: ConnectWorkerGroup(
+            f"connect-{name}", group, topology, clusters, local, credentials=secrets, platforms=platforms
+        )
         for name, group in topology.worker_groups.items()
     }
     flows = {

@@ -22,9 +22,11 @@ from typing import Any
 
 import pulumi
 
-from components.kafka_cluster import KafkaCluster, LocalPlatform
+from components.kafka_cluster import ContainerPlatforms, KafkaCluster, LocalPlatform
 from components.local.provider import LocalProcess
 from components.local.secrets_file import SecretsFile
+from components.platform.docker import deploy_connect_docker
+from components.platform.kubernetes import deploy_connect_kubernetes
 from components.topology import Platform, Topology, WorkerGroup, worker_properties, worker_rest_urls
 from components.topology.security import (
     group_secret_keys,
@@ -46,7 +48,7 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
 
     url: pulumi.Output[str]
     auth: pulumi.Output[dict[str, str]] | None
-    workers: list[LocalProcess]
+    workers: list[pulumi.Resource]
 
     def __init__(
         self,
@@ -57,6 +59,7 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
         local: LocalPlatform,
         credentials: pulumi.Output[Mapping[str, str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
+        platforms: ContainerPlatforms | None = None,
     ) -> None:
         # Also registered as outputs (see KafkaCluster): policies judge REST auth from them.
         props = {
@@ -75,9 +78,39 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
             self.auth = pulumi.Output.secret(secrets.apply(lambda v: {"username": user, "password": str(v[key])}))
         urls = worker_rest_urls(group)
         storage = topology.clusters[group.cluster]
-        if group.url:
-            pass  # adopted Connect cluster (whatever hosts its storage): nothing to run
-        elif storage.platform is Platform.LOCAL:
+        platforms = platforms or ContainerPlatforms()
+        endpoint: pulumi.Input[str] = group.url or urls[0]
+        after_storage = pulumi.ResourceOptions(depends_on=[clusters[group.cluster]])
+        # The model derives the group's platform: external whenever it only has a URL, else the
+        # platform of its storage cluster (a kubernetes group may also carry the URL the
+        # deployer reaches it through).
+        if group.platform is Platform.EXTERNAL:
+            pass  # adopted Connect cluster: nothing to run
+        elif group.platform is Platform.KUBERNETES:
+            k8s = deploy_connect_kubernetes(
+                self,
+                name,
+                group,
+                topology,
+                after_storage,
+                settings=platforms.kubernetes,
+                secret_values=platforms.secret_values,
+            )
+            self.workers, endpoint = list(k8s.resources), k8s.url
+        elif group.platform is Platform.DOCKER:
+            dock = deploy_connect_docker(
+                self,
+                name,
+                group,
+                topology,
+                after_storage,
+                stack=local.stack,
+                settings=platforms.docker,
+                secret_values=platforms.secret_values,
+            )
+            self.workers = list(dock.resources)
+            endpoint = dock.url or endpoint
+        elif group.platform is Platform.LOCAL:
             keys = group_secret_keys(topology, group)
             shared = SecretsFile(
                 f"{name}-secrets",
@@ -116,13 +149,7 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
                         opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
                     )
                 )
-        else:
-            raise ValueError(
-                f"mm2:workerGroups.{group.name}: worker groups on platform {storage.platform.value!r} are not "
-                "implemented yet. Fix: attach the group to a `local` cluster, or give `url` of an existing "
-                "Connect cluster."
-            )
-        self.url = pulumi.Output.from_input(group.url or urls[0])
+        self.url = pulumi.Output.from_input(endpoint)
         self.register_outputs({**props, "url": self.url})
 
 

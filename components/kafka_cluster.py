@@ -21,6 +21,9 @@ from components.kafka.acl import Acls
 from components.kafka.scram import ScramUsers
 from components.kafka.topic import Topic
 from components.local.provider import LocalProcess
+from components.platform.docker import deploy_kafka_docker
+from components.platform.kubernetes import deploy_kafka_kubernetes
+from components.platform.manifests import DockerSettings, KubernetesSettings
 from components.topology import (
     Cluster,
     Platform,
@@ -42,6 +45,17 @@ from components.topology.security import (
 
 KAFKA_MAIN = "kafka.Kafka"
 BROKER_SECRETS = "config/secrets.properties"
+
+
+@dataclass(frozen=True)
+class ContainerPlatforms:
+    """Settings for clusters and worker groups on `kubernetes` or `docker` (stack config
+    namespace `mm2-platform`), and the secret values their pods or containers mount."""
+
+    kubernetes: KubernetesSettings | None = None
+    docker: DockerSettings | None = None
+    docker_network: pulumi.Input[str] | None = None
+    secret_values: pulumi.Input[Mapping[str, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -74,7 +88,7 @@ class KafkaCluster(pulumi.ComponentResource):
     bootstrap: pulumi.Output[str]
     client: pulumi.Output[dict[str, str]]
     alias: str
-    brokers: list[LocalProcess]
+    brokers: list[pulumi.Resource]
     topics: dict[str, Topic]
 
     def __init__(
@@ -86,6 +100,7 @@ class KafkaCluster(pulumi.ComponentResource):
         users: Sequence[User] = (),
         acls: Sequence[Acl] = (),
         opts: pulumi.ResourceOptions | None = None,
+        platforms: ContainerPlatforms | None = None,
     ) -> None:
         # Registered as inputs and again as outputs: stack-level policies read outputs, and
         # register_outputs replaces a component's outputs wholesale.
@@ -109,13 +124,32 @@ class KafkaCluster(pulumi.ComponentResource):
         admin = secrets.apply(lambda v: _admin_settings(cluster, v, bootstrap_only=True))
         self.client = pulumi.Output.secret(secrets.apply(lambda v: _admin_settings(cluster, v, bootstrap_only=False)))
 
+        platforms = platforms or ContainerPlatforms()
         if cluster.platform is Platform.LOCAL:
             self.brokers = self._local_brokers(name, cluster, local, secrets, users, admin)
-        elif cluster.platform is not Platform.EXTERNAL:
-            raise ValueError(
-                f"mm2:clusters.{cluster.alias}.platform: platform {cluster.platform.value!r} is not implemented yet. "
-                "Fix: use `local` for this machine or `external` to adopt a running cluster by its bootstrap address."
+        elif cluster.platform is Platform.KUBERNETES:
+            k8s = deploy_kafka_kubernetes(
+                self,
+                name,
+                cluster,
+                settings=platforms.kubernetes,
+                stack=local.stack,
+                secret_values=platforms.secret_values,
             )
+            self.brokers = list(k8s.resources)
+        elif cluster.platform is Platform.DOCKER:
+            if platforms.docker_network is None:
+                raise ValueError(f"KafkaCluster {cluster.alias!r}: docker clusters need the stack's docker network")
+            dock = deploy_kafka_docker(
+                self,
+                name,
+                cluster,
+                platforms.docker_network,
+                stack=local.stack,
+                settings=platforms.docker,
+                secret_values=platforms.secret_values,
+            )
+            self.brokers = list(dock.resources)
 
         after_brokers = pulumi.ResourceOptions(parent=self, depends_on=list(self.brokers))
         if managed and security.sasl_mechanism is not SaslMechanism.PLAIN:

@@ -74,10 +74,11 @@ class ReplicationFlow(pulumi.ComponentResource):
             for spec in specs.all()
         }
         keys = flow_secret_keys(topology, flow)
+        self.rollout: CredentialRollout | None = None
         if keys and credentials is not None:
             # Connector configs hold placeholders only, so a rotated password changes none of
             # them: restart the flow's connectors when the passwords they resolve change.
-            CredentialRollout(
+            self.rollout = CredentialRollout(
                 f"{name}-rollout",
                 flow=flow.name,
                 connect_url=group.url,

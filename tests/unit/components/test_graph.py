@@ -14,7 +14,7 @@ from pulumi.runtime import mocks as pmocks
 
 from components.connect_group import ConnectWorkerGroup
 from components.credentials import Credentials
-from components.kafka_cluster import KafkaCluster, LocalPlatform
+from components.kafka_cluster import ContainerPlatforms, KafkaCluster, LocalPlatform
 from components.replication_flow import ReplicationFlow
 from components.topology import Topology, parse_topology, with_secrets_file
 from components.topology.security import (
@@ -75,7 +75,7 @@ def monitor() -> Iterator[RecordingMonitor]:
 LOCAL = LocalPlatform(stack="unit", run_root="/tmp/mm2-unit", kafka_libs="/tmp/libs")
 
 
-def build(topology: Topology) -> pulumi.Output[Any]:
+def build(topology: Topology, platforms: ContainerPlatforms | None = None) -> pulumi.Output[Any]:
     """The graph `__main__` builds: credentials, clusters with users and ACLs, groups, flows."""
     topology = local_secrets_files(topology, LOCAL)
     credentials = Credentials(
@@ -93,18 +93,21 @@ def build(topology: Topology) -> pulumi.Output[Any]:
             credentials=secrets,
             users=cluster_users(topology, a),
             acls=cluster_acls(topology, a),
+            platforms=platforms,
         )
         for a, c in topology.clusters.items()
     }
     groups = {
-        n: ConnectWorkerGroup(f"connect-{n}", g, topology, clusters, LOCAL, credentials=secrets)
+        n: ConnectWorkerGroup(f"connect-{n}", g, topology, clusters, LOCAL, credentials=secrets, platforms=platforms)
         for n, g in topology.worker_groups.items()
     }
     flows = [
         ReplicationFlow(f"flow-{f.slug}", f, topology, groups[f.worker_group], clusters, credentials=secrets)
         for f in topology.enabled_flows()
     ]
-    return pulumi.Output.all(*[f.summary for f in flows], *[g.url for g in groups.values()])
+    # Await every resource registered last, so the monitor has seen them all when checks run.
+    rollouts = [f.rollout.urn for f in flows if f.rollout is not None]
+    return pulumi.Output.all(*[f.summary for f in flows], *[g.url for g in groups.values()], *rollouts)
 
 
 def local_secrets_files(topology: Topology, local: LocalPlatform) -> Topology:
@@ -246,3 +249,26 @@ def test_example_topologies_build_their_graph(example: str, monitor: RecordingMo
         return build(topology).apply(check)
 
     run()
+
+
+@pulumi.runtime.test
+def test_prod_stack_builds_kubernetes_clusters_and_groups(monitor: RecordingMonitor) -> Any:
+    from components.platform.manifests import kubernetes_settings
+
+    raw = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    topology = parse_topology({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("mm2:")})
+    platforms = ContainerPlatforms(kubernetes=kubernetes_settings(raw["mm2-platform:kubernetes"]))
+
+    def check(_: Any) -> None:
+        regs = [r for r in monitor.registrations if r.type != "pulumi:pulumi:Stack"]
+        types = [r.type for r in regs]
+        assert "pulumi-python:dynamic/local:Process" not in types, "prod must not start local JVMs"
+        assert types.count("kubernetes:apps/v1:StatefulSet") == len(topology.clusters)
+        assert types.count("kubernetes:policy/v1:PodDisruptionBudget") >= len(topology.clusters)
+        assert types.count("pulumi-python:dynamic/connect:Connector") == 3 * len(topology.enabled_flows())
+        # Kubernetes children hang under their components.
+        for alias in topology.clusters:
+            sts = next(r for r in regs if r.type == "kubernetes:apps/v1:StatefulSet" and alias in r.name)
+            assert sts.parent == urn_of(monitor, f"kafka-{alias}")
+
+    return build(topology, platforms).apply(check)
