@@ -1,0 +1,384 @@
+"""The record-level checks of one replicated topic, as Spark transformations.
+
+Inputs are projections (`spark.transforms.project`): one row per record with its partition,
+offset, fingerprint and component hashes. Everything is keyed by Kafka partition, so work splits
+across executors by partition and fingerprint; the driver only ever collects per-partition
+summaries (counts plus at most `EXAMPLES` example offsets per finding), so its memory does not
+grow with the number of records.
+
+Matching. Source and target records of one partition are grouped by fingerprint; the i-th source
+occurrence of a fingerprint pairs with the i-th target occurrence (both by offset). That handles
+records that are legitimately identical in the source. Per group:
+- paired occurrences are **matched** (source offset `so`, target offset `to`);
+- surplus source occurrences are **missing** from the target partition;
+- surplus target occurrences are **duplicates** if the source has the fingerprint, else **extra**.
+
+Missing and extra records are then explained, most specific first: a missing record found as an
+extra in another partition was **moved**; a missing record and an extra sitting between the same
+matched neighbours (the same "gap") are one **modified** record (fields named); leftover missing
+records after the last matched one are **not yet replicated** when the partition had not caught
+up; leftover extras after the last matched one are **beyond the cut** (replicated after the stage
+started) and before the first one **prefix** (source records since deleted), both ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+EXAMPLES = 5
+
+# Finding kinds that fail a check, and which check they fail.
+FINDING_CHECK = {
+    "missing": "completeness",
+    "moved": "partitioning",
+    "modified": "integrity",
+    "unexpected": "unexpected_records",
+    "not_replicated": "catch_up",
+}
+INFO_FINDINGS = ("beyond_cut", "prefix")
+
+
+def match_records(source: DataFrame, target: DataFrame) -> DataFrame:
+    """Pair source and target records of the same partition by fingerprint and occurrence.
+
+    Returns one row per source record and per surplus target record:
+    (part, kind, so, to, fp, kh, vh, hh, ts), kind in matched | missing | duplicate | extra.
+    """
+    cols = ["part", "fp", "off", "kh", "vh", "hh", "ts"]
+    both = source.select(*cols, F.lit(0).alias("side")).unionByName(target.select(*cols, F.lit(1).alias("side")))
+    grouped = both.groupBy("part", "fp").agg(
+        F.sort_array(F.collect_list(F.when(F.col("side") == 0, F.col("off")))).alias("sos"),
+        F.sort_array(F.collect_list(F.when(F.col("side") == 1, F.col("off")))).alias("tos"),
+        F.first("kh").alias("kh"),
+        F.first("vh").alias("vh"),
+        F.first("hh").alias("hh"),
+        F.first("ts").alias("ts"),
+    )
+    rows = F.expr(
+        """
+        concat(
+          zip_with(slice(sos, 1, least(size(sos), size(tos))), slice(tos, 1, least(size(sos), size(tos))),
+                   (a, b) -> named_struct('kind', 'matched', 'so', a, 'to', b)),
+          transform(slice(sos, least(size(sos), size(tos)) + 1, greatest(size(sos) - size(tos), 0)),
+                    a -> named_struct('kind', 'missing', 'so', a, 'to', CAST(NULL AS BIGINT))),
+          transform(slice(tos, least(size(sos), size(tos)) + 1, greatest(size(tos) - size(sos), 0)),
+                    b -> named_struct('kind', IF(size(sos) > 0, 'duplicate', 'extra'),
+                                      'so', CAST(NULL AS BIGINT), 'to', b))
+        )
+        """
+    )
+    return grouped.select("part", "fp", "kh", "vh", "hh", "ts", F.explode(rows).alias("r")).select(
+        "part", "r.kind", "r.so", "r.to", "fp", "kh", "vh", "hh", "ts"
+    )
+
+
+def kind_counts(matched: DataFrame) -> DataFrame:
+    """Per partition: records per kind, plus the matched range on both sides."""
+
+    def count(kind: str) -> Column:
+        return F.sum(F.when(F.col("kind") == kind, 1).otherwise(0)).alias(kind)
+
+    return matched.groupBy("part").agg(
+        F.count(F.col("so")).alias("source_records"),
+        F.count(F.col("to")).alias("target_records"),
+        count("matched"),
+        count("missing"),
+        count("duplicate"),
+        count("extra"),
+    )
+
+
+def _int_map(values: Mapping[int, Any]) -> Column:
+    if not values:
+        return F.create_map().cast("map<int,bigint>")
+    return F.create_map(*[x for k, v in sorted(values.items()) for x in (F.lit(int(k)), F.lit(int(v)))])
+
+
+def _gaps(rows: DataFrame, off: str) -> DataFrame:
+    """Add `gap` (matched rows before this one, by `off`) and `total` (matched rows) per partition."""
+    running = Window.partitionBy("part").orderBy(off).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    whole = Window.partitionBy("part")
+    is_matched = F.when(F.col("kind") == "matched", 1).otherwise(0)
+    return rows.withColumn("gap", F.sum(is_matched).over(running)).withColumn("total", F.sum(is_matched).over(whole))
+
+
+def explain_unmatched(
+    matched: DataFrame,
+    source_start: Mapping[int, int],
+    caught_up: Mapping[int, bool],
+) -> DataFrame:
+    """Findings (part, finding, so, to, fields) for every missing and extra record.
+
+    `source_start`: first offset still on the source per partition (prefix extras are only
+    legitimate when the source has deleted records). `caught_up`: whether the target covered
+    the cut for the partition (tail missing records are lag otherwise).
+    """
+    src = _gaps(matched.filter(F.col("kind").isin("matched", "missing")), "so").filter(F.col("kind") == "missing")
+    tgt = _gaps(matched.filter(F.col("kind").isin("matched", "duplicate", "extra")), "to").filter(
+        F.col("kind") == "extra"
+    )
+
+    # Moved: the same record (fingerprint) turns up as an extra in another partition.
+    m, e = src.alias("m"), tgt.alias("e")
+    moved_pairs = (
+        m.join(e, (F.col("m.fp") == F.col("e.fp")) & (F.col("m.part") != F.col("e.part")))
+        .select(
+            F.col("m.part").alias("part"),
+            F.col("m.so").alias("so"),
+            F.col("e.part").alias("to_part"),
+            F.col("e.to").alias("to"),
+        )
+        .withColumn("r1", F.row_number().over(Window.partitionBy("part", "so").orderBy("to_part", "to")))
+        .filter("r1 = 1")
+        .withColumn("r2", F.row_number().over(Window.partitionBy("to_part", "to").orderBy("part", "so")))
+        .filter("r2 = 1")
+        .drop("r1", "r2")
+    )
+    moved = moved_pairs.select(
+        "part",
+        F.lit("moved").alias("finding"),
+        "so",
+        "to",
+        F.array(F.concat(F.lit("partition "), F.col("to_part").cast("string"))).alias("fields"),
+    )
+    src_left = src.join(moved_pairs.select("part", "so"), ["part", "so"], "left_anti")
+    tgt_left = tgt.join(moved_pairs.select(F.col("to_part").alias("part"), "to"), ["part", "to"], "left_anti")
+
+    # Modified: a missing record and an extra between the same matched neighbours, in order.
+    src_rn = src_left.withColumn("rn", F.row_number().over(Window.partitionBy("part", "gap").orderBy("so")))
+    tgt_rn = tgt_left.withColumn("rn", F.row_number().over(Window.partitionBy("part", "gap").orderBy("to")))
+    s, t = src_rn.alias("s"), tgt_rn.alias("t")
+    pairs = s.join(t, ["part", "gap", "rn"])
+    pairs_fields = F.filter(
+        F.array(
+            F.when(F.col("s.kh") != F.col("t.kh"), F.lit("key")),
+            F.when(F.col("s.vh") != F.col("t.vh"), F.lit("value")),
+            F.when(F.col("s.hh") != F.col("t.hh"), F.lit("headers")),
+            F.when(F.col("s.ts") != F.col("t.ts"), F.lit("timestamp")),
+        ),
+        lambda x: x.isNotNull(),
+    )
+    modified = pairs.select(
+        "part", F.lit("modified").alias("finding"), F.col("s.so"), F.col("t.to"), pairs_fields.alias("fields")
+    )
+
+    src_rest = src_rn.join(pairs.select("part", "gap", "rn"), ["part", "gap", "rn"], "left_anti")
+    tgt_rest = tgt_rn.join(pairs.select("part", "gap", "rn"), ["part", "gap", "rn"], "left_anti")
+    caught = F.coalesce(F.element_at(_int_map({p: int(v) for p, v in caught_up.items()}), F.col("part")), F.lit(1))
+    starts = F.coalesce(F.element_at(_int_map(source_start), F.col("part")), F.lit(0))
+    no_fields = F.array().cast("array<string>")
+    missing = src_rest.select(
+        "part",
+        F.when((F.col("gap") == F.col("total")) & (caught == 0), F.lit("not_replicated"))
+        .otherwise(F.lit("missing"))
+        .alias("finding"),
+        "so",
+        F.lit(None).cast("bigint").alias("to"),
+        no_fields.alias("fields"),
+    )
+    extra = tgt_rest.select(
+        "part",
+        F.when(F.col("gap") == F.col("total"), F.lit("beyond_cut"))
+        .when((F.col("gap") == 0) & (starts > 0), F.lit("prefix"))
+        .otherwise(F.lit("unexpected"))
+        .alias("finding"),
+        F.lit(None).cast("bigint").alias("so"),
+        "to",
+        no_fields.alias("fields"),
+    )
+    return moved.unionByName(modified).unionByName(missing).unionByName(extra)
+
+
+def order_violations(matched: DataFrame) -> DataFrame:
+    """Matched records whose source predecessor (in target order) comes later in the source.
+
+    Duplicates are not in the matched set, so a redelivered copy never counts as disorder; two
+    records swapped in a partition give one violation.
+    """
+    w = Window.partitionBy("part").orderBy("to")
+    return (
+        matched.filter(F.col("kind") == "matched")
+        .select("part", "so", "to")
+        .withColumn("prev_so", F.lag("so").over(w))
+        .filter(F.col("prev_so") > F.col("so"))
+        .select(
+            "part",
+            F.lit("out_of_order").alias("finding"),
+            "so",
+            "to",
+            F.array(F.concat(F.lit("after source offset "), F.col("prev_so").cast("string"))).alias("fields"),
+        )
+    )
+
+
+def duplicates(matched: DataFrame) -> DataFrame:
+    return matched.filter(F.col("kind") == "duplicate").select(
+        "part", F.lit("duplicate").alias("finding"), F.col("so"), "to", F.array().cast("array<string>").alias("fields")
+    )
+
+
+def offset_sync_results(
+    matched: DataFrame,
+    syncs: DataFrame,
+    source_range: Mapping[int, tuple[int, int]],
+    target_range: Mapping[int, tuple[int, int]],
+) -> DataFrame:
+    """Each decoded sync (partition, upstream_offset, downstream_offset) of this topic, with a status.
+
+    ok: the source record at the upstream offset equals the target record at the downstream
+    offset. mismatch: they differ. target_absent: no target record at the downstream offset.
+    skipped_*: the sync points outside what this run read (deleted, or after the cut).
+    """
+    src_pos = matched.filter(F.col("so").isNotNull()).select(
+        F.col("part"), F.col("so").alias("u"), F.col("fp").alias("sfp")
+    )
+    tgt_pos = matched.filter(F.col("to").isNotNull()).select(
+        F.col("part"), F.col("to").alias("d"), F.col("fp").alias("tfp")
+    )
+    s_lo = F.element_at(_int_map({p: r[0] for p, r in source_range.items()}), F.col("part"))
+    s_hi = F.element_at(_int_map({p: r[1] for p, r in source_range.items()}), F.col("part"))
+    t_lo = F.element_at(_int_map({p: r[0] for p, r in target_range.items()}), F.col("part"))
+    t_hi = F.element_at(_int_map({p: r[1] for p, r in target_range.items()}), F.col("part"))
+    joined = (
+        syncs.select(
+            F.col("partition").alias("part"), F.col("upstream_offset").alias("u"), F.col("downstream_offset").alias("d")
+        )
+        .join(src_pos, ["part", "u"], "left")
+        .join(tgt_pos, ["part", "d"], "left")
+    )
+    status = (
+        F.when(s_lo.isNull() | (F.col("u") < s_lo), "skipped_source_deleted")
+        .when(F.col("u") >= s_hi, "skipped_after_cut")
+        .when(F.col("d") < t_lo, "skipped_target_deleted")
+        .when(F.col("d") >= t_hi, "skipped_after_snapshot")
+        .when(F.col("sfp").isNull(), "skipped_source_gap")
+        .when(F.col("tfp").isNull(), "target_absent")
+        .when(F.col("sfp") == F.col("tfp"), "ok")
+        .otherwise("mismatch")
+    )
+    return joined.select("part", "u", "d", status.alias("status"))
+
+
+def checkpoint_results(
+    matched: DataFrame,
+    checkpoints: DataFrame,
+    cut: Mapping[int, int],
+    snapshot_end: Mapping[int, int],
+    log_end: Mapping[int, int],
+) -> DataFrame:
+    """Each checkpoint (group, partition, upstream U, downstream D, ckpt_offset) with a status.
+
+    exact(U) is the target offset of the first replicated record whose source offset is >= U
+    (a suffix minimum over matched pairs, computed with one window per partition, no range
+    join). MM2 guarantees D <= exact(U) (never ahead: failover skips nothing) and D <= the
+    target log end. Checkpoints with U at or after the cut can only be held to the log end.
+    Per (group, partition), D must not decrease unless U went back (monotonicity).
+    """
+    recs = matched.filter(F.col("kind") == "matched").select(
+        "part",
+        F.col("so").alias("k"),
+        F.col("to").alias("v"),
+        F.lit(0).alias("is_ckpt"),
+        F.lit(None).cast("string").alias("group"),
+        F.lit(None).cast("bigint").alias("D"),
+        F.lit(None).cast("bigint").alias("ckpt_offset"),
+    )
+    ck = checkpoints.select(
+        F.col("partition").alias("part"),
+        F.col("upstream_offset").alias("k"),
+        F.lit(None).cast("bigint").alias("v"),
+        F.lit(1).alias("is_ckpt"),
+        "group",
+        F.col("downstream_offset").alias("D"),
+        "ckpt_offset",
+    )
+    # Descending by offset with records before checkpoints at equal offsets: the running minimum
+    # at a checkpoint row covers exactly the records with so >= U.
+    w = (
+        Window.partitionBy("part")
+        .orderBy(F.col("k").desc(), F.col("is_ckpt").asc())
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    with_exact = recs.unionByName(ck).withColumn("exact", F.min("v").over(w)).filter(F.col("is_ckpt") == 1)
+    cut_c = F.element_at(_int_map(cut), F.col("part"))
+    snap_c = F.element_at(_int_map(snapshot_end), F.col("part"))
+    end_c = F.element_at(_int_map(log_end), F.col("part"))
+    bound = F.when(cut_c.isNull() | (F.col("k") >= cut_c), end_c).otherwise(F.coalesce(F.col("exact"), snap_c))
+    mono = Window.partitionBy("group", "part").orderBy("ckpt_offset")
+    prev_d, prev_u = F.lag("D").over(mono), F.lag("k").over(mono)
+    status = (
+        F.when(end_c.isNull(), "no_target_partition")
+        .when(F.col("D") > end_c, "beyond_log_end")
+        .when(F.col("D") > bound, "ahead")
+        .when(prev_d.isNotNull() & (F.col("D") < prev_d) & (F.col("k") >= prev_u), "regressed")
+        .otherwise("ok")
+    )
+    return with_exact.select(
+        "group",
+        "part",
+        F.col("k").alias("U"),
+        "D",
+        F.col("exact"),
+        bound.alias("bound"),
+        "ckpt_offset",
+        status.alias("status"),
+    )
+
+
+# --- summaries: the only things collected to the driver ----------------------------------------
+
+
+@dataclass
+class FindingSummary:
+    count: int = 0
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+
+def summarize_findings(findings: DataFrame) -> dict[int, dict[str, FindingSummary]]:
+    """{partition: {finding: FindingSummary}} with counts and up to EXAMPLES examples each."""
+    w = Window.partitionBy("part", "finding").orderBy(F.coalesce("so", "to"), "to")
+    rows = (
+        findings.withColumn("rn", F.row_number().over(w))
+        .groupBy("part", "finding")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sort_array(
+                F.collect_list(
+                    F.when(F.col("rn") <= EXAMPLES, F.struct(F.coalesce("so", "to").alias("o"), "so", "to", "fields"))
+                )
+            ).alias("ex"),
+        )
+        .collect()
+    )
+    out: dict[int, dict[str, FindingSummary]] = {}
+    for r in rows:
+        examples = [
+            {
+                k: v
+                for k, v in (("sourceOffset", e["so"]), ("targetOffset", e["to"]), ("detail", list(e["fields"])))
+                if v not in (None, [])
+            }
+            for e in r["ex"]
+        ]
+        out.setdefault(int(r["part"]), {})[str(r["finding"])] = FindingSummary(int(r["n"]), examples)
+    return out
+
+
+def summarize_status(results: DataFrame, example_cols: tuple[str, ...]) -> dict[str, FindingSummary]:
+    """{status: FindingSummary} for sync/checkpoint result rows (examples: `example_cols`)."""
+    w = Window.partitionBy("status").orderBy(*example_cols)
+    rows = (
+        results.withColumn("rn", F.row_number().over(w))
+        .groupBy("status")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.collect_list(F.when(F.col("rn") <= EXAMPLES, F.struct(*example_cols))).alias("ex"),
+        )
+        .collect()
+    )
+    return {str(r["status"]): FindingSummary(int(r["n"]), [e.asDict() for e in r["ex"]]) for r in rows}

@@ -1,0 +1,437 @@
+"""The Spark validation stage against two real KRaft brokers, one deliberate fault at a time.
+
+No MM2 here: the test plays MM2 itself. It produces records to a source topic on `primary`,
+writes a copy into the remote topic on `dr` (same partition, key, value, headers, timestamp),
+and writes offset syncs, checkpoints and heartbeats in MM2's byte format, computed from where
+each record actually landed, as MM2 would. The correct copy must pass; each faulty copy must fail
+with exactly the check that names its fault. (The lead's dev-stack test runs the validator
+against a real MM2 flow.)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.local import process as proc
+from components.local.provider import _probe_kafka
+from spark import decoders as d
+from spark import validate
+from tests.integration.harness import free_port_block
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+PARTITIONS = 3
+PER_PARTITION = 16
+FAULT_PARTITION, FAULT_INDEX = 1, 8  # away from the sync points (first, last) and checkpoint (5)
+CHECKPOINT_UPSTREAM = 5
+SYNCS_TOPIC = "mm2-offset-syncs.dr.internal"  # on primary (offset-syncs.topic.location=source)
+CHECKPOINTS_TOPIC = "primary.checkpoints.internal"  # on dr
+
+
+# --- two brokers, always stopped ------------------------------------------------------------------
+
+
+def _broker_props(port: int, data_dir: str) -> dict[str, str]:
+    return {
+        "process.roles": "broker,controller",
+        "node.id": "0",
+        "controller.quorum.voters": f"0@127.0.0.1:{port + 1}",
+        "listeners": f"CLIENT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{port + 1}",
+        "advertised.listeners": f"CLIENT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "CLIENT",
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": data_dir,
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        "auto.create.topics.enable": "false",
+    }
+
+
+@pytest.fixture(scope="module")
+def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    import os
+
+    libs = os.environ.get("MM2_KAFKA_LIBS")
+    if not libs:
+        pytest.skip("MM2_KAFKA_LIBS not set: run `source .mm2/env` (bin/bootstrap writes it)")
+    root = tmp_path_factory.mktemp("spark-validation")
+    tag = uuid.uuid4().hex[:8]
+    specs: list[tuple[proc.JvmSpec, int]] = []
+    bootstraps: dict[str, str] = {}
+    try:
+        for alias in ("primary", "dr"):
+            port = free_port_block(2)
+            run_dir = str(root / alias)
+            spec = proc.JvmSpec(
+                component=f"test broker {alias}",
+                marker=f"spark-itest-{tag}/{alias}",
+                main_class="kafka.Kafka",
+                classpath_dir=libs,
+                run_dir=run_dir,
+                properties=_broker_props(port, f"{run_dir}/data"),
+                heap="384m",
+                java=proc.find_java(),
+            )
+            specs.append((spec, port))
+            proc.prepare_run_dir(spec)
+            proc.format_storage(spec, "c3BhcmtpdGVzdGNsdXN0ZX")
+            pid = proc.start(spec)
+            bootstrap = f"127.0.0.1:{port}"
+            proc.wait_ready(spec, pid, lambda b=bootstrap: _probe_kafka(b, {}), 120)  # type: ignore[misc]
+            bootstraps[alias] = bootstrap
+        yield bootstraps
+    finally:
+        for spec, _ in specs:
+            proc.stop(spec.marker, grace_s=20)
+            proc.remove_run_dir(spec.run_dir)
+        # Nothing left behind: no process, no listening port, no directory.
+        for spec, port in specs:
+            assert proc.find_pids(spec.marker) == [], f"{spec.component} still running"
+            assert not proc.port_in_use(port) and not proc.port_in_use(port + 1), f"port {port} still bound"
+            assert not Path(spec.run_dir).exists(), f"{spec.run_dir} left behind"
+
+
+def _admin(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+
+
+def _create(bootstrap: str, topic: str, partitions: int, compact: bool = False) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    config = {"cleanup.policy": "compact"} if compact else {}
+    admin = _admin(bootstrap)  # keep a reference: a collected client cancels its futures
+    fut = admin.create_topics([NewTopic(topic, partitions, 1, config=config)])
+    for f in fut.values():
+        try:
+            f.result()
+        except Exception as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+
+
+def _producer(bootstrap: str) -> Any:
+    from confluent_kafka import Producer
+
+    # Idempotence keeps per-partition order exactly as produced.
+    return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "log_level": 0})
+
+
+Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]
+
+
+@pytest.fixture(scope="module")
+def heartbeats(brokers: dict[str, str]) -> Iterator[None]:
+    """MM2's heartbeat connector for primary->dr: a (primary, dr) heartbeat into dr every 0.5 s."""
+    _create(brokers["dr"], "heartbeats", 1, compact=True)
+    stop = threading.Event()
+
+    def emit() -> None:
+        p = _producer(brokers["dr"])
+        while not stop.is_set():
+            now = int(time.time() * 1000)
+            key, value = d.encode_heartbeat(d.Heartbeat("primary", "dr", now))
+            p.produce("heartbeats", key=key, value=value, partition=0, timestamp=now)
+            p.poll(0)
+            stop.wait(0.5)
+        p.flush(10)
+
+    thread = threading.Thread(target=emit, daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join(15)
+
+
+@pytest.fixture(scope="module")
+def spark(brokers: dict[str, str]) -> Iterator[Any]:
+    """One session for the module, with the cached Kafka source jars (the validator's own setup)."""
+    args = validate.parse_args(
+        ["--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false", "--master", "local[2]"]
+    )
+    session = validate.build_session(args, validate.ensure_kafka_source_jars())
+    yield session
+    session.stop()
+
+
+# --- playing MM2 -----------------------------------------------------------------------------------
+
+
+def source_records(seed: str) -> dict[int, list[Record]]:
+    base = int(time.time() * 1000) - 600_000  # recent: older records would fall to retention
+    return {
+        p: [
+            (
+                f"key-{p}-{i}".encode(),
+                f"value {seed} {p} {i}".encode() * (1 + i % 3),
+                [("trace", f"t{p}{i}".encode()), ("null-header", None)] if i % 2 else [("trace", f"t{p}{i}".encode())],
+                base + p * 1000 + i,
+            )
+            for i in range(PER_PARTITION)
+        ]
+        for p in range(PARTITIONS)
+    }
+
+
+# A target partition: the records as written, each with the source offset it copies (None: none).
+Target = dict[int, list[tuple[int | None, Record]]]
+
+
+def exact_copy(src: dict[int, list[Record]]) -> Target:
+    return {p: [(i, r) for i, r in enumerate(rs)] for p, rs in src.items()}
+
+
+def fault_missing(t: Target) -> None:
+    del t[FAULT_PARTITION][FAULT_INDEX]
+
+
+def fault_modified_value(t: Target) -> None:
+    _, (k, _v, h, ts) = t[FAULT_PARTITION][FAULT_INDEX]
+    t[FAULT_PARTITION][FAULT_INDEX] = (None, (k, b"tampered", h, ts))
+
+
+def fault_changed_header(t: Target) -> None:
+    _, (k, v, _h, ts) = t[FAULT_PARTITION][FAULT_INDEX]
+    t[FAULT_PARTITION][FAULT_INDEX] = (None, (k, v, [("trace", b"rewritten")], ts))
+
+
+def fault_duplicate(t: Target) -> None:
+    t[FAULT_PARTITION].insert(FAULT_INDEX + 1, t[FAULT_PARTITION][FAULT_INDEX])
+
+
+def fault_swapped(t: Target) -> None:
+    rs = t[FAULT_PARTITION]
+    rs[FAULT_INDEX], rs[FAULT_INDEX + 1] = rs[FAULT_INDEX + 1], rs[FAULT_INDEX]
+
+
+def fault_moved_partition(t: Target) -> None:
+    _, rec = t[FAULT_PARTITION].pop(FAULT_INDEX)
+    t[FAULT_PARTITION + 1].insert(FAULT_INDEX, (None, rec))  # MM2 would never sync this one
+
+
+def write_flow(
+    brokers: dict[str, str], topic: str, fault: Callable[[Target], None] | None, ckpt_ahead: bool = False
+) -> None:
+    src = source_records(topic)
+    remote = f"primary.{topic}"
+    _create(brokers["primary"], topic, PARTITIONS)
+    _create(brokers["dr"], remote, PARTITIONS)
+    _create(brokers["primary"], SYNCS_TOPIC, 1, compact=True)
+    _create(brokers["dr"], CHECKPOINTS_TOPIC, 1, compact=True)
+
+    sp = _producer(brokers["primary"])
+    for p, rs in src.items():
+        for k, v, h, ts in rs:
+            sp.produce(topic, key=k, value=v, headers=h, timestamp=ts, partition=p)
+    assert sp.flush(30) == 0
+
+    target = exact_copy(src)
+    if fault is not None:
+        fault(target)
+    tp = _producer(brokers["dr"])
+    for p, entries in target.items():
+        for _, (k, v, h, ts) in entries:
+            tp.produce(remote, key=k, value=v, headers=h, timestamp=ts, partition=p)
+    assert tp.flush(30) == 0
+
+    # Offset syncs at the first and last replicated record of each partition, and checkpoints of
+    # group "app" at upstream offset 5: downstream = where the first record >= 5 landed (exact).
+    for p, entries in target.items():
+        copies = [(so, to) for to, (so, _) in enumerate(entries) if so is not None]
+        for so, to in (copies[0], copies[-1]):
+            key, value = d.encode_offset_sync(d.OffsetSync(topic, p, so, to))
+            sp.produce(SYNCS_TOPIC, key=key, value=value, partition=0)
+        exact = min(to for so, to in copies if so >= CHECKPOINT_UPSTREAM)
+        downstream = exact + 2 if ckpt_ahead and p == FAULT_PARTITION else exact
+        key, value = d.encode_checkpoint(d.Checkpoint("app", remote, p, CHECKPOINT_UPSTREAM, downstream, ""))
+        tp.produce(CHECKPOINTS_TOPIC, key=key, value=value, partition=0)
+    assert sp.flush(30) == 0 and tp.flush(30) == 0
+
+
+def outputs_file(brokers: dict[str, str], topic: str, tmp_path: Path) -> Path:
+    data = {
+        "clusters": {
+            "primary": {"bootstrap": brokers["primary"], "securityProtocol": "PLAINTEXT"},
+            "dr": {"bootstrap": brokers["dr"], "securityProtocol": "PLAINTEXT"},
+        },
+        "connect": {"mm2": {"url": "http://127.0.0.1:1", "cluster": "dr"}},
+        "flows": {
+            "primary->dr": {
+                "source": "primary",
+                "target": "dr",
+                "workerGroup": "mm2",
+                "connectors": {
+                    "source": "mm2-primary-to-dr-source",
+                    "checkpoint": "mm2-primary-to-dr-checkpoint",
+                    "heartbeat": "mm2-primary-to-dr-heartbeat",
+                },
+                "states": {"mm2-primary-to-dr-source": "RUNNING"},
+                "topics": {topic: f"primary.{topic}"},
+                "checkpointsTopic": CHECKPOINTS_TOPIC,
+                "offsetSyncsTopic": SYNCS_TOPIC,
+                "heartbeatsTopic": "heartbeats",
+                "exactlyOnce": True,  # so that a single duplicate is a failure
+                "offsetLagMax": 100,
+                "groups": [".*"],
+            }
+        },
+    }
+    path = tmp_path / f"outputs-{topic}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def run_validator(spark: Any, outputs: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    report = tmp_path / "report.json"
+    args = validate.parse_args(
+        [
+            "--outputs",
+            str(outputs),
+            "--report",
+            str(report),
+            "--catch-up-timeout",
+            "20",
+            "--latency-window",
+            "2",
+            *extra,
+        ]
+    )
+    code = validate.run(args, spark=spark)
+    return code, json.loads(report.read_text())
+
+
+# --- the tests ---------------------------------------------------------------------------------------
+
+
+def test_correct_copy_passes(brokers: dict[str, str], heartbeats: None, spark: Any, tmp_path: Path) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    write_flow(brokers, "orders_ok", None)
+    # A group synced by MM2 on the target, at a valid offset.
+    admin = _admin(brokers["dr"])
+    admin.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions("app", [TopicPartition("primary.orders_ok", 0, 5)])]
+    )["app"].result()
+    code, report = run_validator(spark, outputs_file(brokers, "orders_ok", tmp_path), tmp_path)
+    assert report["failedChecks"] == [] and code == 0, json.dumps(report, indent=1)[:6000]
+    flow = report["flows"]["primary->dr"]
+    topic = flow["topics"]["orders_ok"]
+    assert [p["matched"] for p in topic["partitions"]] == [PER_PARTITION] * PARTITIONS
+    assert {name: c["status"] for name, c in topic["checks"].items()} == {
+        "completeness": "pass",
+        "partitioning": "pass",
+        "integrity": "pass",
+        "order": "pass",
+        "duplicates": "pass",
+        "unexpected_records": "pass",
+        "catch_up": "pass",
+        "offset_syncs": "pass",
+        "checkpoints": "pass",
+    }
+    assert topic["offsetSyncs"]["ok"]["count"] == 2 * PARTITIONS
+    assert topic["checkpoints"]["ok"]["count"] == PARTITIONS
+    assert flow["checks"]["group_offsets"]["status"] == "pass"
+    assert flow["checks"]["heartbeats"]["status"] == "pass"
+    assert flow["heartbeats"]["latencyMs"]["heartbeats"]["samples"] >= 1
+    assert report["checks"]["loops"]["status"] == "pass"
+
+
+FAULTS = [
+    ("missing", fault_missing, False, "completeness", "src@8"),
+    ("modified", fault_modified_value, False, "integrity", "[value]"),
+    ("header", fault_changed_header, False, "integrity", "[headers]"),
+    ("duplicate", fault_duplicate, False, "duplicates", "tgt@9"),
+    ("swapped", fault_swapped, False, "order", "src@8"),
+    ("moved", fault_moved_partition, False, "partitioning", "partition 2"),
+    ("ckptahead", None, True, "checkpoints", "ahead"),
+]
+
+
+@pytest.mark.parametrize(("name", "fault", "ckpt_ahead", "check", "evidence"), FAULTS, ids=[f[0] for f in FAULTS])
+def test_each_fault_is_reported_exactly(
+    brokers: dict[str, str],
+    heartbeats: None,
+    spark: Any,
+    tmp_path: Path,
+    name: str,
+    fault: Callable[[Target], None] | None,
+    ckpt_ahead: bool,
+    check: str,
+    evidence: str,
+) -> None:
+    topic = f"orders_{name}"
+    write_flow(brokers, topic, fault, ckpt_ahead)
+    code, report = run_validator(spark, outputs_file(brokers, topic, tmp_path), tmp_path)
+    assert code == 1
+    assert report["failedChecks"] == [f"primary->dr: {topic}: {check}"], json.dumps(report, indent=1)[:6000]
+    detail = report["flows"]["primary->dr"]["topics"][topic]["checks"][check]["detail"]
+    assert evidence in detail, detail
+    # Only the faulty partition is affected.
+    parts = report["flows"]["primary->dr"]["topics"][topic]["partitions"]
+    assert parts[0]["matched"] == PER_PARTITION
+
+
+def test_loop_topic_is_reported(brokers: dict[str, str], heartbeats: None, spark: Any, tmp_path: Path) -> None:
+    write_flow(brokers, "orders_loop", None)
+    _create(brokers["primary"], "dr.primary.orders_loop", 1)  # only a dr->primary flow could make it
+    try:
+        code, report = run_validator(spark, outputs_file(brokers, "orders_loop", tmp_path), tmp_path)
+    finally:
+        admin = _admin(brokers["primary"])
+        admin.delete_topics(["dr.primary.orders_loop"])["dr.primary.orders_loop"].result()
+    assert code == 1
+    assert report["failedChecks"] == ["loops"]
+    assert report["loops"] == [
+        {
+            "cluster": "primary",
+            "topic": "dr.primary.orders_loop",
+            "reason": "looks replicated from 'dr', but no flow dr->primary is declared",
+        }
+    ]
+
+
+def test_cli_end_to_end(brokers: dict[str, str], heartbeats: None, tmp_path: Path) -> None:
+    """bin/validate as a user runs it: its own Spark session, table on stdout, exit status."""
+    write_flow(brokers, "orders_cli", fault_missing)
+    report = tmp_path / "cli.json"
+    out = subprocess.run(
+        [
+            str(ROOT / "bin" / "validate"),
+            "--outputs",
+            str(outputs_file(brokers, "orders_cli", tmp_path)),
+            "--report",
+            str(report),
+            "--master",
+            "local[2]",
+            "--conf",
+            "spark.sql.shuffle.partitions=4",
+            "--catch-up-timeout",
+            "20",
+            "--latency-window",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 1, out.stdout + out.stderr[-3000:]
+    assert "RESULT: FAIL (1 failed check(s))" in out.stdout
+    assert "primary->dr: orders_cli: completeness" in out.stdout
+    assert json.loads(report.read_text())["failedChecks"] == ["primary->dr: orders_cli: completeness"]
