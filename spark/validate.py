@@ -98,6 +98,12 @@ def build_session(args: argparse.Namespace, jars: KafkaSourceJars) -> Any:
     if (master or "").startswith("local"):
         # Few, small shuffle partitions suit one machine; AQE coalesces further.
         builder = builder.config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
+        # On one machine nothing needs to reach the driver from outside: bind it and its UI to
+        # loopback (by default Spark picks the first non-loopback interface). SPARK_LOCAL_IP is
+        # read when PySpark launches the JVM, which getOrCreate below does.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+        builder = builder.config("spark.ui.enabled", "false")
     builder = builder.config("spark.sql.session.timeZone", "UTC")
     for key, value in confs.items():
         builder = builder.config(key, value)

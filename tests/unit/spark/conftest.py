@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +17,7 @@ from spark.jars import ensure_kafka_source_jars
 # module then builds its own session, in the same JVM, with its own settings.
 @pytest.fixture(scope="package")
 def spark() -> Iterator[SparkSession]:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # read at JVM launch: loopback only
     jars = ensure_kafka_source_jars(log=False)
     session = (
         SparkSession.builder.master("local[2]")
@@ -23,6 +25,8 @@ def spark() -> Iterator[SparkSession]:
         .appName("mm2-validate-unit")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )
