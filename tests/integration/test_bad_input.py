@@ -55,7 +55,7 @@ def test_port_in_use_names_component_port_and_fix(tmp_path: Path) -> None:
         assert out.returncode != 0
         assert "KafkaCluster 'primary', broker 0" in text, text[-3000:]
         assert f"{port}" in text and "already in use" in text and "Fix:" in text, text[-3000:]
-        assert f"mm2:clusters.primary.port" in text
+        assert "mm2:clusters.primary.port" in text
         # The failed broker left no process and no directory behind.
         assert not proc.find_pids(f"{stack.name}/primary/broker-0")
         assert not (stack.run_dir / "primary").exists()
