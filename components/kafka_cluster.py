@@ -8,9 +8,7 @@
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +21,7 @@ from components.kafka.topic import Topic
 from components.local.provider import LocalProcess
 from components.platform.docker import deploy_kafka_docker
 from components.platform.kubernetes import deploy_kafka_kubernetes
-from components.platform.manifests import DockerSettings, KubernetesSettings
+from components.platform.manifests import DockerSettings, KubernetesSettings, kraft_cluster_id
 from components.topology import (
     Cluster,
     Platform,
@@ -65,15 +63,6 @@ class LocalPlatform:
     stack: str
     run_root: str  # <project>/.mm2/run/<stack>
     kafka_libs: str  # classpath directory written by bin/bootstrap
-
-
-def kraft_cluster_id(stack: str, alias: str) -> str:
-    """A stable KRaft cluster id (base64url of 16 bytes) per stack and cluster.
-
-    Stable so that an update or a restart never re-formats storage with a different id.
-    """
-    digest = hashlib.sha256(f"mm2/{stack}/{alias}".encode()).digest()[:16]
-    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
 class KafkaCluster(pulumi.ComponentResource):

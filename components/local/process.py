@@ -208,7 +208,8 @@ def format_storage(spec: JvmSpec, cluster_id: str, timeout_s: float = 120.0) -> 
     cmd = _jvm_command(spec, "kafka.tools.StorageTool", [], "256m")
     # The marker must not be on the format tool's command line: it is not the long-lived process.
     cmd = [c for c in cmd if not c.startswith("-Dmm2.process=")]
-    cmd += ["format", "-t", cluster_id, "-c", str(spec.properties_file), "--ignore-formatted"]
+    # `--cluster-id=<id>` in one argument: an id may begin with '-' (older stacks' ids did).
+    cmd += ["format", f"--cluster-id={cluster_id}", "-c", str(spec.properties_file), "--ignore-formatted"]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired as exc:

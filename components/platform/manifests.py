@@ -368,10 +368,18 @@ def docker_settings(raw: Mapping[str, Any] | None) -> DockerSettings:
 
 
 def kraft_cluster_id(stack: str, alias: str) -> str:
-    """A stable KRaft cluster id (base64url of 16 bytes) per stack and cluster; the same scheme
-    as the local platform, so an update never re-formats storage under another id."""
-    digest = hashlib.sha256(f"mm2/{stack}/{alias}".encode()).digest()[:16]
-    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+    """A stable KRaft cluster id (base64url of 16 bytes) per stack and cluster, for every platform,
+    so an update never re-formats storage under another id.
+
+    Never starts with '-' (like Kafka's own Uuid.randomUuid): tools read such an id as an option.
+    Ids that did not start with '-' are unchanged by that rule."""
+    seed = f"mm2/{stack}/{alias}"
+    for attempt in range(256):
+        digest = hashlib.sha256((seed if attempt == 0 else f"{seed}#{attempt}").encode()).digest()[:16]
+        text = base64.urlsafe_b64encode(digest).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+    raise AssertionError("unreachable: 1 in 64 digests starts with '-'")
 
 
 def config_hash(data: Mapping[str, str]) -> str:

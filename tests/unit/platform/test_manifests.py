@@ -472,3 +472,12 @@ def test_kafka_ui_config_resolves_secrets_only_in_its_secret_file() -> None:
     ]
     with pytest.raises(KeyError, match=r"kafka1\.mm2\.password"):
         upload.render({})
+
+
+def test_kraft_cluster_ids_never_start_with_a_dash_and_are_stable() -> None:
+    ids = [kraft_cluster_id(f"itest-{i:04x}", alias) for i in range(400) for alias in ("primary", "dr")]
+    assert not [i for i in ids if i.startswith("-")]
+    assert len(set(ids)) == len(ids)
+    assert all(len(i) == 22 for i in ids)
+    # Stable: the same stack and alias always give the same id (storage is never re-formatted).
+    assert kraft_cluster_id("dev", "primary") == kraft_cluster_id("dev", "primary")
