@@ -1,0 +1,413 @@
+"""Faults on real processes: Connect worker SIGKILL, target broker restart, rolling worker restarts
+during `pulumi up`, and the DR drill. Each asserts zero loss by reading the remote topic back and
+comparing it with what the source acknowledged (duplicates are counted and printed: MM2 is
+at-least-once).
+
+The first three share one deployed copy of the dev stack; each starts by checking the stack is
+whole and ends by restoring it (`pulumi refresh` + `pulumi up`). The drill stops the source
+cluster, so it gets its own stack. Every stack is destroyed, and no process marker may be left.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.connect.client import ConnectClient
+from components.local import process as proc
+from components.ops.stack_outputs import connect_auth, kafka_config
+from tests.integration.harness import ROOT, TestStack, deployed, wait_until
+
+pytestmark = pytest.mark.integration
+
+FLOW = "primary->dr"
+GROUP = "mm2"
+WAIT_S = 300  # generous: the machine's two cores are shared with other JVMs
+
+
+# --- fixtures ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with deployed(tmp_path_factory.mktemp("faults")) as s:
+        ports = _stack_ports(s)
+        s.up()
+        yield s
+    assert s.markers() == [], f"processes left behind: {s.markers()}"
+    assert [p for p in ports if proc.port_in_use(p)] == [], "ports still in use after destroy"
+    assert not s.run_dir.exists(), f"data directory left behind: {s.run_dir}"
+
+
+@pytest.fixture
+def whole(stack: TestStack) -> TestStack:
+    """The shared stack with every process up and the flow RUNNING (restored if a test broke it)."""
+    expected = _expected_markers(stack)
+    if sorted(stack.markers()) != expected:
+        _restore(stack)
+    assert sorted(stack.markers()) == expected
+    _wait_flow_running(stack)
+    return stack
+
+
+def _stack_ports(s: TestStack) -> list[int]:
+    cfg = s.config["config"]
+    ports = []
+    for c in cfg["mm2:clusters"].values():
+        ports += [c["port"] + i for i in range(2 * int(c.get("brokers", 1)))]
+    for g in cfg["mm2:workerGroups"].values():
+        ports += [g["restPort"] + i for i in range(int(g.get("workers", 1)))]
+    return ports
+
+
+def _expected_markers(s: TestStack) -> list[str]:
+    cfg = s.config["config"]
+    found = [
+        f"{s.name}/{alias}/broker-{i}"
+        for alias, c in cfg["mm2:clusters"].items()
+        for i in range(int(c.get("brokers", 1)))
+    ]
+    found += [
+        f"{s.name}/connect-{name}/worker-{i}"
+        for name, g in cfg["mm2:workerGroups"].items()
+        for i in range(g["workers"])
+    ]
+    return sorted(found)
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _restore(s: TestStack) -> None:
+    """What an operator does after a crash: refresh sees the dead process, up restarts it in place."""
+    s.pulumi("refresh", "--yes", "--skip-preview")
+    s.up()
+
+
+def _worker_url(s: TestStack, index: int) -> str:
+    return f"http://127.0.0.1:{int(s.config['config']['mm2:workerGroups'][GROUP]['restPort']) + index}"
+
+
+def _client(s: TestStack, out: dict[str, Any], url: str | None = None) -> ConnectClient:
+    return ConnectClient(url or out["connect"][GROUP]["url"], auth=connect_auth(out, GROUP), retry_budget_s=30)
+
+
+def _statuses(s: TestStack, out: dict[str, Any], url: str | None = None) -> dict[str, Any]:
+    with _client(s, out, url) as client:
+        return {role: client.get_status(name) for role, name in out["flows"][FLOW]["connectors"].items()}
+
+
+def _all_running(statuses: dict[str, Any]) -> bool:
+    for role, st in statuses.items():
+        if st is None or st["connector"]["state"] != "RUNNING":
+            return False
+        tasks = st.get("tasks") or []
+        if (role != "checkpoint" and not tasks) or any(t["state"] != "RUNNING" for t in tasks):
+            return False
+    return True
+
+
+def _wait_flow_running(s: TestStack, url: str | None = None) -> dict[str, Any]:
+    out = s.outputs()
+
+    def check() -> dict[str, Any] | None:
+        try:
+            st = _statuses(s, out, url)
+        except Exception:
+            return None
+        return st if _all_running(st) else None
+
+    return wait_until(check, WAIT_S, f"all connectors of {FLOW} RUNNING", poll_s=2)
+
+
+def _produce(out: dict[str, Any], run: str, count: int, rate: float | None = None) -> set[bytes]:
+    """Small uniquely keyed records to `orders` on primary; the keys the broker acknowledged."""
+    from confluent_kafka import Producer
+
+    acked: set[bytes] = set()
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is None:
+            acked.add(msg.key())
+
+    producer = Producer(
+        kafka_config(
+            out,
+            "primary",
+            **{"linger.ms": 20, "batch.size": 262144, "enable.idempotence": True, "compression.type": "lz4"},
+        )
+    )
+    started = time.monotonic()
+    for i in range(count):
+        while True:
+            try:
+                producer.produce("orders", key=f"{run}-{i:07d}".encode(), value=b"x" * 20, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if rate is not None and i % 500 == 0:
+            ahead = i / rate - (time.monotonic() - started)
+            if ahead > 0:
+                time.sleep(ahead)
+        if i % 5000 == 0:
+            producer.poll(0)
+    assert producer.flush(120) == 0, "producer could not flush within 120s"
+    return acked
+
+
+def _remote_total(out: dict[str, Any], remote: str = "primary.orders") -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(kafka_config(out, "dr", **{"group.id": "faults-probe", "log_level": 0}))
+    try:
+        md = c.list_topics(remote, timeout=10).topics.get(remote)
+        if md is None or not md.partitions:
+            return 0
+        return sum(c.get_watermark_offsets(TopicPartition(remote, p), timeout=10)[1] for p in md.partitions)
+    finally:
+        c.close()
+
+
+def _read_remote(
+    out: dict[str, Any], prefix: str, expected: Iterable[bytes], timeout_s: float = WAIT_S
+) -> Counter[bytes]:
+    """Read primary.orders on dr from the beginning until every expected key arrived (or timeout)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    wanted = set(expected)
+    seen: Counter[bytes] = Counter()
+    c = Consumer(
+        kafka_config(out, "dr", **{"group.id": f"faults-verify-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False})
+    )
+    try:
+        parts = c.list_topics("primary.orders", timeout=30).topics["primary.orders"].partitions
+        c.assign([TopicPartition("primary.orders", p, c.get_watermark_offsets(TopicPartition("primary.orders", p))[0])
+                  for p in parts])  # fmt: skip
+        deadline = time.monotonic() + timeout_s
+        raw = prefix.encode()
+        missing = len(wanted)
+        while missing and time.monotonic() < deadline:
+            for msg in c.consume(10000, 1.0):
+                if msg.error() is None and (k := msg.key() or b"").startswith(raw):
+                    if k in wanted and k not in seen:
+                        missing -= 1
+                    seen[k] += 1
+    finally:
+        c.close()
+    return seen
+
+
+def _verdict(name: str, acked: set[bytes], seen: Counter[bytes]) -> tuple[int, int]:
+    missing = acked - set(seen)
+    duplicates = sum(n - 1 for n in seen.values() if n > 1)
+    print(f"\n[{name}] produced {len(acked)}, arrived {len(set(seen) & acked)}, missing {len(missing)}, "
+          f"duplicates {duplicates}")  # fmt: skip
+    return len(missing), duplicates
+
+
+def _worker_of(worker_id: str, s: TestStack) -> int:
+    base = int(s.config["config"]["mm2:workerGroups"][GROUP]["restPort"])
+    return int(worker_id.rsplit(":", 1)[1]) - base
+
+
+# --- tests ------------------------------------------------------------------------------------
+
+
+def test_sigkill_one_connect_worker_while_100k_records_replicate(whole: TestStack) -> None:
+    s = whole
+    out = s.outputs()
+    records = 100_000
+    run = f"kill-{uuid.uuid4().hex[:6]}"
+    source_tasks = _statuses(s, out)["source"]["tasks"]
+    on_worker = Counter(_worker_of(t["worker_id"], s) for t in source_tasks)
+    victim = on_worker.most_common(1)[0][0]  # the worker running the most replication tasks
+    survivor = 1 - victim
+    marker = f"{s.name}/connect-{GROUP}/worker-{victim}"
+    baseline = _remote_total(out)
+
+    result: dict[str, Any] = {}
+    producer = threading.Thread(target=lambda: result.update(acked=_produce(out, run, records)))
+    producer.start()
+    # Kill once replication is under way, well before it can be complete.
+    wait_until(lambda: _remote_total(out) - baseline >= 5_000, WAIT_S, "5,000 records replicated", poll_s=0.1)
+    pids = proc.find_pids(marker)
+    replicated_at_kill = _remote_total(out) - baseline
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    print(f"\n[worker kill] SIGKILL worker-{victim} (pid {pids}, had {on_worker[victim]} of {len(source_tasks)} "
+          f"source tasks) after {replicated_at_kill} of {records} records replicated")  # fmt: skip
+    assert pids and replicated_at_kill < records, "the worker was not killed mid-stream"
+    producer.join(WAIT_S)
+    acked = result["acked"]
+    assert len(acked) == records
+
+    # Tasks move to the surviving worker (after scheduled.rebalance.max.delay.ms, 10 s in dev).
+    def moved() -> dict[str, Any] | None:
+        try:
+            st = _statuses(s, out, _worker_url(s, survivor))
+        except Exception:
+            return None
+        workers = {_worker_of(t["worker_id"], s) for r in st.values() if r for t in r.get("tasks") or []}
+        return st if _all_running(st) and workers == {survivor} else None
+
+    wait_until(moved, WAIT_S, f"every task RUNNING on worker-{survivor}", poll_s=2)
+    print(f"[worker kill] all tasks RUNNING on worker-{survivor} {time.monotonic() - killed_at:.1f}s after the kill")
+
+    seen = _read_remote(out, run, acked)
+    missing, _ = _verdict("worker kill", acked, seen)
+    assert missing == 0, f"{missing} of {records} records never arrived in primary.orders"
+
+    _restore(s)
+    assert proc.find_pids(marker), f"worker-{victim} was not restarted by refresh + up"
+    _wait_flow_running(s)
+
+
+def test_target_broker_restart_mid_stream_loses_nothing(whole: TestStack) -> None:
+    s = whole
+    out = s.outputs()
+    records = 50_000
+    run = f"broker-{uuid.uuid4().hex[:6]}"
+    marker = f"{s.name}/dr/broker-0"
+    baseline = _remote_total(out)
+
+    result: dict[str, Any] = {}
+    producer = threading.Thread(target=lambda: result.update(acked=_produce(out, run, records, rate=5_000)))
+    producer.start()
+    wait_until(lambda: _remote_total(out) - baseline >= 5_000, WAIT_S, "5,000 records replicated", poll_s=0.1)
+    replicated_at_stop = _remote_total(out) - baseline
+    stopped_at = time.monotonic()
+    proc.stop(marker)  # SIGTERM, SIGKILL after 30 s: the broker's controlled shutdown
+    assert not proc.find_pids(marker)
+    print(f"\n[broker restart] stopped dr broker-0 after {replicated_at_stop} of {records} records replicated")
+    assert replicated_at_stop < records, "the broker was not stopped mid-stream"
+
+    refreshed = s.pulumi("refresh", "--yes", "--skip-preview")
+    assert "kafka-dr-broker-0" in refreshed.stdout, refreshed.stdout[-3000:]
+    s.up()
+    assert proc.find_pids(marker), "refresh + up did not restart dr broker-0"
+    print(f"[broker restart] dr broker-0 back after {time.monotonic() - stopped_at:.1f}s (refresh + up)")
+    producer.join(WAIT_S)
+    acked = result["acked"]
+    assert len(acked) == records
+
+    seen = _read_remote(out, run, acked)
+    missing, _ = _verdict("broker restart", acked, seen)
+    assert missing == 0, f"{missing} of {records} records never arrived in primary.orders"
+    _wait_flow_running(s)
+
+
+def test_rolling_worker_restarts_during_pulumi_up_converge(whole: TestStack) -> None:
+    s = whole
+    original = copy.deepcopy(s.config)
+    # Worker-independent flow settings: an in-place update of the source and checkpoint connectors.
+    settings = s.config["config"]["mm2:flows"][FLOW].setdefault("settings", {})
+    settings["offset.lag.max"] = "50"
+    settings["emit.checkpoints.interval.seconds"] = "4"
+    s.write_config()
+    out = s.outputs()
+    run = f"roll-{uuid.uuid4().hex[:6]}"
+    try:
+        result: dict[str, Any] = {}
+
+        def up() -> None:
+            result["up"] = s.pulumi("up", "--yes", "--skip-preview", check=False)
+
+        updater = threading.Thread(target=up)
+        updater.start()
+        producer = threading.Thread(target=lambda: result.update(acked=_produce(out, run, 20_000, rate=1_000)))
+        producer.start()
+        restarts = []
+        for index in (1, 0):  # worker-0 serves the REST URL the update talks to: restart it second
+            began = time.monotonic()
+            _restart_worker(s, out, index)
+            restarts.append(f"worker-{index} {time.monotonic() - began:.1f}s")
+        updater.join(900)
+        producer.join(WAIT_S)
+        up_result = result["up"]
+        print(f"\n[rolling restart] restarted {', '.join(restarts)} while `pulumi up` ran "
+              f"(exit {up_result.returncode})")  # fmt: skip
+        assert up_result.returncode == 0, (
+            f"pulumi up did not converge:\n{up_result.stdout[-4000:]}\n{up_result.stderr[-2000:]}"
+        )
+
+        _wait_flow_running(s)
+        with _client(s, out) as client:
+            names = out["flows"][FLOW]["connectors"]
+            assert (client.get_config(names["source"]) or {}).get("offset.lag.max") == "50"
+            assert (client.get_config(names["checkpoint"]) or {}).get("emit.checkpoints.interval.seconds") == "4"
+        acked = result["acked"]
+        seen = _read_remote(out, run, acked)
+        missing, _ = _verdict("rolling restart", acked, seen)
+        assert missing == 0, f"{missing} of {len(acked)} records never arrived in primary.orders"
+
+        # The workers restarted behind Pulumi's back have new pids: refresh + up adopts them by
+        # restarting in place, after which the stack is at rest.
+        _restore(s)
+        s.up("--expect-no-changes")
+        _wait_flow_running(s)
+    finally:
+        s.config = original
+        s.write_config()
+
+
+def _restart_worker(s: TestStack, out: dict[str, Any], index: int) -> None:
+    """SIGTERM one worker and start it again with its exact command line, as a supervisor would."""
+    from components.local.provider import _probe_connect
+
+    marker = f"{s.name}/connect-{GROUP}/worker-{index}"
+    pids = proc.find_pids(marker)
+    assert len(pids) == 1, f"worker-{index}: expected one process, found {pids}"
+    argv = [a.decode() for a in Path(f"/proc/{pids[0]}/cmdline").read_bytes().split(b"\0") if a]
+    env = dict(
+        line.decode().split("=", 1)
+        for line in Path(f"/proc/{pids[0]}/environ").read_bytes().split(b"\0")
+        if b"=" in line
+    )
+    run_dir = s.run_dir / f"connect-{GROUP}" / f"worker-{index}"
+    os.kill(pids[0], signal.SIGTERM)
+    wait_until(lambda: not proc.find_pids(marker), 120, f"worker-{index} to shut down", poll_s=0.2)
+    with open(run_dir / "logs" / "stdout.log", "ab") as log:
+        child = subprocess.Popen(
+            argv, cwd=run_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    url = _worker_url(s, index)
+    auth = connect_auth(out, GROUP)
+    wait_until(lambda: child.poll() is None and _probe_connect(url, auth) is None, WAIT_S, f"worker-{index} ready")
+
+
+def test_dr_drill_loses_nothing_and_bounds_rereads(tmp_path: Path) -> None:
+    with deployed(tmp_path) as s:
+        s.up()
+        outputs_file = tmp_path / "outputs.json"
+        outputs_file.write_text(json.dumps(s.outputs()))
+        cmd = [str(ROOT / "bin" / "drill"), "--stack", s.name, "--outputs", str(outputs_file), "--yes", "--json"]
+        started = time.monotonic()
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+        print(f"\n[drill] {' '.join(cmd[1:])} ({time.monotonic() - started:.0f}s, exit {done.returncode})")
+        print(done.stderr[-6000:])
+        assert done.stdout.strip(), f"the drill printed no report:\n{done.stderr[-4000:]}"
+        report = json.loads(done.stdout)
+        f = report["figures"]
+        print(json.dumps(f, indent=2))
+        assert f["produced"] >= 30_000 * 0.9 and f["consumed_on_source"] > 0 and f["consumed_on_dr"] > 0
+        assert f["lost"] == 0, f"records lost: {f['lost_sample']}"
+        assert f["reread"] <= f["reread_bound"], f"re-read {f['reread']} > bound {f['reread_bound']}"
+        assert f["time_to_first_record_s"] is not None
+        assert done.returncode == 0
+        # The source is down on purpose; the fixture's destroy must still clear every process.
+        assert not [m for m in s.markers() if "/primary/" in m]
+    assert s.markers() == [], f"processes left behind: {s.markers()}"
