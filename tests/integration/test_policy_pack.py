@@ -104,3 +104,42 @@ def test_default_policy_active_active_passes_the_loop_rule(tmp_path: Path) -> No
         assert out.returncode == 0, text[-4000:]
     finally:
         stack.destroy()
+
+
+def test_up_with_the_pack_creates_nothing_for_an_identity_cycle(tmp_path: Path) -> None:
+    cfg = identity(yaml.safe_load((ROOT / "examples" / "active-active.yaml").read_text()))
+    stack = TestStack(tmp_path, cfg)
+    stack.init()
+    try:
+        pack_config = tmp_path / "policy-config.json"
+        pack_config.write_text(json.dumps({"connect-rest-requires-auth": {"devStacks": ["dev", stack.name]}}))
+        out = stack.pulumi(
+            "up",
+            "--yes",
+            "--policy-pack",
+            str(ROOT / "policies"),
+            "--policy-pack-config",
+            str(pack_config),
+            check=False,
+        )
+        text = out.stdout + out.stderr
+        assert out.returncode != 0, text[-4000:]
+        assert LOOP_RULE in text, text[-4000:]
+        assert_nothing_deployed(stack)
+        assert stack.markers() == [], "no process may have been started"
+    finally:
+        stack.destroy()
+
+
+EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_example_stack_passes_the_pack(tmp_path: Path, example: str) -> None:
+    stack, out = preview_with_pack(tmp_path, yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text()))
+    try:
+        text = out.stdout + out.stderr
+        assert out.returncode == 0, text[-4000:]
+        assert "mandatory" not in text.lower(), text[-4000:]
+    finally:
+        stack.destroy()
