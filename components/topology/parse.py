@@ -255,6 +255,21 @@ class _Parser:
         self.problem(key, f"expected a secret reference, got {value!r}.", f'Write {{secret: "{suggested}"}}.')
         return None
 
+    def platform_field(self, mapping: Mapping[str, Any], where: str) -> tuple[Platform | None, bool]:
+        """The optional `platform` field of a cluster or worker group: (value, or None when absent;
+        whether it was valid)."""
+        if "platform" not in mapping:
+            return None, True
+        try:
+            return Platform(str(mapping["platform"]).strip().lower()), True
+        except ValueError:
+            self.problem(
+                f"{where}.platform",
+                f"unknown platform {mapping['platform']!r}.",
+                f"Use one of {', '.join(p.value for p in Platform)}.",
+            )
+            return None, False
+
     def unknown_fields(self, raw: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
         for field_name in raw:
             if field_name not in allowed:
@@ -525,17 +540,9 @@ class _Parser:
         if mapping is None:
             return None
         self.unknown_fields(mapping, CLUSTER_FIELDS, where)
-        platform = Platform.LOCAL
-        if "platform" in mapping:
-            try:
-                platform = Platform(str(mapping["platform"]).strip().lower())
-            except ValueError:
-                self.problem(
-                    f"{where}.platform",
-                    f"unknown platform {mapping['platform']!r}.",
-                    f"Use one of {', '.join(p.value for p in Platform)}.",
-                )
-                ok = False
+        given, valid = self.platform_field(mapping, where)
+        platform = given or Platform.LOCAL
+        ok = ok and valid
         default_brokers = {Platform.LOCAL: 1, Platform.DOCKER: 1, Platform.KUBERNETES: 3}.get(platform)
         brokers: int | None
         if "brokers" in mapping:
@@ -845,17 +852,8 @@ class _Parser:
             self.problem(
                 f"{where}.url", f"{url!r} is not an http(s) URL.", "Write it as http://host:8083 or https://host:8443."
             )
-        platform: Platform | None = None
-        if "platform" in mapping:
-            try:
-                platform = Platform(str(mapping["platform"]).strip().lower())
-            except ValueError:
-                self.problem(
-                    f"{where}.platform",
-                    f"unknown platform {mapping['platform']!r}.",
-                    f"Use one of {', '.join(p.value for p in Platform)}.",
-                )
-                ok = False
+        platform, valid = self.platform_field(mapping, where)
+        ok = ok and valid
         if platform is None:
             platform = Platform.EXTERNAL if url is not None else (cluster.platform if cluster else Platform.EXTERNAL)
         if platform is Platform.EXTERNAL and url is None:
