@@ -214,9 +214,14 @@ def test_killed_worker_is_reported_by_refresh_and_restored_by_up(stack: TestStac
     url, auth = out["connect"]["mm2"]["url"], connect_auth(out)
     port = int(stack.config["config"]["mm2:workerGroups"]["mm2"]["restPort"]) + 1
     assert httpx.get(f"http://127.0.0.1:{port}/health", auth=auth, timeout=10).status_code == 200
-    states = [
-        httpx.get(f"{url}/connectors/{n}/status", auth=auth, timeout=10).json()["connector"]["state"]
-        for n in out["flows"][FLOW]["connectors"].values()
-    ]
-    assert states == ["RUNNING"] * 3
+
+    def states() -> list[str]:
+        return [
+            httpx.get(f"{url}/connectors/{n}/status", auth=auth, timeout=10).json()["connector"]["state"]
+            for n in out["flows"][FLOW]["connectors"].values()
+        ]
+
+    # The restarted worker rejoins the group, which rebalances: a connector can be UNASSIGNED for
+    # a moment (seen in CI). The worker group must converge back to every connector RUNNING.
+    wait_until(lambda: states() == ["RUNNING"] * 3, 120, "all connectors RUNNING after the rebalance")
     assert Path(stack.run_dir).exists()
