@@ -122,6 +122,18 @@ class TestStack:
         self.pulumi("config", "set", "--secret", "--path", f'mm2:secrets["{key}"]', stdin=value)
         self.config = yaml.safe_load(self.config_file.read_text())
 
+    def ports(self) -> list[int]:
+        """Every loopback port the stack's local brokers, controllers and workers listen on."""
+        cfg = self.config["config"]
+        ports: list[int] = []
+        for c in cfg["mm2:clusters"].values():
+            if c.get("platform", "local") == "local" and "port" in c:
+                ports += [c["port"] + i for i in range(2 * int(c.get("brokers", 1)))]
+        for g in cfg["mm2:workerGroups"].values():
+            if "restPort" in g:
+                ports += [g["restPort"] + i for i in range(int(g.get("workers", 1)))]
+        return ports
+
     def markers(self) -> list[str]:
         return [m for m in _all_markers() if m.startswith(f"{self.name}/")]
 
@@ -187,6 +199,19 @@ def stack_passwords(outputs: dict[str, Any]) -> set[str]:
         if group.get("auth"):
             found.add(group["auth"]["password"])
     return found
+
+
+@contextmanager
+def running(tmp: Path, config: dict[str, Any] | None = None) -> Iterator[TestStack]:
+    """`deployed()` plus `pulumi up`; after the destroy, checks that the stack left no JVM, no
+    listening port and no data directory behind."""
+    with deployed(tmp, config) as stack:
+        ports = stack.ports()
+        stack.up()
+        yield stack
+    assert stack.markers() == [], f"processes left behind: {stack.markers()}"
+    assert [p for p in ports if proc.port_in_use(p)] == [], "ports still in use after destroy"
+    assert not stack.run_dir.exists(), f"data directory left behind: {stack.run_dir}"
 
 
 def wait_until(predicate: Any, timeout_s: float, what: str, poll_s: float = 1.0) -> Any:

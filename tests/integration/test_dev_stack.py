@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from components.local import process as proc
-from tests.integration.harness import TestStack, connect_auth, deployed, kafka_conf, wait_until
+from tests.integration.harness import TestStack, connect_auth, kafka_conf, running, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -28,24 +28,8 @@ RECORDS = 10_000
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with deployed(tmp_path_factory.mktemp("dev-stack")) as s:
-        ports = _stack_ports(s)
-        s.up()
+    with running(tmp_path_factory.mktemp("dev-stack")) as s:
         yield s
-    # After destroy: no JVM, no listening port, no data directory of the stack.
-    assert s.markers() == [], f"processes left behind: {s.markers()}"
-    assert [p for p in ports if proc.port_in_use(p)] == [], "ports still in use after destroy"
-    assert not s.run_dir.exists(), f"data directory left behind: {s.run_dir}"
-
-
-def _stack_ports(s: TestStack) -> list[int]:
-    cfg = s.config["config"]
-    ports = []
-    for c in cfg["mm2:clusters"].values():
-        ports += [c["port"] + i for i in range(2 * int(c.get("brokers", 1)))]
-    for g in cfg["mm2:workerGroups"].values():
-        ports += [g["restPort"] + i for i in range(int(g.get("workers", 1)))]
-    return ports
 
 
 def test_up_runs_all_three_connectors(stack: TestStack) -> None:

@@ -28,7 +28,7 @@ import pytest
 from components.connect.client import ConnectClient
 from components.local import process as proc
 from components.ops.stack_outputs import connect_auth, kafka_config
-from tests.integration.harness import ROOT, TestStack, deployed, wait_until
+from tests.integration.harness import ROOT, TestStack, deployed, running, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -42,13 +42,8 @@ WAIT_S = 300  # generous: the machine's two cores are shared with other JVMs
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with deployed(tmp_path_factory.mktemp("faults")) as s:
-        ports = _stack_ports(s)
-        s.up()
+    with running(tmp_path_factory.mktemp("faults")) as s:
         yield s
-    assert s.markers() == [], f"processes left behind: {s.markers()}"
-    assert [p for p in ports if proc.port_in_use(p)] == [], "ports still in use after destroy"
-    assert not s.run_dir.exists(), f"data directory left behind: {s.run_dir}"
 
 
 @pytest.fixture
@@ -60,16 +55,6 @@ def whole(stack: TestStack) -> TestStack:
     assert sorted(stack.markers()) == expected
     _wait_flow_running(stack)
     return stack
-
-
-def _stack_ports(s: TestStack) -> list[int]:
-    cfg = s.config["config"]
-    ports = []
-    for c in cfg["mm2:clusters"].values():
-        ports += [c["port"] + i for i in range(2 * int(c.get("brokers", 1)))]
-    for g in cfg["mm2:workerGroups"].values():
-        ports += [g["restPort"] + i for i in range(int(g.get("workers", 1)))]
-    return ports
 
 
 def _expected_markers(s: TestStack) -> list[str]:
