@@ -2,7 +2,8 @@
 
 MirrorSourceConnector copies records, topic configs and ACLs and writes offset syncs;
 MirrorCheckpointConnector translates consumer-group offsets; MirrorHeartbeatConnector emits
-heartbeats. All three are created in parallel, each waiting until it and its tasks run.
+heartbeats. All three are created in parallel, each waiting until it and its tasks reach the
+state the flow declares (`state` / `connectorStates`: running unless paused or stopped).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class ReplicationFlow(pulumi.ComponentResource):
                 connector_name=spec.name,
                 config=dict(spec.config),
                 auth=group.auth,
+                desired_state=flow.state_of(spec.role).connect_state,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
             for spec in specs.all()
@@ -95,6 +97,7 @@ class ReplicationFlow(pulumi.ComponentResource):
                 "workerGroup": flow.worker_group,
                 "connectors": {spec.role: spec.name for spec in specs.all()},
                 "states": dict(states),
+                "desiredStates": {spec.role: flow.state_of(spec.role).connect_state for spec in specs.all()},
                 "topics": {t: remote_topic(flow, t) for t in source_topics},
                 "checkpointsTopic": checkpoints_topic(flow),
                 "offsetSyncsTopic": offset_syncs_topic(flow),

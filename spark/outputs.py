@@ -184,6 +184,9 @@ def parse_outputs(data: Mapping[str, Any]) -> StackOutputs:
             continue
         if f.get("enabled") is False:
             continue
+        if str(dict(f.get("desiredStates") or {}).get("source", "RUNNING")) != "RUNNING":
+            # Paused or stopped on purpose (mm2:flows.<flow>.state): it is not meant to catch up.
+            continue
         missing = [
             k
             for k in ("source", "target", "topics", "checkpointsTopic", "offsetSyncsTopic", "heartbeatsTopic")

@@ -339,6 +339,21 @@ class ConnectClient:
     def stop(self, name: str) -> None:
         self._call("PUT", connector_path(name, "stop"))
 
+    def create(self, name: str, config: Mapping[str, str], *, initial_state: str = "RUNNING") -> dict[str, Any]:
+        """POST /connectors: create a connector that starts in `initial_state` (RUNNING, PAUSED
+        or STOPPED; KIP-980), so a connector declared paused or stopped never runs a task.
+        Answers 409 when the name exists."""
+        self._remember_config_secrets(config)
+        body = {"name": name, "config": dict(config), "initial_state": initial_state}
+        return self._json(self._call("POST", "/connectors", json=body))
+
+    def set_state(self, name: str, state: str) -> None:
+        """Ask for a target state: RUNNING resumes (also from STOPPED), PAUSED pauses, STOPPED stops."""
+        actions = {"RUNNING": self.resume, "PAUSED": self.pause, "STOPPED": self.stop}
+        if state not in actions:
+            raise ValueError(f"unknown connector state {state!r}; use one of {', '.join(actions)}")
+        actions[state](name)
+
     def list_plugins(self) -> list[dict[str, Any]]:
         response = self._call("GET", "/connector-plugins")
         body = response.json()
@@ -371,6 +386,30 @@ class ConnectClient:
             )
 
         status = self._poll(name, "RUNNING", timeout_s, poll_s, lambda: self.get_status(name), accept)
+        assert status is not None  # accept() rejects None
+        return status
+
+    def wait_state(
+        self, name: str, state: str, timeout_s: float, poll_s: float = 1.0, *, min_tasks: int = 1
+    ) -> dict[str, Any]:
+        """Poll until the connector reaches `state`: RUNNING as wait_running; PAUSED with every
+        task PAUSED; STOPPED with no task left (Connect removes a stopped connector's tasks).
+        A FAILED connector or task raises ConnectorFailed at once."""
+        if state == "RUNNING":
+            return self.wait_running(name, timeout_s, poll_s, min_tasks=min_tasks)
+
+        def accept(status: dict[str, Any] | None) -> bool:
+            if status is None:
+                return False
+            failure = self._failure(name, status)
+            if failure is not None:
+                raise failure
+            tasks = status.get("tasks") or []
+            if (status.get("connector") or {}).get("state") != state:
+                return False
+            return not tasks if state == "STOPPED" else all(t.get("state") == state for t in tasks)
+
+        status = self._poll(name, state, timeout_s, poll_s, lambda: self.get_status(name), accept)
         assert status is not None  # accept() rejects None
         return status
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import unicodedata
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
@@ -54,6 +54,9 @@ __all__ = [
 
 TYPE_TOKEN = "pulumi-python:dynamic/connect:Connector"
 DEFAULT_TIMEOUT_S = 180
+# The states a connector can be asked to be in, as Connect's REST API names them.
+DESIRED_STATES = ("RUNNING", "PAUSED", "STOPPED")
+DEFAULT_STATE = "RUNNING"
 
 # The properties whose change means another connector, not a changed one.
 _REPLACE_KEYS = ("connect_url", "name")
@@ -87,8 +90,16 @@ class ConnectorArgs(_RequiredConnectorArgs, total=False):
     """REST basic-auth credentials {username, password}; stored as a secret."""
 
     timeout_seconds: pulumi.Input[int]
-    """How long create and update wait for the connector and its tasks to be RUNNING
+    """How long create and update wait for the connector and its tasks to reach desired_state
     (default 180)."""
+
+    desired_state: pulumi.Input[str]
+    """RUNNING (default), PAUSED or STOPPED. A connector created paused or stopped never runs a
+    task; on update the state is enforced (a connector paused by hand is resumed), and a refresh
+    shows a live state that differs as drift."""
+
+    ca_pem: pulumi.Input[str] | None
+    """PEM CA certificate(s) to verify an https:// connect_url against (the stack's CA)."""
 
 
 class Connector(Resource, module="connect", name="Connector"):
@@ -103,6 +114,8 @@ class Connector(Resource, module="connect", name="Connector"):
     config: pulumi.Output[dict[str, str]]
     auth: pulumi.Output[dict[str, str] | None]
     timeout_seconds: pulumi.Output[int]
+    desired_state: pulumi.Output[str]
+    ca_pem: pulumi.Output[str | None]
     state: pulumi.Output[str]
     tasks: pulumi.Output[list[dict[str, Any]]]
 
@@ -117,6 +130,8 @@ class Connector(Resource, module="connect", name="Connector"):
         config: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
         auth: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
         timeout_seconds: pulumi.Input[int] | None = None,
+        desired_state: pulumi.Input[str] | None = None,
+        ca_pem: pulumi.Input[str] | None = None,
     ) -> None:
         """Pass either args (a ConnectorArgs) or the same inputs as keywords, with the
         connector's name as connector_name (name would read as the Pulumi resource name)."""
@@ -128,7 +143,13 @@ class Connector(Resource, module="connect", name="Connector"):
                 args["auth"] = auth
             if timeout_seconds is not None:
                 args["timeout_seconds"] = timeout_seconds
-        elif any(v is not None for v in (connect_url, connector_name, config, auth, timeout_seconds)):
+            if desired_state is not None:
+                args["desired_state"] = desired_state
+            if ca_pem is not None:
+                args["ca_pem"] = ca_pem
+        elif any(
+            v is not None for v in (connect_url, connector_name, config, auth, timeout_seconds, desired_state, ca_pem)
+        ):
             raise TypeError(f"Connector {resource_name!r}: pass args or keyword inputs, not both")
         auth = args.get("auth")
         props: dict[str, Any] = {
@@ -139,6 +160,8 @@ class Connector(Resource, module="connect", name="Connector"):
             # (which does not accept secrets) gets the plain value and the engine re-marks it.
             "auth": pulumi.Output.secret(auth) if auth is not None else None,
             "timeout_seconds": args.get("timeout_seconds", DEFAULT_TIMEOUT_S),
+            "desired_state": args.get("desired_state", DEFAULT_STATE),
+            "ca_pem": args.get("ca_pem"),
             "state": None,
             "tasks": None,
         }
@@ -156,6 +179,8 @@ class ConnectorSpec:
     config: Mapping[str, str]
     auth: Mapping[str, str] | None = None
     timeout_seconds: int = DEFAULT_TIMEOUT_S
+    desired_state: str = DEFAULT_STATE
+    ca_pem: str | None = None
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any], id_: str = "") -> ConnectorSpec:
@@ -173,6 +198,8 @@ class ConnectorSpec:
             config={str(k): str(v) for k, v in config.items()},
             auth={str(k): str(v) for k, v in auth.items()} if auth else None,
             timeout_seconds=int(_plain(props.get("timeout_seconds")) or DEFAULT_TIMEOUT_S),
+            desired_state=_desired_state(props.get("desired_state")),
+            ca_pem=_plain(props.get("ca_pem")) or None,
         )
 
     @property
@@ -192,9 +219,12 @@ class ConnectorSpec:
             "name": self.name,
             "config": dict(self.config),
             "timeout_seconds": self.timeout_seconds,
+            "desired_state": self.desired_state,
         }
         if self.auth is not None:
             props["auth"] = dict(self.auth)
+        if self.ca_pem is not None:
+            props["ca_pem"] = self.ca_pem
         return props
 
     def outputs(self, status: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -244,7 +274,7 @@ class ConnectorProvider(ResourceProvider):
         transport_factory: Callable[[], httpx.BaseTransport] | None = None,
         sleep: Callable[[float], None] | None = None,
         retry_budget_s: float = 60.0,
-        poll_s: float = 1.0,
+        poll_s: float = 0.5,
     ) -> None:
         super().__init__()
         self.transport_factory = transport_factory
@@ -254,13 +284,19 @@ class ConnectorProvider(ResourceProvider):
 
     # -- check -----------------------------------------------------------------------------
 
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         inputs = dict(news)
         if inputs.get("timeout_seconds") is None:
             inputs["timeout_seconds"] = DEFAULT_TIMEOUT_S
+        if inputs.get("desired_state") is None:
+            inputs["desired_state"] = DEFAULT_STATE
         failures = _input_failures(inputs)
         # __provider itself can be unknown in a preview; it says nothing about the connector.
-        if not failures and not _has_unknown({k: v for k, v in inputs.items() if k != _PROVIDER_KEY}):
+        if (
+            not failures
+            and not _has_unknown({k: v for k, v in inputs.items() if k != _PROVIDER_KEY})
+            and not _same_config(olds, inputs)
+        ):
             failures = self._validation_failures(ConnectorSpec.from_props(inputs))
         return CheckResult(inputs, failures)
 
@@ -321,6 +357,9 @@ class ConnectorProvider(ResourceProvider):
         new_timeout = _plain(news.get("timeout_seconds")) or DEFAULT_TIMEOUT_S
         if _is_unknown(new_timeout) or float(old_timeout) != float(new_timeout):
             detailed["timeout_seconds"] = "update"
+        for key, normalize in (("desired_state", _desired_state), ("ca_pem", lambda v: _plain(v) or None)):
+            if _is_unknown(news.get(key)) or normalize(olds.get(key)) != normalize(news.get(key)):
+                detailed[key] = "update"
 
         diffs = sorted({path.split("[", 1)[0] for path in detailed})
         return ConnectorDiff(replaces=replaces, diffs=diffs, detailed_diff=detailed)
@@ -332,7 +371,13 @@ class ConnectorProvider(ResourceProvider):
         with self._client(spec) as client:
             try:
                 existed = client.get_config(spec.name) is not None
-                client.put_config(spec.name, spec.config)
+                if existed:
+                    # Adopt it: the declared config, then the declared state.
+                    client.put_config(spec.name, spec.config)
+                    client.set_state(spec.name, spec.desired_state)
+                else:
+                    # Born in the declared state: a connector declared paused never runs a task.
+                    client.create(spec.name, spec.config, initial_state=spec.desired_state)
             except ConnectError as exc:
                 raise ConnectorOperationFailed(
                     f"creating connector {spec.name!r} at {spec.connect_url} failed: {exc}\n"
@@ -351,11 +396,15 @@ class ConnectorProvider(ResourceProvider):
                 raise ConnectorOperationFailed(_start_failure("create", spec, exc, cleanup)) from exc
         return CreateResult(spec.name, spec.outputs(status))
 
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         spec = ConnectorSpec.from_props(news)
         with self._client(spec) as client:
             try:
-                client.put_config(spec.name, spec.config)
+                # An unchanged config is not PUT again: Connect would restart the connector for it.
+                if not _same_config(olds, news):
+                    client.put_config(spec.name, spec.config)
+                # Always: the declared state wins over a pause or stop done by hand.
+                client.set_state(spec.name, spec.desired_state)
             except ConnectError as exc:
                 raise ConnectorOperationFailed(
                     f"updating connector {spec.name!r} at {spec.connect_url} failed: {exc}\n"
@@ -396,7 +445,14 @@ class ConnectorProvider(ResourceProvider):
         # Connect adds "name" to the config it stores; keep it only if the program set it.
         if "name" not in spec.config and live.get("name") == spec.name:
             live.pop("name")
-        refreshed = ConnectorSpec(spec.connect_url, spec.name, live, spec.auth, spec.timeout_seconds)
+        live_state = _state_outputs(status)["state"]
+        refreshed = replace(
+            spec,
+            config=live,
+            # A connector paused or stopped by hand shows as drift in desired_state, which the
+            # next `up` puts back; FAILED or UNASSIGNED are not states anyone asked for.
+            desired_state=live_state if live_state in DESIRED_STATES else spec.desired_state,
+        )
         # Returning inputs too makes the CLI diff old inputs (live) against the program, so
         # the next preview names the drifted keys.
         return ReadResult(id_, refreshed.outputs(status), refreshed.inputs())
@@ -424,6 +480,7 @@ class ConnectorProvider(ResourceProvider):
         timeout: float = 10.0,
     ) -> ConnectClient:
         transport = self.transport_factory() if self.transport_factory is not None else None
+        tls: dict[str, Any] = {"ca_pem": spec.ca_pem} if spec.ca_pem else {}
         return ConnectClient(
             spec.connect_url,
             auth=spec.credentials,
@@ -431,10 +488,14 @@ class ConnectorProvider(ResourceProvider):
             timeout=timeout,
             retry_budget_s=self.retry_budget_s if retry_budget_s is None else retry_budget_s,
             sleep=self.sleep if self.sleep is not None else time.sleep,
+            **tls,
         )
 
     def _wait_running(self, client: ConnectClient, spec: ConnectorSpec) -> dict[str, Any]:
-        return client.wait_running(spec.name, spec.timeout_seconds, self.poll_s, min_tasks=spec.min_tasks)
+        """Wait for the declared state (RUNNING unless the stack asks for PAUSED or STOPPED)."""
+        return client.wait_state(
+            spec.name, spec.desired_state, spec.timeout_seconds, self.poll_s, min_tasks=spec.min_tasks
+        )
 
     def _roll_back(self, client: ConnectClient, spec: ConnectorSpec) -> str:
         try:
@@ -537,6 +598,15 @@ def _input_failures(inputs: Mapping[str, Any]) -> list[CheckFailure]:
         # Never echo the value: it holds the password.
         failures.append(CheckFailure("auth", "auth must be a map with non-empty username and password"))
 
+    state = _plain(inputs.get("desired_state"))
+    if not _is_unknown(state) and state is not None and _desired_state(state) not in DESIRED_STATES:
+        failures.append(
+            CheckFailure(
+                "desired_state",
+                f"desired_state must be one of {', '.join(DESIRED_STATES)}, got {state!r}",
+            )
+        )
+
     timeout = _plain(inputs.get("timeout_seconds"))
     if not _is_unknown(timeout) and not (
         isinstance(timeout, (int, float))
@@ -572,6 +642,27 @@ def _config_failures(config: Any, name: Any) -> list[CheckFailure]:
             )
         )
     return failures
+
+
+def _desired_state(value: Any) -> str:
+    """RUNNING for a missing value (states written before desired_state existed)."""
+    value = _plain(value)
+    return str(value).strip().upper() if value else DEFAULT_STATE
+
+
+def _same_config(olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
+    """True when an existing connector's config and endpoint are unchanged: nothing to validate
+    or PUT again. False for a new connector (no olds) or anything unknown."""
+    if not olds or not olds.get("config"):
+        return False
+    if _is_unknown(news.get("connect_url")) or _normalized("connect_url", olds.get("connect_url")) != _normalized(
+        "connect_url", news.get("connect_url")
+    ):
+        return False
+    name = str(_plain(olds.get("name")) or "")
+    old = _comparable_config(olds.get("config"), name)
+    new = _comparable_config(news.get("config"), name)
+    return not isinstance(new, Unknown) and not _has_unknown(new) and old == new
 
 
 def _valid_auth(auth: Any) -> bool:

@@ -9,9 +9,9 @@ Every call goes through ConnectClient (retries on rebalances, errors with method
 Connect's message) to the worker group that runs the flow, with basic auth when the stack outputs
 carry credentials for it.
 
-These are operator actions outside Pulumi: a paused or stopped connector keeps its config, and
-`pulumi up` does not resume it (its diff only compares configs); a later config change of a
-paused connector waits for RUNNING and times out. Resume before changing config.
+These are operator actions outside Pulumi: a paused or stopped connector keeps its config and
+stays so until `pulumi up --refresh` (or a change to that connector) puts back the state the
+stack declares (`mm2:flows.<flow>.state`, running unless said otherwise).
 
 Exit codes: 0 done (status: everything RUNNING), 1 an error, 3 status found a connector or task
 not RUNNING (FAILED, PAUSED, STOPPED, UNASSIGNED, or missing).

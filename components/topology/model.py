@@ -67,6 +67,23 @@ class SaslMechanism(str, Enum):
         return "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
+class ConnectorState(str, Enum):
+    """The state a flow's connector should be in, as `mm2:flows.<flow>.state` spells it.
+
+    running: copying; paused: tasks paused, config and assignments kept, resumes at once;
+    stopped: tasks shut down and their assignments released, offsets kept (Connect's STOPPED).
+    """
+
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPED = "stopped"
+
+    @property
+    def connect_state(self) -> str:
+        """The name Connect's REST API uses (RUNNING, PAUSED, STOPPED)."""
+        return self.value.upper()
+
+
 class PolicyKind(str, Enum):
     DEFAULT = "default"
     IDENTITY = "identity"
@@ -174,10 +191,15 @@ class Flow:
     settings: Mapping[str, str]
     tasks_max: int = 1
     exactly_once: bool = False
+    # Desired state per connector role (source, checkpoint, heartbeat); a missing role runs.
+    connector_states: Mapping[str, ConnectorState] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def name(self) -> str:
         return f"{self.source}->{self.target}"
+
+    def state_of(self, role: str) -> ConnectorState:
+        return self.connector_states.get(role, ConnectorState.RUNNING)
 
     @property
     def slug(self) -> str:

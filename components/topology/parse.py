@@ -19,12 +19,14 @@ from types import MappingProxyType
 from typing import Any
 
 from components.topology import settings as known
+from components.topology.mm2config import ROLES
 from components.topology.model import (
     DEFAULT_MM2_USER,
     DEFAULT_POLICY_CLASS,
     DEFAULT_SECRETS_FILE,
     IDENTITY_POLICY_CLASS,
     Cluster,
+    ConnectorState,
     Flow,
     Platform,
     PolicyKind,
@@ -106,6 +108,8 @@ FLOW_FIELDS = (
     "settings",
     "tasksMax",
     "exactlyOnce",
+    "state",
+    "connectorStates",
 )
 DEFAULTS_FIELDS = (
     "settings",
@@ -1040,6 +1044,7 @@ class _Parser:
             )
 
         policy = self.policy(mapping.get("replicationPolicy"), f"{where}.replicationPolicy", defaults.policy)
+        states = self.connector_states(mapping, where)
 
         # worker group: explicit, else the only group on the target, else the only group.
         group_name: str | None = None
@@ -1096,6 +1101,7 @@ class _Parser:
             or exactly_once is None
             or tasks_max is None
             or group_name is None
+            or states is None
             or any(v is None for v in lists.values())
         ):
             return None
@@ -1113,7 +1119,50 @@ class _Parser:
             settings=frozen_map(merged),
             tasks_max=tasks_max,
             exactly_once=exactly_once,
+            connector_states=MappingProxyType(states),
         )
+
+    def connector_states(self, mapping: Mapping[str, Any], where: str) -> dict[str, ConnectorState] | None:
+        """`state` for the whole flow, `connectorStates` per role on top; only non-running kept."""
+        ok = True
+
+        def one(value: Any, key: str) -> ConnectorState | None:
+            nonlocal ok
+            text = value.strip().lower() if isinstance(value, str) else None
+            try:
+                return ConnectorState(text)
+            except ValueError:
+                ok = False
+                self.problem(
+                    key,
+                    f"connector state {value!r} is not one of running, paused, stopped.",
+                    "Use running (copy), paused (keep tasks, stop copying) or stopped "
+                    "(release tasks, keep offsets); remove the key to run.",
+                )
+                return None
+
+        flow_state = one(mapping["state"], f"{where}.state") if "state" in mapping else ConnectorState.RUNNING
+        states = dict.fromkeys(ROLES, flow_state or ConnectorState.RUNNING)
+        raw = mapping.get("connectorStates")
+        if raw is not None:
+            per_role = self.as_mapping(raw, f"{where}.connectorStates")
+            if per_role is None:
+                return None
+            for role, value in per_role.items():
+                if role not in ROLES:
+                    ok = False
+                    self.problem(
+                        f"{where}.connectorStates.{role}",
+                        f"unknown connector role {role!r}.",
+                        f"Use one of: {', '.join(ROLES)}.",
+                    )
+                    continue
+                state = one(value, f"{where}.connectorStates.{role}")
+                if state is not None:
+                    states[role] = state
+        if not ok:
+            return None
+        return {role: state for role, state in states.items() if state is not ConnectorState.RUNNING}
 
     @staticmethod
     def derived_settings(source: Cluster, target: Cluster, disaster_recovery: bool) -> dict[str, str]:

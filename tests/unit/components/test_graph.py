@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from components.connect_group import ConnectWorkerGroup
 from components.credentials import Credentials
 from components.kafka_cluster import ContainerPlatforms, KafkaCluster, LocalPlatform
 from components.replication_flow import ReplicationFlow
-from components.topology import Topology, parse_topology, with_secrets_file
+from components.topology import ConnectorState, Topology, parse_topology, with_secrets_file
 from components.topology.security import (
     cluster_acls,
     cluster_users,
@@ -207,6 +207,25 @@ def test_connector_inputs_carry_mm2_config(monitor: RecordingMonitor) -> Any:
         assert broker["marker"] == "unit/dr/broker-0"
 
     return build(dev_topology()).apply(check)
+
+
+@pulumi.runtime.test
+def test_declared_connector_states_reach_the_connectors_and_the_flow_summary(monitor: RecordingMonitor) -> Any:
+    topology = dev_topology()
+    flow = replace(
+        topology.flows[0],
+        connector_states={"source": ConnectorState.STOPPED, "checkpoint": ConnectorState.PAUSED},
+    )
+    topology = replace(topology, flows=(flow,))
+
+    def check(values: list[Any]) -> None:
+        state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
+        declared = {role: state[f"mm2-primary-to-dr-{role}"]["desired_state"] for role in flow.connector_states}
+        assert declared == {"source": "STOPPED", "checkpoint": "PAUSED"}
+        assert state["mm2-primary-to-dr-heartbeat"]["desired_state"] == "RUNNING"
+        assert values[0]["desiredStates"] == {"source": "STOPPED", "checkpoint": "PAUSED", "heartbeat": "RUNNING"}
+
+    return build(topology).apply(check)
 
 
 def example_topology(name: str) -> Topology:

@@ -33,11 +33,13 @@ def error(status: int, message: str) -> httpx.Response:
     return httpx.Response(status, json={"error_code": status, "message": message})
 
 
-def running(name: str, tasks: int = 1) -> dict[str, Any]:
+def running(name: str, tasks: int = 1, state: str = "RUNNING") -> dict[str, Any]:
+    """A status in `state`; a STOPPED connector has no tasks, as in Connect."""
+    count = 0 if state == "STOPPED" else tasks
     return {
         "name": name,
-        "connector": {"state": "RUNNING", "worker_id": "w0:8083"},
-        "tasks": [{"id": i, "state": "RUNNING", "worker_id": "w0:8083"} for i in range(tasks)],
+        "connector": {"state": state, "worker_id": "w0:8083"},
+        "tasks": [{"id": i, "state": state, "worker_id": "w0:8083"} for i in range(count)],
         "type": "source",
     }
 
@@ -47,8 +49,9 @@ class FakeConnect:
     """Connectors kept in a dict; scripted answers for (method, path) are served first.
 
     `statuses[name]` lists the statuses that successive GET status calls return (the last one
-    repeats); without an entry a connector reports RUNNING with one task. `delete_lag` is how
-    many status polls a deleted connector stays visible.
+    repeats); without an entry a connector reports its target state (`states`: RUNNING unless
+    created with another initial_state or paused/stopped since) with one task. `delete_lag` is
+    how many status polls a deleted connector stays visible.
     """
 
     connectors: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -56,6 +59,7 @@ class FakeConnect:
     script: dict[tuple[str, str], list[Step]] = field(default_factory=dict)
     validation_errors: dict[str, list[str]] = field(default_factory=dict)
     delete_lag: int = 0
+    states: dict[str, str] = field(default_factory=dict)
     requests: list[httpx.Request] = field(default_factory=list)
     _deleting: dict[str, int] = field(default_factory=dict)
 
@@ -89,6 +93,14 @@ class FakeConnect:
             return httpx.Response(200, json=[{"class": "org.apache.kafka.connect.mirror.MirrorSourceConnector"}])
         if parts[0] == "connector-plugins" and parts[-2:] == ["config", "validate"]:
             return self._validate(json.loads(request.content))
+        if method == "POST" and parts == ["connectors"]:
+            body = json.loads(request.content)
+            name = body["name"]
+            if name in self.connectors:
+                return error(409, f"Connector {name} already exists")
+            self.connectors[name] = {**body["config"], "name": name}
+            self.states[name] = body.get("initial_state", "RUNNING")
+            return httpx.Response(201, json={"name": name, "config": self.connectors[name], "tasks": []})
         if parts[0] != "connectors" or len(parts) < 2:
             return httpx.Response(404, json={"error_code": 404, "message": "HTTP 404 Not Found"})
         name, rest = parts[1], parts[2:]
@@ -111,7 +123,7 @@ class FakeConnect:
                     return error(404, f"No status found for connector {name}")
             queue = self.statuses.get(name)
             if not queue:
-                return httpx.Response(200, json=running(name))
+                return httpx.Response(200, json=running(name, state=self.states.get(name, "RUNNING")))
             return httpx.Response(200, json=queue.pop(0) if len(queue) > 1 else queue[0])
         if method == "DELETE" and not rest:
             if self.delete_lag:
@@ -120,6 +132,9 @@ class FakeConnect:
                 del self.connectors[name]
             return httpx.Response(204)
         if method in ("PUT", "POST") and rest and rest[0] in ("pause", "resume", "stop", "restart"):
+            target = {"pause": "PAUSED", "resume": "RUNNING", "stop": "STOPPED"}.get(rest[0])
+            if target is not None:
+                self.states[name] = target
             return httpx.Response(202 if rest[0] != "stop" else 204)
         return error(405, "HTTP 405 Method Not Allowed")
 

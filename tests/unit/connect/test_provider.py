@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from typing import Any
 
@@ -168,10 +169,10 @@ def test_create_does_not_delete_a_connector_that_existed_before() -> None:
 
 
 def test_create_rejected_by_connect_says_nothing_was_created() -> None:
-    fake = FakeConnect(script={("PUT", "/connectors/c1/config"): [error(400, "Connector configuration is invalid")]})
+    fake = FakeConnect(script={("POST", "/connectors"): [error(400, "Connector configuration is invalid")]})
     with pytest.raises(ConnectorOperationFailed) as info:
         provider(fake).create(props("c1"))
-    assert "PUT /connectors/c1/config returned HTTP 400" in str(info.value)
+    assert "POST /connectors returned HTTP 400" in str(info.value)
     assert "Nothing was created" in str(info.value)
 
 
@@ -186,8 +187,84 @@ def test_update_puts_the_new_config_and_waits() -> None:
     fake = FakeConnect(connectors={"c1": {"connector.class": SOURCE, "tasks.max": "1"}})
     result = provider(fake).update("c1", outputs(props("c1")), props("c1", **{"tasks.max": "2"}))
     assert fake.connectors["c1"]["tasks.max"] == "2"
-    assert fake.seen()[:2] == ["PUT /connectors/c1/config", "GET /connectors/c1/status"]
+    assert fake.seen()[:3] == ["PUT /connectors/c1/config", "PUT /connectors/c1/resume", "GET /connectors/c1/status"]
     assert result.outs is not None and result.outs["state"] == "RUNNING"
+
+
+# -- desired state -------------------------------------------------------------------------------
+
+
+def test_create_paused_is_born_paused_and_never_resumed() -> None:
+    fake = FakeConnect()
+    result = provider(fake).create({**props("c1"), "desired_state": "PAUSED"})
+    created = [r for r in fake.requests if r.method == "POST"]
+    assert len(created) == 1 and json.loads(created[0].content)["initial_state"] == "PAUSED"
+    assert not any(path.endswith("/resume") for path in fake.seen())
+    assert result.outs is not None
+    assert result.outs["state"] == "PAUSED" and result.outs["desired_state"] == "PAUSED"
+
+
+def test_create_stopped_waits_until_no_task_is_left() -> None:
+    fake = FakeConnect(statuses={"c1": [running("c1", state="RUNNING"), running("c1", state="STOPPED")]})
+    sleep = FakeSleep()
+    result = provider(fake, sleep).create({**props("c1"), "desired_state": "STOPPED"})
+    assert result.outs is not None and result.outs["state"] == "STOPPED" and result.outs["tasks"] == []
+    assert len(sleep.calls) == 1  # polled past the RUNNING answer
+
+
+def test_create_adopting_an_existing_connector_applies_config_then_state() -> None:
+    fake = FakeConnect(connectors={"c1": {"connector.class": SOURCE}}, states={"c1": "RUNNING"})
+    provider(fake).create({**props("c1"), "desired_state": "STOPPED"})
+    assert fake.seen("PUT") == ["PUT /connectors/c1/config", "PUT /connectors/c1/stop"]
+    assert fake.states["c1"] == "STOPPED"
+
+
+def test_update_of_the_state_alone_does_not_put_the_config_again() -> None:
+    fake = FakeConnect(connectors={"c1": {**props("c1")["config"], "name": "c1"}})
+    old = outputs(props("c1"))
+    new = {**props("c1"), "desired_state": "PAUSED"}
+    diff = ConnectorProvider().diff("c1", old, new)
+    assert diff.detailed_diff == {"desired_state": "update"} and not diff.replaces
+    result = provider(fake).update("c1", old, new)
+    assert fake.seen("PUT") == ["PUT /connectors/c1/pause"]
+    assert result.outs is not None and result.outs["state"] == "PAUSED"
+
+
+def test_update_resumes_a_connector_paused_by_hand() -> None:
+    fake = FakeConnect(connectors={"c1": {"connector.class": SOURCE}}, states={"c1": "PAUSED"})
+    result = provider(fake).update("c1", outputs(props("c1")), props("c1", **{"tasks.max": "2"}))
+    assert fake.seen("PUT") == ["PUT /connectors/c1/config", "PUT /connectors/c1/resume"]
+    assert result.outs is not None and result.outs["state"] == "RUNNING"
+
+
+def test_refresh_shows_a_hand_paused_connector_as_drift_that_up_reverts() -> None:
+    fake = FakeConnect(connectors={"c1": {**props("c1")["config"], "name": "c1"}}, states={"c1": "PAUSED"})
+    result = provider(fake).read("c1", outputs(props("c1")))
+    assert result.inputs is not None and result.inputs["desired_state"] == "PAUSED"
+    diff = ConnectorProvider().diff("c1", result.inputs, props("c1"))
+    assert diff.detailed_diff == {"desired_state": "update"}
+
+
+def test_state_written_before_desired_state_existed_reads_as_running() -> None:
+    old = outputs(props("c1"))
+    old.pop("desired_state", None)
+    assert ConnectorProvider().diff("c1", old, {**props("c1"), "desired_state": "RUNNING"}).changes is False
+
+
+def test_check_rejects_an_unknown_desired_state() -> None:
+    result = ConnectorProvider().check({}, {**props("c1"), "desired_state": "SLEEPING"})
+    assert [f.property for f in result.failures] == ["desired_state"]
+    assert "RUNNING, PAUSED, STOPPED" in result.failures[0].reason
+
+
+def test_check_asks_connect_to_validate_only_new_or_changed_configs() -> None:
+    fake = FakeConnect()
+    check = provider(fake).check
+    check(outputs(props("c1")), props("c1"))  # unchanged: the no-op `up` of a deployed stack
+    assert fake.requests == []
+    check(outputs(props("c1")), props("c1", **{"tasks.max": "4"}))
+    check({}, props("c1"))  # a new connector
+    assert len(fake.seen("PUT")) == 2 and all("/config/validate" in path for path in fake.seen("PUT"))
 
 
 # -- read / delete -------------------------------------------------------------------------------

@@ -66,6 +66,13 @@ def test_disabled_flows_are_skipped_and_problems_are_listed_together() -> None:
     assert 'flows["a->b"] lacks target, topics' in str(err.value)
 
 
+def test_flows_paused_or_stopped_by_config_are_not_validated() -> None:
+    paused = {**FLOW, "desiredStates": {"source": "PAUSED", "checkpoint": "RUNNING", "heartbeat": "RUNNING"}}
+    assert outputs(**{"primary->dr": paused}).flows == ()
+    checkpoint_only = {**FLOW, "desiredStates": {"source": "RUNNING", "checkpoint": "STOPPED"}}
+    assert [f.name for f in outputs(**{"primary->dr": checkpoint_only}).flows] == ["primary->dr"]
+
+
 def test_client_settings_never_show_secrets() -> None:
     jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="mm2" password="s3cret";'
     clusters = {

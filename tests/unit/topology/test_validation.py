@@ -320,3 +320,25 @@ def test_every_problem_is_reported_at_once() -> None:
 
 def test_topology_error_is_a_value_error() -> None:
     assert issubclass(TopologyError, ValueError)
+
+
+def test_flow_state_and_per_role_overrides() -> None:
+    from components.topology import ConnectorState
+
+    config = dev_config()
+    assert parse_topology(config).flows[0].state_of("source") is ConnectorState.RUNNING
+    config["flows"]["primary->dr"]["state"] = "Paused"
+    config["flows"]["primary->dr"]["connectorStates"] = {"heartbeat": "running", "checkpoint": "stopped"}
+    flow = parse_topology(config).flows[0]
+    states = {role: flow.state_of(role).connect_state for role in ("source", "checkpoint", "heartbeat")}
+    assert states == {"source": "PAUSED", "checkpoint": "STOPPED", "heartbeat": "RUNNING"}
+
+
+def test_unknown_connector_state_and_role_name_the_key_and_the_choices() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["state"] = "halted"
+    config["flows"]["primary->dr"]["connectorStates"] = {"sink": "paused"}
+    state = problem_at(config, "mm2:flows.primary->dr.state")
+    assert "'halted'" in state.message and "running, paused, stopped" in state.message
+    role = problem_at(config, "mm2:flows.primary->dr.connectorStates.sink")
+    assert "source, checkpoint, heartbeat" in role.fix
