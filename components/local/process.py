@@ -257,6 +257,7 @@ def is_running(pid: int | None, marker: str) -> bool:
     """True when `pid` is alive and is the process carrying `marker` (not a recycled pid)."""
     if not pid:
         return False
+    pid = int(pid)  # Pulumi hands dynamic providers numbers as floats: 28792.0
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
@@ -312,7 +313,7 @@ def stop(marker: str, pid: int | None = None, grace_s: float = 30.0) -> None:
     """SIGTERM every process carrying `marker` (and its process group), SIGKILL after `grace_s`."""
     pids = set(find_pids(marker))
     if pid and is_running(pid, marker):
-        pids.add(pid)
+        pids.add(int(pid))
     for p in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(p, signal.SIGTERM)
