@@ -371,32 +371,14 @@ class ConnectClient:
         tasks exist; pass 0 for connectors that legitimately run without tasks (MM2's checkpoint
         connector when the source has no consumer group yet).
         """
-
-        def accept(status: dict[str, Any] | None) -> bool:
-            if status is None:
-                return False
-            failure = self._failure(name, status)
-            if failure is not None:
-                raise failure
-            tasks = status.get("tasks") or []
-            return (
-                (status.get("connector") or {}).get("state") == "RUNNING"
-                and len(tasks) >= min_tasks
-                and all(t.get("state") == "RUNNING" for t in tasks)
-            )
-
-        status = self._poll(name, "RUNNING", timeout_s, poll_s, lambda: self.get_status(name), accept)
-        assert status is not None  # accept() rejects None
-        return status
+        return self.wait_state(name, "RUNNING", timeout_s, poll_s, min_tasks=min_tasks)
 
     def wait_state(
         self, name: str, state: str, timeout_s: float, poll_s: float = 1.0, *, min_tasks: int = 1
     ) -> dict[str, Any]:
-        """Poll until the connector reaches `state`: RUNNING as wait_running; PAUSED with every
-        task PAUSED; STOPPED with no task left (Connect removes a stopped connector's tasks).
-        A FAILED connector or task raises ConnectorFailed at once."""
-        if state == "RUNNING":
-            return self.wait_running(name, timeout_s, poll_s, min_tasks=min_tasks)
+        """Poll until the connector reaches `state`: RUNNING as wait_running says; PAUSED with
+        every task PAUSED (a connector created paused may have none); STOPPED with no task left
+        (Connect removes a stopped connector's tasks). FAILED raises ConnectorFailed at once."""
 
         def accept(status: dict[str, Any] | None) -> bool:
             if status is None:
@@ -407,7 +389,10 @@ class ConnectClient:
             tasks = status.get("tasks") or []
             if (status.get("connector") or {}).get("state") != state:
                 return False
-            return not tasks if state == "STOPPED" else all(t.get("state") == state for t in tasks)
+            if state == "STOPPED":
+                return not tasks
+            enough = len(tasks) >= min_tasks if state == "RUNNING" else True
+            return enough and all(t.get("state") == state for t in tasks)
 
         status = self._poll(name, state, timeout_s, poll_s, lambda: self.get_status(name), accept)
         assert status is not None  # accept() rejects None
