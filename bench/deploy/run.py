@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -65,10 +66,36 @@ def stack_config(flows: int) -> dict[str, Any]:
     }
 
 
-def timed(stack: TestStack, *args: str) -> float:
-    t0 = time.monotonic()
+def jvm_cpu_s(stack: TestStack) -> float:
+    """CPU seconds used so far by the stack's live JVMs (brokers, controllers, workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if f"-Dmm2.process={stack.name}/".encode() not in (entry / "cmdline").read_bytes():
+                continue
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return total
+
+
+def timed(stack: TestStack, *args: str) -> dict[str, float]:
+    """Wall time of one `pulumi up`, and where the CPU went meanwhile: the engine's process tree
+    (CLI, language host, program, dynamic providers: waited-for children) and the JVMs."""
+    cpu0, jvm0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), jvm_cpu_s(stack), time.monotonic()
     stack.up(*args)
-    return time.monotonic() - t0
+    wall = time.monotonic() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "wall_s": wall,
+        "engine_cpu_s": (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime),
+        # JVMs started during this `up` count from zero; stopped ones are not seen (none are).
+        "jvm_cpu_s": jvm_cpu_s(stack) - jvm0,
+    }
 
 
 def one_run(size: int) -> dict[str, float]:
@@ -90,7 +117,15 @@ def one_run(size: int) -> dict[str, float]:
             )
         finally:
             stack.destroy()
-    return {"infra_s": infra, "flows_s": flows, "noop_s": noop}
+    return {
+        "infra_s": infra["wall_s"],
+        "flows_s": flows["wall_s"],
+        "noop_s": noop["wall_s"],
+        "flows_engine_cpu_s": flows["engine_cpu_s"],
+        "flows_jvm_cpu_s": flows["jvm_cpu_s"],
+        "noop_engine_cpu_s": noop["engine_cpu_s"],
+        "noop_jvm_cpu_s": noop["jvm_cpu_s"],
+    }
 
 
 def machine() -> dict[str, Any]:
@@ -125,6 +160,10 @@ def machine() -> dict[str, Any]:
         "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0],
         "kafka": os.environ.get("MM2_KAFKA_VERSION", "unknown"),
         "load_avg_at_start": os.getloadavg(),
+        # The engine runs GOMAXPROCS*4 resource operations at once unless PULUMI_PARALLEL says
+        # otherwise; our dynamic-provider host serves PULUMI_DYNAMIC_THREADS (64) at once.
+        "pulumi_parallel": os.environ.get("PULUMI_PARALLEL") or f"default ({4 * (os.cpu_count() or 1)})",
+        "dynamic_provider_threads": os.environ.get("PULUMI_DYNAMIC_THREADS") or "default (64)",
     }
 
 
@@ -132,6 +171,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1,4,16")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tag", default="", help="suffix of the results files, e.g. a variant name")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     info = machine()
@@ -145,13 +185,13 @@ def main() -> int:
             result = one_run(size)
             runs[size].append(result)
             print(
-                f"    infra {result['infra_s']:.1f}s  flows {result['flows_s']:.1f}s  noop {result['noop_s']:.1f}s",
+                f"    infra {result['infra_s']:.1f}s  flows {result['flows_s']:.1f}s  noop {result['noop_s']:.1f}s"
+                f"  (flows CPU: engine {result['flows_engine_cpu_s']:.1f}s, JVMs {result['flows_jvm_cpu_s']:.1f}s;"
+                f" noop CPU: engine {result['noop_engine_cpu_s']:.1f}s)",
                 flush=True,
             )
 
-    medians = {
-        s: {k: statistics.median(r[k] for r in runs[s]) for k in ("infra_s", "flows_s", "noop_s")} for s in sizes
-    }
+    medians = {s: {k: statistics.median(r[k] for r in runs[s]) for k in runs[s][0]} for s in sizes}
     base = medians[sizes[0]]["flows_s"]
     ratios = {s: medians[s]["flows_s"] / base for s in sizes}
     report = {
@@ -169,13 +209,15 @@ def main() -> int:
         f"Kafka {info['kafka']}, {info['java']}. Command: `python bench/deploy/run.py --sizes {args.sizes} "
         f"--repeats {args.repeats}`. Medians of {args.repeats} interleaved runs.",
         "",
-        "| flows | connectors | infra up (s) | flows up to all RUNNING (s) | no-op up (s) | flows time vs 1 flow |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| flows | connectors | infra up (s) | flows up to all RUNNING (s) | no-op up (s) | flows time vs 1 flow "
+        "| CPU during flows up: engine / JVMs (s) | CPU during no-op up: engine (s) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in sizes:
         m = medians[s]
         lines.append(
-            f"| {s} | {3 * s} | {m['infra_s']:.1f} | {m['flows_s']:.1f} | {m['noop_s']:.1f} | {ratios[s]:.2f}x |"
+            f"| {s} | {3 * s} | {m['infra_s']:.1f} | {m['flows_s']:.1f} | {m['noop_s']:.1f} | {ratios[s]:.2f}x "
+            f"| {m['flows_engine_cpu_s']:.1f} / {m['flows_jvm_cpu_s']:.1f} | {m['noop_engine_cpu_s']:.1f} |"
         )
     goal_scale = ratios[sizes[-1]] <= 2.0
     goal_noop = all(medians[s]["noop_s"] < 10 for s in sizes)
@@ -188,7 +230,7 @@ def main() -> int:
     print("\n" + text)
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    stamp = f"{datetime.now(timezone.utc):%Y%m%d}"
+    stamp = f"{datetime.now(timezone.utc):%Y%m%d}" + (f"-{args.tag}" if args.tag else "")
     (out / f"deploy-{stamp}.json").write_text(json.dumps(report, indent=2) + "\n")
     (out / f"deploy-{stamp}.md").write_text(text + "\n")
     return 0
