@@ -15,6 +15,7 @@ import pulumi
 from components.connect_group import ConnectWorkerGroup
 from components.credentials import Credentials
 from components.kafka_cluster import ContainerPlatforms, KafkaCluster, LocalPlatform
+from components.local.tls import stack_tls, tls_layout
 from components.platform.docker import docker_network
 from components.platform.manifests import PlatformSettingsError, docker_settings, kubernetes_settings
 from components.replication_flow import ReplicationFlow
@@ -33,6 +34,7 @@ from components.topology.security import (
     required_secret_keys,
     security_problems,
 )
+from components.topology.tls import with_local_tls
 
 PROJECT_DIR = Path(__file__).resolve().parent
 NAMESPACE = "mm2"
@@ -73,6 +75,8 @@ def cluster_output(alias: str, topology: Topology, cluster: KafkaCluster, creden
         # Secrets: librdkafka settings for the admin, and every user's password.
         "client": cluster.client,
         "users": pulumi.Output.secret(credentials.values.apply(lambda v: {u.name: v[u.password.key] for u in users})),
+        # Local TLS: the stack CA as PEM (public), for clients that verify the brokers.
+        "caLocation": cluster.ca_location,
     }
 
 
@@ -102,6 +106,7 @@ def main() -> None:
 
     local = local_platform(stack, any(c.platform is Platform.LOCAL for c in topology.clusters.values()))
     topology = local_secrets_files(topology, local)
+    topology = with_local_tls(topology, tls_layout(local.run_root))
     config = pulumi.Config(NAMESPACE)
     credentials = Credentials(
         "credentials",
@@ -112,6 +117,7 @@ def main() -> None:
     )
     secrets = credentials.values
     platforms = container_platforms(stack, topology, secrets)
+    tls = stack_tls(stack, topology, local.run_root, secrets)
     clusters = {
         alias: KafkaCluster(
             f"kafka-{alias}",
@@ -121,12 +127,13 @@ def main() -> None:
             users=cluster_users(topology, alias),
             acls=cluster_acls(topology, alias),
             platforms=platforms,
+            tls=tls,
         )
         for alias, cluster in topology.clusters.items()
     }
     groups = {
         name: ConnectWorkerGroup(
-            f"connect-{name}", group, topology, clusters, local, credentials=secrets, platforms=platforms
+            f"connect-{name}", group, topology, clusters, local, credentials=secrets, platforms=platforms, tls=tls
         )
         for name, group in topology.worker_groups.items()
     }
@@ -141,7 +148,7 @@ def main() -> None:
     pulumi.export(
         "connect",
         {
-            name: {"url": g.url, "cluster": topology.worker_groups[name].cluster, "auth": g.auth}
+            name: {"url": g.url, "cluster": topology.worker_groups[name].cluster, "auth": g.auth, "caPem": g.ca_pem}
             for name, g in groups.items()
         },
     )

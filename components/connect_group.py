@@ -25,15 +25,13 @@ import pulumi
 from components.kafka_cluster import ContainerPlatforms, KafkaCluster, LocalPlatform
 from components.local.provider import LocalProcess
 from components.local.secrets_file import SecretsFile
+from components.local.tls import StackTls
 from components.platform.docker import deploy_connect_docker
 from components.platform.kubernetes import deploy_connect_kubernetes
 from components.topology import Platform, Topology, WorkerGroup, worker_properties, worker_rest_urls
-from components.topology.security import (
-    group_secret_keys,
-    render_secrets,
-    stack_managed,
-    worker_password,
-)
+from components.topology.runtime_config import worker_secret_keys
+from components.topology.security import group_secret_keys, render_secrets
+from components.topology.tls import local_rest_tls, local_tls_cluster, rest_leaf_name
 
 CONNECT_MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
 WORKER_SECRETS = "config/worker-secrets.properties"
@@ -44,10 +42,12 @@ PROPERTY_FILE_LOGIN_MODULE = "org.apache.kafka.connect.rest.basic.auth.extension
 
 class ConnectWorkerGroup(pulumi.ComponentResource):
     """Connect workers sharing one group id; `url` is the REST endpoint the connectors are sent to,
-    `auth` (secret, None without restAuth) the basic-auth credentials {username, password}."""
+    `auth` (secret, None without restAuth) the basic-auth credentials {username, password},
+    `ca_pem` (None without restTls) the CA certificate its HTTPS listener is verified against."""
 
     url: pulumi.Output[str]
     auth: pulumi.Output[dict[str, str]] | None
+    ca_pem: pulumi.Output[str] | None
     workers: list[pulumi.Resource]
 
     def __init__(
@@ -60,24 +60,29 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
         credentials: pulumi.Output[Mapping[str, str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
         platforms: ContainerPlatforms | None = None,
+        tls: StackTls | None = None,
     ) -> None:
         # Also registered as outputs (see KafkaCluster): policies judge REST auth from them.
+        rest_tls = local_rest_tls(group)
         props = {
             "name": group.name,
             "cluster": group.cluster,
             "workers": group.workers,
             "restAuth": group.rest_auth,
-            "restTls": False,
+            "restTls": rest_tls or bool(group.url and group.url.startswith("https://")),
         }
         super().__init__("mm2:index:ConnectWorkerGroup", name, props, opts)
         self.workers = []
         secrets = credentials if credentials is not None else pulumi.Output.secret({})
+        storage_tls = local_tls_cluster(topology.clusters[group.cluster])
+        if (rest_tls or storage_tls) and group.platform is Platform.LOCAL and tls is None:
+            raise ValueError(f"ConnectWorkerGroup {group.name!r}: TLS needs the stack TLS material")
+        self.ca_pem = tls.ca_pem if tls is not None and rest_tls else None
         self.auth = None
         if group.rest_auth and group.rest_username and group.rest_password:
             user, key = group.rest_username, group.rest_password.key
             self.auth = pulumi.Output.secret(secrets.apply(lambda v: {"username": user, "password": str(v[key])}))
         urls = worker_rest_urls(group)
-        storage = topology.clusters[group.cluster]
         platforms = platforms or ContainerPlatforms()
         endpoint: pulumi.Input[str] = group.url or urls[0]
         after_storage = pulumi.ResourceOptions(depends_on=[clusters[group.cluster]])
@@ -121,7 +126,11 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
             # Workers need their storage cluster up (users and ACLs included) and the secrets
             # file; connectors later need every cluster they touch.
             depends: list[pulumi.Resource] = [clusters[group.cluster], shared]
-            own_password = worker_password(group).key if stack_managed(storage) else None
+            own_keys = worker_secret_keys(topology, group)
+            restart_on = None
+            if tls is not None and (rest_tls or storage_tls):
+                restart_on = tls.restart_on(*([rest_leaf_name(group.name)] if rest_tls else []))
+            ca_pem = self.ca_pem
             for index, url in enumerate(urls):
                 port = int(url.rsplit(":", 1)[1])
                 run_dir = f"{local.run_root}/connect-{group.name}/worker-{index}"
@@ -135,14 +144,21 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
                         classpath_dir=local.kafka_libs,
                         run_dir=run_dir,
                         properties=worker_properties(
-                            topology, group, index, worker_secrets_file=f"{run_dir}/{WORKER_SECRETS}"
+                            topology,
+                            group,
+                            index,
+                            worker_secrets_file=f"{run_dir}/{WORKER_SECRETS}",
+                            tls=tls.layout if tls is not None else None,
                         ),
                         ports=[port],
                         config_key=f"mm2:workerGroups.{group.name}.restPort",
-                        ready=pulumi.Output.all(secrets, self.auth).apply(functools.partial(_connect_probe, url)),
-                        secret_files=pulumi.Output.all(secrets, self.auth).apply(
-                            functools.partial(_worker_files, run_dir, own_password)
+                        ready=pulumi.Output.all(secrets, self.auth, ca_pem).apply(
+                            functools.partial(_connect_probe, url)
                         ),
+                        secret_files=pulumi.Output.all(secrets, self.auth).apply(
+                            functools.partial(_worker_files, run_dir, own_keys)
+                        ),
+                        restart_on=restart_on,
                         jvm_options=jvm_options,
                         heap="768m",
                         timeout_seconds=240,
@@ -154,17 +170,24 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
 
 
 def _connect_probe(url: str, resolved: list[Any]) -> dict[str, Any]:
-    """A worker's readiness probe: /health and /connectors, authenticated when restAuth is on."""
-    return {"kind": "connect", "url": url, "auth": resolved[1]}
+    """A worker's readiness probe: /health and /connectors, authenticated when restAuth is on,
+    over HTTPS verified against the stack CA with restTls; `resolved` is [passwords, auth, ca_pem]."""
+    probe = {"kind": "connect", "url": url, "auth": resolved[1]}
+    if resolved[2]:
+        probe["ca_pem"] = resolved[2]
+    return probe
 
 
-def _worker_files(run_dir: str, own_password: str | None, resolved: list[Any]) -> dict[str, str]:
-    """The worker's own secret files (relative to its run directory); `resolved` is [passwords, auth]."""
+def _worker_files(run_dir: str, own_keys: tuple[str, ...], resolved: list[Any]) -> dict[str, str]:
+    """The worker's own secret files (relative to its run directory); `resolved` is [passwords, auth].
+
+    `own_keys`: what the worker itself resolves (its Kafka password, truststore and REST
+    keystore passwords), not the connectors' passwords (those are in the group's file)."""
     values: Mapping[str, str] = resolved[0]
     auth: Mapping[str, str] | None = resolved[1]
     files: dict[str, str] = {}
-    if own_password is not None:
-        files[WORKER_SECRETS] = render_secrets({own_password: str(values[own_password])})
+    if own_keys:
+        files[WORKER_SECRETS] = render_secrets({k: str(values[k]) for k in own_keys})
     if auth:
         files[REST_USERS] = render_secrets({auth["username"]: auth["password"]})
         files[REST_JAAS] = (

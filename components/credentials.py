@@ -29,6 +29,9 @@ TOKEN_BYTES = 24
 # Passwords end up inside JAAS strings (`password="..."`) after config-provider substitution,
 # where a quote, a backslash or a line break would end or corrupt the string.
 _FORBIDDEN = ('"', "\\", "\n", "\r")
+# keytool refuses store passwords shorter than this (components/local/tls.py).
+_MIN_STORE_PASSWORD = 6
+_STORE_PASSWORD_SUFFIXES = ("keystore.password", "truststore.password", "tls.ca.password")
 
 
 def _plain_map(value: Any) -> dict[str, Any]:
@@ -100,6 +103,14 @@ class CredentialsProvider(ResourceProvider):
                 continue
             if not isinstance(value, str) or not value:
                 failures.append(CheckFailure("given", f"mm2:secrets[{key!r}] must be a non-empty string."))
+            elif key.endswith(_STORE_PASSWORD_SUFFIXES) and len(value) < _MIN_STORE_PASSWORD:
+                failures.append(
+                    CheckFailure(
+                        "given",
+                        f"mm2:secrets[{key!r}] protects a TLS keystore or truststore and keytool needs at least "
+                        f"{_MIN_STORE_PASSWORD} characters. Fix: set a longer one, or remove it to have it generated.",
+                    )
+                )
             elif any(c in value for c in _FORBIDDEN):
                 # Never echo the value.
                 failures.append(

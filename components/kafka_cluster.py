@@ -19,6 +19,7 @@ from components.kafka.acl import Acls
 from components.kafka.scram import ScramUsers
 from components.kafka.topic import Topic
 from components.local.provider import LocalProcess
+from components.local.tls import StackTls
 from components.platform.docker import deploy_kafka_docker
 from components.platform.kubernetes import deploy_kafka_kubernetes
 from components.platform.manifests import DockerSettings, KubernetesSettings, kraft_cluster_id
@@ -31,6 +32,7 @@ from components.topology import (
     broker_properties,
 )
 from components.topology.model import ADMIN_USER
+from components.topology.runtime_config import broker_secret_keys
 from components.topology.security import (
     Acl,
     User,
@@ -40,6 +42,7 @@ from components.topology.security import (
     render_secrets,
     stack_managed,
 )
+from components.topology.tls import cluster_leaf_name, local_tls_cluster
 
 KAFKA_MAIN = "kafka.Kafka"
 BROKER_SECRETS = "config/secrets.properties"
@@ -90,6 +93,7 @@ class KafkaCluster(pulumi.ComponentResource):
         acls: Sequence[Acl] = (),
         opts: pulumi.ResourceOptions | None = None,
         platforms: ContainerPlatforms | None = None,
+        tls: StackTls | None = None,
     ) -> None:
         # Registered as inputs and again as outputs: stack-level policies read outputs, and
         # register_outputs replaces a component's outputs wholesale.
@@ -108,14 +112,23 @@ class KafkaCluster(pulumi.ComponentResource):
         secrets: pulumi.Output[Mapping[str, str]] = credentials if credentials is not None else pulumi.Output.secret({})
         managed = stack_managed(cluster)
         security = cluster.security
+        if local_tls_cluster(cluster) and tls is None:
+            raise ValueError(
+                f"KafkaCluster {cluster.alias!r}: {security.protocol.value} needs the stack's TLS material"
+            )
+        # The PEM CA librdkafka verifies a local TLS cluster's brokers with (public, not a secret).
+        self.ca_location: str | None = tls.layout.ca_pem if tls is not None and local_tls_cluster(cluster) else None
+        ca = self.ca_location
         # How the stack itself connects (PLAIN admin on managed clusters, see runtime_config) and
         # how tools connect (SCRAM admin there; the configured user elsewhere).
-        admin = secrets.apply(lambda v: _admin_settings(cluster, v, bootstrap_only=True))
-        self.client = pulumi.Output.secret(secrets.apply(lambda v: _admin_settings(cluster, v, bootstrap_only=False)))
+        admin = secrets.apply(lambda v: _admin_settings(cluster, v, bootstrap_only=True, ca_location=ca))
+        self.client = pulumi.Output.secret(
+            secrets.apply(lambda v: _admin_settings(cluster, v, bootstrap_only=False, ca_location=ca))
+        )
 
         platforms = platforms or ContainerPlatforms()
         if cluster.platform is Platform.LOCAL:
-            self.brokers = self._local_brokers(name, cluster, local, secrets, users, admin)
+            self.brokers = self._local_brokers(name, cluster, local, secrets, users, admin, tls)
         elif cluster.platform is Platform.KUBERNETES:
             k8s = deploy_kafka_kubernetes(
                 self,
@@ -189,21 +202,24 @@ class KafkaCluster(pulumi.ComponentResource):
         secrets: pulumi.Output[Mapping[str, str]],
         users: Sequence[User],
         admin: pulumi.Output[dict[str, str]],
+        tls: StackTls | None,
     ) -> list[LocalProcess]:
         cluster_id = kraft_cluster_id(local.stack, cluster.alias)
-        managed = stack_managed(cluster)
-        # The brokers resolve their own password (and, on a PLAIN cluster, every user's) from a
-        # 0600 file in their run directory: server.properties only holds placeholders.
+        # The brokers resolve their own password (and, on a PLAIN cluster, every user's) and
+        # their keystore and truststore passwords from a 0600 file in their run directory:
+        # server.properties only holds placeholders.
         broker_users = {u.name: u.password for u in users if u.name != ADMIN_USER}
-        broker_keys = [admin_password(cluster.alias).key]
-        if cluster.security.sasl_mechanism is SaslMechanism.PLAIN:
+        broker_keys = list(broker_secret_keys(cluster))
+        if cluster.security.protocol.uses_sasl and cluster.security.sasl_mechanism is SaslMechanism.PLAIN:
             broker_keys += [ref.key for ref in broker_users.values()]
+        tls_on = tls is not None and local_tls_cluster(cluster)
+        restart_on = tls.restart_on(cluster_leaf_name(cluster.alias)) if tls is not None and tls_on else None
         brokers = []
         for node_id, (client_port, controller_port) in enumerate(broker_ports(cluster)):
             run_dir = f"{local.run_root}/{cluster.alias}/broker-{node_id}"
             secrets_file = f"{run_dir}/{BROKER_SECRETS}"
             files: pulumi.Input[Mapping[str, str]] = {}
-            if managed:
+            if broker_keys:
                 files = secrets.apply(lambda v: {BROKER_SECRETS: render_secrets({k: v[k] for k in broker_keys})})
             brokers.append(
                 LocalProcess(
@@ -214,13 +230,19 @@ class KafkaCluster(pulumi.ComponentResource):
                     classpath_dir=local.kafka_libs,
                     run_dir=run_dir,
                     properties=broker_properties(
-                        cluster, node_id, f"{run_dir}/data", secrets_file=secrets_file, users=broker_users
+                        cluster,
+                        node_id,
+                        f"{run_dir}/data",
+                        secrets_file=secrets_file,
+                        users=broker_users,
+                        tls=tls.layout if tls is not None and tls_on else None,
                     ),
                     ports=[client_port, controller_port],
                     config_key=f"mm2:clusters.{cluster.alias}.port",
                     cluster_id=cluster_id,
                     ready=admin.apply(functools.partial(_kafka_probe, f"127.0.0.1:{client_port}")),
                     secret_files=files,
+                    restart_on=restart_on,
                     heap="512m",
                     opts=pulumi.ResourceOptions(parent=self),
                 )
@@ -233,7 +255,9 @@ def _kafka_probe(bootstrap: str, client: Mapping[str, str]) -> dict[str, Any]:
     return {"kind": "kafka", "bootstrap": bootstrap, "client": dict(client)}
 
 
-def _admin_settings(cluster: Cluster, values: Mapping[str, Any], *, bootstrap_only: bool) -> dict[str, str]:
+def _admin_settings(
+    cluster: Cluster, values: Mapping[str, Any], *, bootstrap_only: bool, ca_location: str | None = None
+) -> dict[str, str]:
     """librdkafka settings for the cluster's admin (managed clusters) or its configured user.
 
     `bootstrap_only`: the PLAIN admin the stack itself uses, valid from the moment the brokers
@@ -243,8 +267,13 @@ def _admin_settings(cluster: Cluster, values: Mapping[str, Any], *, bootstrap_on
     if stack_managed(cluster):
         password = str(values[admin_password(cluster.alias).key])
         if bootstrap_only:
-            return admin_bootstrap_client(security, password)
-        return librdkafka_client(security, ADMIN_USER, password)
+            return admin_bootstrap_client(security, password, ca_location)
+        return librdkafka_client(security, ADMIN_USER, password, ca_location)
     if security.protocol.uses_sasl and security.password is not None:
-        return librdkafka_client(security, security.username or "", str(values.get(security.password.key, "")))
-    return {"security.protocol": security.protocol.value}
+        return librdkafka_client(
+            security, security.username or "", str(values.get(security.password.key, "")), ca_location
+        )
+    settings = {"security.protocol": security.protocol.value}
+    if ca_location and security.protocol.uses_tls:
+        settings["ssl.ca.location"] = ca_location
+    return settings

@@ -70,6 +70,7 @@ class ReplicationFlow(pulumi.ComponentResource):
                 connector_name=spec.name,
                 config=dict(spec.config),
                 auth=group.auth,
+                ca_pem=group.ca_pem,
                 desired_state=flow.state_of(spec.role).connect_state,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
@@ -87,6 +88,7 @@ class ReplicationFlow(pulumi.ComponentResource):
                 connectors=[spec.name for spec in specs.all()],
                 credentials=credentials.apply(lambda v: {k: str(v[k]) for k in keys}),
                 auth=group.auth,
+                ca_pem=group.ca_pem,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.connectors.values())),
             )
         source_topics = [t.name for t in topology.clusters[flow.source].topics]

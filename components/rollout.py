@@ -50,7 +50,8 @@ class CredentialRolloutProvider(ResourceProvider):
         timeout = float(news.get("timeout_seconds") or 180)
         url = str(news["connect_url"])
         try:
-            with ConnectClient(url, auth=_auth(news), retry_budget_s=60.0) as client:
+            ca_pem = plain(news.get("ca_pem")) or None
+            with ConnectClient(url, auth=_auth(news), retry_budget_s=60.0, ca_pem=ca_pem) as client:
                 for name in news["connectors"]:
                     client.restart(name, include_tasks=True)
                 for name in news["connectors"]:
@@ -85,8 +86,10 @@ class CredentialRollout(Resource, module="connect", name="CredentialRollout"):
         credentials: pulumi.Input[Mapping[str, str]],
         auth: pulumi.Input[Mapping[str, str]] | None = None,
         timeout_seconds: int = 180,
+        ca_pem: pulumi.Input[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """`ca_pem`: the CA an https:// `connect_url` is verified against (restTls groups)."""
         opts = pulumi.ResourceOptions.merge(
             pulumi.ResourceOptions(additional_secret_outputs=["credentials", "auth"]), opts
         )
@@ -100,6 +103,7 @@ class CredentialRollout(Resource, module="connect", name="CredentialRollout"):
                 "credentials": pulumi.Output.secret(credentials),
                 "auth": pulumi.Output.secret(auth) if auth is not None else None,
                 "timeout_seconds": timeout_seconds,
+                "ca_pem": ca_pem,
             },
             opts,
         )

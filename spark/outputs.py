@@ -72,7 +72,15 @@ def java_client_settings(client: Mapping[str, str]) -> dict[str, str]:
     """The stack exports librdkafka settings (`sasl.username`, `sasl.password`, `sasl.mechanism(s)`);
     Spark's Kafka source is a Java client and needs `sasl.mechanism` plus a `sasl.jaas.config`.
     Java-style maps pass through unchanged."""
-    out = {k: v for k, v in client.items() if k not in ("sasl.username", "sasl.password", "sasl.mechanisms")}
+    out = {
+        k: v
+        for k, v in client.items()
+        if k not in ("sasl.username", "sasl.password", "sasl.mechanisms", "ssl.ca.location")
+    }
+    if client.get("ssl.ca.location"):
+        # librdkafka's PEM CA file: a Java client reads it as a PEM truststore (no password).
+        out["ssl.truststore.type"] = "PEM"
+        out["ssl.truststore.location"] = client["ssl.ca.location"]
     mechanism = client.get("sasl.mechanism") or client.get("sasl.mechanisms")
     if mechanism:
         out["sasl.mechanism"] = mechanism

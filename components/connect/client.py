@@ -11,6 +11,8 @@ Exceptions::
     ConnectError                     base of everything raised here
      ├── ConnectUnavailable          no HTTP answer from the worker group (refused, DNS, timeout)
      │                               after the retry budget; names the URL
+     ├── ConnectTlsError             the HTTPS certificate did not verify against the trusted CA
+     │                               (not retried); names the URL and the fix
      ├── ConnectRequestError         Connect answered with an error status: any 4xx, or 409/5xx
      │                               once the retry budget is spent; .method .path .status
      │                               .connect_message
@@ -27,6 +29,7 @@ messages, validation messages, task traces).
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -42,6 +45,7 @@ __all__ = [
     "ConnectError",
     "ConnectRequestError",
     "ConnectTimeout",
+    "ConnectTlsError",
     "ConnectUnavailable",
     "ConnectorFailed",
     "ConnectorOperationFailed",
@@ -78,6 +82,21 @@ class ConnectUnavailable(ConnectError):
             f"cannot reach Kafka Connect at {url} ({method} {path}: {cause}; "
             f"{attempts} attempt{'s' if attempts != 1 else ''}): check that the Connect worker "
             f"group is running and that the connector's connect_url points at its REST listener"
+        )
+
+
+class ConnectTlsError(ConnectError):
+    """The worker group's HTTPS certificate did not verify against the trusted CA."""
+
+    def __init__(self, url: str, method: str, path: str, cause: str) -> None:
+        self.url = url
+        self.method = method
+        self.path = path
+        self.cause = cause
+        super().__init__(
+            f"Kafka Connect at {url} ({method} {path}) presented a certificate that does not verify: {cause}. "
+            "Pass the CA that issued it (ca_pem: the stack output connect.<group>.caPem for a restTls "
+            "worker group), and reach the workers by a name or address in its SANs (127.0.0.1, localhost)"
         )
 
 
@@ -157,6 +176,31 @@ class ConfigProblem:
         return f"{self.key}: {'; '.join(self.messages)}"
 
 
+def _verify(ca_pem: str | None) -> ssl.SSLContext | bool:
+    """httpx's `verify`: a context trusting only `ca_pem` when given, else the system CAs."""
+    if not ca_pem:
+        return True
+    try:
+        return ssl.create_default_context(cadata=ca_pem)
+    except (ssl.SSLError, ValueError) as exc:
+        raise ConnectError(
+            f"the CA certificate given to verify Kafka Connect's HTTPS listener is not usable PEM ({exc}); "
+            "pass the CA certificate text (-----BEGIN CERTIFICATE----- ...), e.g. the stack output "
+            "connect.<group>.caPem"
+        ) from exc
+
+
+def _is_certificate_failure(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def is_sensitive_key(key: str) -> bool:
     """Whether a config key's value must never appear in logs or error text."""
     lowered = key.lower()
@@ -231,7 +275,10 @@ class ConnectClient:
         timeout: float = 10.0,
         retry_budget_s: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
+        ca_pem: str | None = None,
     ) -> None:
+        """`ca_pem`: PEM CA certificate(s) an https:// worker group's certificate must chain to
+        (the stack CA with restTls); without it, the system's CAs are trusted."""
         self.url = _without_userinfo(url.rstrip("/"))
         self.retry_budget_s = retry_budget_s
         self._sleep = sleep
@@ -250,6 +297,7 @@ class ConnectClient:
             transport=transport,
             timeout=timeout,
             headers={"Accept": "application/json"},
+            verify=_verify(ca_pem),
         )
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -466,6 +514,8 @@ class ConnectClient:
                 response = self._http.request(method, path, json=json, params=params)
             except httpx.TransportError as exc:
                 cause = self._mask(f"{type(exc).__name__}: {exc}")
+                if _is_certificate_failure(exc):
+                    raise ConnectTlsError(self.url, method, path, cause) from None  # retrying cannot help
             if response is not None:
                 if response.status_code < 400 or (allow_404 and response.status_code == 404):
                     return response

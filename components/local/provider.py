@@ -32,7 +32,17 @@ from components.local import process as proc
 
 # Inputs whose change restarts the process in place; run_dir and cluster_id replace it.
 # A changed secret file restarts too: brokers and workers read JAAS settings once, at start.
-RESTART_KEYS = ("properties", "main_class", "classpath_dir", "heap", "ready", "jvm_options", "secret_files")
+# `restart_on` carries fingerprints of the certificates the process loads (components/local/tls.py).
+RESTART_KEYS = (
+    "properties",
+    "main_class",
+    "classpath_dir",
+    "heap",
+    "ready",
+    "jvm_options",
+    "secret_files",
+    "restart_on",
+)
 REPLACE_KEYS = ("run_dir", "marker", "cluster_id")
 
 
@@ -49,11 +59,15 @@ def _probe_kafka(bootstrap: str, client: Mapping[str, str]) -> str | None:
     return None
 
 
-def _probe_connect(url: str, auth: tuple[str, str] | None) -> str | None:
+def _probe_connect(url: str, auth: tuple[str, str] | None, ca_pem: str | None = None) -> str | None:
+    import ssl
+
     import httpx
 
+    # HTTPS workers (restTls) present a certificate from the stack CA, verified against it.
+    verify: ssl.SSLContext | bool = ssl.create_default_context(cadata=ca_pem) if ca_pem else True
     try:
-        with httpx.Client(timeout=3, auth=auth) as http:
+        with httpx.Client(timeout=3, auth=auth, verify=verify) as http:
             health = http.get(f"{url}/health")
             if health.status_code != 200:
                 return f"GET {url}/health answered {health.status_code}: {health.text[:200]}"
@@ -99,7 +113,7 @@ def _probe(props: Mapping[str, Any]) -> Any:
     if ready["kind"] == "connect":
         auth = ready.get("auth")
         creds = (auth["username"], auth["password"]) if auth else None
-        return lambda: _probe_connect(ready["url"], creds)
+        return lambda: _probe_connect(ready["url"], creds, ready.get("ca_pem") or None)
     raise proc.ProcessError(f"{props['component']}: unknown readiness probe {ready['kind']!r}")
 
 
@@ -184,6 +198,7 @@ class LocalProcess(Resource, module="local", name="Process"):
         timeout_seconds: int = 180,
         jvm_options: list[str] | None = None,
         secret_files: pulumi.Input[Mapping[str, str]] | None = None,
+        restart_on: pulumi.Input[Mapping[str, str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         # `ready` may carry the probe's credentials and `secret_files` are secrets by definition:
@@ -209,6 +224,7 @@ class LocalProcess(Resource, module="local", name="Process"):
                 "timeout_seconds": timeout_seconds,
                 "jvm_options": list(jvm_options or []),
                 "secret_files": pulumi.Output.secret(secret_files or {}),
+                "restart_on": restart_on or {},
                 "pid": None,
                 "running": None,
                 "log_file": None,

@@ -8,7 +8,9 @@ built here, so the commands work on plain-text and on secured stacks alike:
   settings such as `security.protocol`, `sasl.mechanisms`, `sasl.username`) into its config;
 - a Connect REST client for worker group `name` uses basic auth when
   `outputs["connect"][name]` carries `auth: {username, password}` (or top-level `username`,
-  `password`).
+  `password`), and verifies an https:// URL against `caPem` (the stack CA, restTls) when given.
+
+On a local TLS cluster `client` already carries `ssl.ca.location` (the stack CA as PEM).
 
 Secrets from the outputs stay in memory: nothing here prints a client config.
 """
@@ -112,8 +114,16 @@ def connect_url(outputs: Mapping[str, Any], group: str) -> str:
     return str(entry["url"])
 
 
+def connect_ca_pem(outputs: Mapping[str, Any], group: str) -> str | None:
+    """The CA the group's HTTPS REST listener is verified against (restTls), or None."""
+    entry = outputs["connect"].get(group) or {}
+    ca = entry.get("caPem")
+    return str(ca) if ca else None
+
+
 def connect_client(outputs: Mapping[str, Any], group: str, **kwargs: Any) -> Any:
-    """A ConnectClient for worker group `group`, with basic auth when the outputs carry it."""
+    """A ConnectClient for worker group `group`, with basic auth and the stack CA when the outputs carry them."""
     from components.connect.client import ConnectClient
 
+    kwargs.setdefault("ca_pem", connect_ca_pem(outputs, group))
     return ConnectClient(connect_url(outputs, group), auth=connect_auth(outputs, group), **kwargs)

@@ -163,6 +163,8 @@ class WorkerGroup:
     platform: Platform = Platform.LOCAL
     rest_username: str | None = None
     rest_password: SecretRef | None = None
+    # HTTPS for the REST API, with a certificate from the stack's CA (local platform).
+    rest_tls: bool = False
 
 
 @dataclass(frozen=True)

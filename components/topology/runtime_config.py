@@ -35,6 +35,16 @@ from components.topology.settings import (
     WORKER_OWNED_PREFIXES,
     owned_reason,
 )
+from components.topology.tls import (
+    TRUSTSTORE_PASSWORD,
+    TlsLayout,
+    cluster_keystore_password,
+    cluster_leaf_name,
+    local_rest_tls,
+    local_tls_cluster,
+    rest_keystore_password,
+    rest_leaf_name,
+)
 
 FILE_CONFIG_PROVIDER = "org.apache.kafka.common.config.provider.FileConfigProvider"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -67,6 +77,7 @@ def broker_properties(
     data_dir: str,
     secrets_file: str = DEFAULT_SECRETS_FILE,
     users: Mapping[str, SecretRef] | None = None,
+    tls: TlsLayout | None = None,
 ) -> dict[str, str]:
     """server.properties for broker `node_id` of a local cluster.
 
@@ -110,6 +121,10 @@ def broker_properties(
     }
     if security.protocol.uses_sasl and security.sasl_mechanism is not None:
         props.update(_broker_sasl(cluster, secrets_file, users))
+    if local_tls_cluster(cluster):
+        if tls is None:
+            raise ValueError(f"cluster {cluster.alias} uses {security.protocol.value}: give the stack's TLS layout")
+        props.update(_broker_tls(cluster, secrets_file, tls))
     _reject_owned(cluster.broker_config, BROKER_OWNED, BROKER_OWNED_PREFIXES, f"cluster {cluster.alias} brokerConfig")
     props.update(cluster.broker_config)
     return props
@@ -158,6 +173,57 @@ def _broker_sasl(cluster: Cluster, secrets_file: str, users: Mapping[str, Secret
     return props
 
 
+def _store_properties(
+    prefix: str, keystore: str, keystore_password: str, tls: TlsLayout, secrets_file: str
+) -> dict[str, str]:
+    """A PKCS12 keystore and the stack truststore under `prefix`; passwords as placeholders."""
+    return {
+        f"{prefix}ssl.keystore.type": "PKCS12",
+        f"{prefix}ssl.keystore.location": keystore,
+        f"{prefix}ssl.keystore.password": keystore_password,
+        # keytool's PKCS12 keys are protected by the store password.
+        f"{prefix}ssl.key.password": keystore_password,
+        f"{prefix}ssl.truststore.type": "PKCS12",
+        f"{prefix}ssl.truststore.location": tls.truststore,
+        f"{prefix}ssl.truststore.password": TRUSTSTORE_PASSWORD.placeholder(secrets_file),
+        f"{prefix}ssl.client.auth": "none",
+    }
+
+
+def _broker_tls(cluster: Cluster, secrets_file: str, tls: TlsLayout) -> dict[str, str]:
+    """TLS on the CLIENT listener (clients and inter-broker traffic), with the certificate the
+    stack CA issued for this cluster (SANs 127.0.0.1 and localhost). Clients authenticate with
+    SASL (SASL_SSL) or not at all (SSL: encryption and server authentication only). The
+    CONTROLLER listener stays on loopback without TLS."""
+    password = cluster_keystore_password(cluster.alias).placeholder(secrets_file)
+    keystore = tls.keystore(cluster_leaf_name(cluster.alias))
+    return {
+        **_store_properties(f"listener.name.{CLIENT_LISTENER.lower()}.", keystore, password, tls, secrets_file),
+        "config.providers": "file",
+        "config.providers.file.class": FILE_CONFIG_PROVIDER,
+    }
+
+
+def broker_secret_keys(cluster: Cluster) -> tuple[str, ...]:
+    """Secret keys a local broker resolves from its own secrets file, besides SASL user passwords."""
+    keys = []
+    if cluster.security.protocol.uses_sasl:
+        keys.append(admin_password(cluster.alias).key)
+    if local_tls_cluster(cluster):
+        keys += [cluster_keystore_password(cluster.alias).key, TRUSTSTORE_PASSWORD.key]
+    return tuple(keys)
+
+
+def worker_secret_keys(topology: Topology, group: WorkerGroup) -> tuple[str, ...]:
+    """Secret keys a local worker resolves from its own secrets file: its Kafka password, its
+    storage cluster's truststore password, its REST keystore's and the truststore's with restTls."""
+    security = worker_security(topology, group)
+    keys = {ref.key for ref in security.secret_refs()}
+    if local_rest_tls(group):
+        keys |= {rest_keystore_password(group.name).key, TRUSTSTORE_PASSWORD.key}
+    return tuple(sorted(keys))
+
+
 def _group_flows_need_override(topology: Topology, group: WorkerGroup) -> bool:
     for flow in topology.enabled_flows():
         if flow.worker_group != group.name:
@@ -169,7 +235,11 @@ def _group_flows_need_override(topology: Topology, group: WorkerGroup) -> bool:
 
 
 def worker_properties(
-    topology: Topology, group: WorkerGroup, index: int, worker_secrets_file: str | None = None
+    topology: Topology,
+    group: WorkerGroup,
+    index: int,
+    worker_secrets_file: str | None = None,
+    tls: TlsLayout | None = None,
 ) -> dict[str, str]:
     """connect-distributed.properties for worker `index` of `group`.
 
@@ -214,13 +284,26 @@ def worker_properties(
         if group.rest_port is None:
             raise ValueError(f"worker group {group.name} has no restPort")
         port = group.rest_port + index
+        scheme = "https" if local_rest_tls(group) else "http"
         props.update(
             {
-                "listeners": f"http://127.0.0.1:{port}",
+                "listeners": f"{scheme}://127.0.0.1:{port}",
                 "rest.advertised.host.name": "127.0.0.1",
                 "rest.advertised.port": str(port),
             }
         )
+        if local_rest_tls(group):
+            if tls is None:
+                raise ValueError(f"worker group {group.name} has restTls: give the stack's TLS layout")
+            own = worker_secrets_file or secrets
+            password = rest_keystore_password(group.name).placeholder(own)
+            # `listeners.https.` holds all of it: Connect then ignores the top-level ssl.* (the
+            # worker's Kafka client settings) for the REST server and for the client it forwards
+            # requests to the leader with, which must trust the stack CA too.
+            props["rest.advertised.listener"] = "https"
+            props.update(
+                _store_properties("listeners.https.", tls.keystore(rest_leaf_name(group.name)), password, tls, own)
+            )
     else:
         props["listeners"] = f"http://0.0.0.0:{KUBERNETES_REST_PORT}"
     if group.rest_auth:
@@ -243,6 +326,7 @@ def worker_rest_urls(group: WorkerGroup) -> tuple[str, ...]:
     if group.platform in (Platform.LOCAL, Platform.DOCKER):
         if group.rest_port is None:
             raise ValueError(f"worker group {group.name} has no restPort")
-        return tuple(f"http://127.0.0.1:{group.rest_port + i}" for i in range(group.workers))
+        scheme = "https" if local_rest_tls(group) else "http"
+        return tuple(f"{scheme}://127.0.0.1:{group.rest_port + i}" for i in range(group.workers))
     # Kubernetes: one Service in front of all workers (Strimzi names it <name>-connect-api).
     return (f"http://{group.name}-connect-api:{KUBERNETES_REST_PORT}",)

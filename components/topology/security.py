@@ -40,6 +40,7 @@ from components.topology.model import (
     Topology,
     WorkerGroup,
 )
+from components.topology.tls import local_tls_cluster, tls_secret_keys
 
 CLUSTER_RESOURCE_NAME = "kafka-cluster"  # the one CLUSTER resource Kafka ACLs know
 WILDCARD = "*"
@@ -145,8 +146,9 @@ def cluster_users(topology: Topology, alias: str) -> tuple[User, ...]:
 
 
 def generated_secret_keys(topology: Topology) -> tuple[str, ...]:
-    """Secrets the stack may generate: passwords of users it creates, REST passwords of its workers."""
-    keys: set[str] = set()
+    """Secrets the stack may generate: passwords of users it creates, REST passwords of its workers,
+    and the passwords of the CA, keystores and truststore it makes for local TLS."""
+    keys: set[str] = set(tls_secret_keys(topology))
     for alias in topology.clusters:
         keys.update(user.password.key for user in cluster_users(topology, alias))
     for group in topology.worker_groups.values():
@@ -197,9 +199,18 @@ def render_secrets(values: Mapping[str, str]) -> str:
     return "".join(f"{esc(k, True)}={esc(v, False)}\n" for k, v in sorted(values.items()))
 
 
-def librdkafka_client(security: Security, username: str, password: str) -> dict[str, str]:
-    """librdkafka (confluent-kafka) settings to connect as `username` with `password`."""
-    settings = {"security.protocol": security.protocol.value}
+def _tls_settings(security: Security, ca_location: str | None) -> dict[str, str]:
+    # librdkafka reads a PEM CA (`ssl.ca.location`), not a Java truststore; it verifies the
+    # broker's hostname against the certificate's SANs by default.
+    return {"ssl.ca.location": ca_location} if security.protocol.uses_tls and ca_location else {}
+
+
+def librdkafka_client(
+    security: Security, username: str, password: str, ca_location: str | None = None
+) -> dict[str, str]:
+    """librdkafka (confluent-kafka) settings to connect as `username` with `password`; with TLS,
+    `ca_location` is the PEM CA the brokers' certificates chain to."""
+    settings = {"security.protocol": security.protocol.value, **_tls_settings(security, ca_location)}
     if security.protocol.uses_sasl and security.sasl_mechanism is not None:
         settings.update(
             {"sasl.mechanism": security.sasl_mechanism.value, "sasl.username": username, "sasl.password": password}
@@ -207,18 +218,14 @@ def librdkafka_client(security: Security, username: str, password: str) -> dict[
     return settings
 
 
-def admin_bootstrap_client(security: Security, password: str) -> dict[str, str]:
+def admin_bootstrap_client(security: Security, password: str, ca_location: str | None = None) -> dict[str, str]:
     """How the stack itself authenticates as admin: SASL PLAIN, checked against the brokers' own
     JAAS user table, so it works before any SCRAM credential exists (no `--add-scram` with a
     password on the format tool's command line)."""
+    settings = {"security.protocol": security.protocol.value, **_tls_settings(security, ca_location)}
     if not security.protocol.uses_sasl:
-        return {"security.protocol": security.protocol.value}
-    return {
-        "security.protocol": security.protocol.value,
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": ADMIN_USER,
-        "sasl.password": password,
-    }
+        return settings
+    return {**settings, "sasl.mechanism": "PLAIN", "sasl.username": ADMIN_USER, "sasl.password": password}
 
 
 # ---- ACLs ------------------------------------------------------------------------------------
@@ -398,6 +405,45 @@ def security_problems(topology: Topology) -> list[str]:
                 f"mm2:clusters.{alias}.security.username: {ADMIN_USER!r} is the stack's super user. "
                 "Fix: give MM2 its own user, e.g. username: mm2, so ACLs can limit it."
             )
+    problems += tls_problems(topology)
+    return problems
+
+
+def tls_problems(topology: Topology) -> list[str]:
+    """Security settings MM2 cannot bridge.
+
+    Clusters may differ freely: a connector has separate `source.cluster.*` and
+    `target.cluster.*` client settings, so a SASL_SSL source and a SASL_PLAINTEXT target (or an
+    SSL one) replicate fine. What cannot work is a client that cannot get the trust material:
+    the truststore of a local TLS cluster is generated on this machine, under the stack's run
+    directory, so only workers the stack runs here can read it.
+    """
+    problems = []
+    for group in topology.worker_groups.values():
+        if group.platform is Platform.LOCAL and not group.url:
+            continue
+        where = f"mm2:workerGroups.{group.name}"
+        storage = topology.clusters.get(group.cluster)
+        if storage is not None and local_tls_cluster(storage):
+            problems.append(
+                f"{where}.cluster: {group.cluster!r} is a local {storage.security.protocol.value} cluster whose "
+                "truststore the stack generates on this machine, but this worker group is not run by the stack "
+                "here, so its workers cannot read it. Fix: run the group on the local platform (drop url/platform), "
+                "or give the cluster protocol SASL_PLAINTEXT."
+            )
+        for flow in topology.enabled_flows():
+            if flow.worker_group != group.name:
+                continue
+            for alias in (flow.source, flow.target):
+                cluster = topology.clusters.get(alias)
+                if cluster is not None and local_tls_cluster(cluster) and alias != group.cluster:
+                    problems.append(
+                        f"mm2:flows.{flow.name}.workerGroup: cluster {alias!r} is a local "
+                        f"{cluster.security.protocol.value} cluster whose truststore the stack generates on this "
+                        f"machine, but worker group {group.name!r} is not run by the stack here, so its connectors "
+                        "cannot read it. Fix: use a local worker group for this flow, or give the cluster protocol "
+                        "SASL_PLAINTEXT."
+                    )
     return problems
 
 
@@ -422,6 +468,7 @@ __all__ = [
     "required_secret_keys",
     "security_problems",
     "stack_managed",
+    "tls_problems",
     "worker_acls",
     "worker_password",
     "worker_security",

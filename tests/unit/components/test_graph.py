@@ -15,6 +15,7 @@ from pulumi.runtime import mocks as pmocks
 from components.connect_group import ConnectWorkerGroup
 from components.credentials import Credentials
 from components.kafka_cluster import ContainerPlatforms, KafkaCluster, LocalPlatform
+from components.local.tls import stack_tls, tls_layout
 from components.replication_flow import ReplicationFlow
 from components.topology import ConnectorState, Topology, parse_topology, with_secrets_file
 from components.topology.security import (
@@ -23,6 +24,7 @@ from components.topology.security import (
     generated_secret_keys,
     required_secret_keys,
 )
+from components.topology.tls import with_local_tls
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -77,7 +79,7 @@ LOCAL = LocalPlatform(stack="unit", run_root="/tmp/mm2-unit", kafka_libs="/tmp/l
 
 def build(topology: Topology, platforms: ContainerPlatforms | None = None) -> pulumi.Output[Any]:
     """The graph `__main__` builds: credentials, clusters with users and ACLs, groups, flows."""
-    topology = local_secrets_files(topology, LOCAL)
+    topology = with_local_tls(local_secrets_files(topology, LOCAL), tls_layout(LOCAL.run_root))
     credentials = Credentials(
         "credentials",
         generated=list(generated_secret_keys(topology)),
@@ -85,6 +87,7 @@ def build(topology: Topology, platforms: ContainerPlatforms | None = None) -> pu
         given={},
     )
     secrets = credentials.values
+    tls = stack_tls(LOCAL.stack, topology, LOCAL.run_root, secrets)
     clusters = {
         a: KafkaCluster(
             f"kafka-{a}",
@@ -94,11 +97,14 @@ def build(topology: Topology, platforms: ContainerPlatforms | None = None) -> pu
             users=cluster_users(topology, a),
             acls=cluster_acls(topology, a),
             platforms=platforms,
+            tls=tls,
         )
         for a, c in topology.clusters.items()
     }
     groups = {
-        n: ConnectWorkerGroup(f"connect-{n}", g, topology, clusters, LOCAL, credentials=secrets, platforms=platforms)
+        n: ConnectWorkerGroup(
+            f"connect-{n}", g, topology, clusters, LOCAL, credentials=secrets, platforms=platforms, tls=tls
+        )
         for n, g in topology.worker_groups.items()
     }
     flows = [
@@ -233,7 +239,7 @@ def example_topology(name: str) -> Topology:
     return parse_topology({k.split(":", 1)[1]: v for k, v in cfg.items() if k.startswith("mm2:")})
 
 
-EXAMPLES = ["active-passive", "active-active", "fan-out", "aggregation", "six-cluster-mesh"]
+EXAMPLES = ["active-passive", "active-active", "fan-out", "aggregation", "six-cluster-mesh", "active-passive-tls"]
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -291,3 +297,35 @@ def test_prod_stack_builds_kubernetes_clusters_and_groups(monitor: RecordingMoni
             assert sts.parent == urn_of(monitor, f"kafka-{alias}")
 
     return build(topology, platforms).apply(check)
+
+
+def test_tls_example_issues_certificates_and_restarts_processes_on_renewal(monitor: RecordingMonitor) -> None:
+    topology = example_topology("active-passive-tls")
+
+    @pulumi.runtime.test
+    def run() -> Any:
+        def check(_: Any) -> None:
+            state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
+            material = [r for r in monitor.registrations if r.type == "pulumi-python:dynamic/local:TlsMaterial"]
+            assert [r.name for r in material] == ["tls"], "one CA per stack"
+            assert [leaf["name"] for leaf in state["tls"]["leaves"]] == ["cluster-dr", "cluster-primary", "rest-mm2"]
+            assert state["tls"]["root"] == f"{LOCAL.run_root}/tls"
+            broker = state["kafka-primary-broker-0"]
+            assert broker["properties"]["listener.name.client.ssl.keystore.location"].endswith("/cluster-primary.p12")
+            assert set(broker["restart_on"]) == {"ca", "cluster-primary"}
+            assert set(state["connect-mm2-worker-0"]["restart_on"]) == {"ca", "rest-mm2"}
+            assert state["connect-mm2-worker-0"]["properties"]["listeners"].startswith("https://")
+            # The brokers and workers depend on the TLS material: their keystores exist before they start.
+            tls_urn = urn_of(monitor, "tls")
+            for name in ("kafka-primary-broker-0", "connect-mm2-worker-0"):
+                reg = next(r for r in monitor.registrations if r.name == name)
+                assert tls_urn in reg.dependencies, name
+            connector = state["mm2-primary-to-dr-source"]
+            assert connector["connect_url"].startswith("https://127.0.0.1:")
+            assert connector["config"]["source.cluster.ssl.truststore.password"].startswith("${file:")
+            group = next(r for r in monitor.registrations if r.type == "mm2:index:ConnectWorkerGroup")
+            assert state[group.name]["restTls"] is True
+
+        return build(topology).apply(check)
+
+    run()

@@ -100,3 +100,21 @@ def test_kafka_config_merges_the_cluster_client_settings() -> None:
         "bootstrap.servers": "127.0.0.1:19192",
         "security.protocol": "PLAINTEXT",
     }
+
+
+def test_connect_client_verifies_https_against_the_stack_ca(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+
+    class Spy:
+        def __init__(self, url: str, **kwargs: Any) -> None:
+            seen.update(url=url, **kwargs)
+
+    import components.connect.client as client_module
+
+    monkeypatch.setattr(client_module, "ConnectClient", Spy)
+    out = {"connect": {"mm2": {"url": "https://127.0.0.1:18083", "caPem": "PEM", "auth": None}}}
+    stack_outputs.connect_client(out, "mm2")
+    assert seen["ca_pem"] == "PEM"
+    out["connect"]["mm2"].pop("caPem")
+    stack_outputs.connect_client(out, "mm2")
+    assert seen["ca_pem"] is None

@@ -247,3 +247,29 @@ def test_stack_client_settings_become_java_sasl_settings_and_back() -> None:
     assert rd["sasl.mechanisms"] == "SCRAM-SHA-512"
     assert rd["sasl.username"] == "admin"
     assert "***" in str(access.redacted()) and 'p"w' not in str(access.redacted())
+
+
+def test_stack_ca_becomes_a_java_pem_truststore_and_back() -> None:
+    outputs = {
+        "clusters": {
+            "primary": {
+                "bootstrap": "127.0.0.1:19092",
+                "securityProtocol": "SASL_SSL",
+                "client": {
+                    "security.protocol": "SASL_SSL",
+                    "ssl.ca.location": "/run/dev/tls/ca.pem",
+                    "sasl.mechanism": "SCRAM-SHA-512",
+                    "sasl.username": "admin",
+                    "sasl.password": "pw",
+                },
+            }
+        },
+        "flows": {},
+    }
+    access = parse_outputs(outputs).clusters["primary"]
+    java = access.java_client_properties()
+    assert java["ssl.truststore.type"] == "PEM"
+    assert java["ssl.truststore.location"] == "/run/dev/tls/ca.pem"
+    assert "ssl.ca.location" not in java  # not a Java client key
+    back = access.librdkafka_config()
+    assert back["ssl.ca.location"] == "/run/dev/tls/ca.pem" and "ssl.truststore.type" not in back

@@ -9,6 +9,7 @@ from tests.unit.topology.helpers import example, example_names
 
 EXPECTED_FLOWS = {
     "active-passive.yaml": {"primary->dr"},
+    "active-passive-tls.yaml": {"primary->dr"},
     "active-active.yaml": {"east->west", "west->east"},
     "fan-out.yaml": {"k->a", "k->b", "k->c"},
     "aggregation.yaml": {"a->k", "b->k", "c->k"},

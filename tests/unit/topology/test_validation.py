@@ -274,10 +274,12 @@ def test_setting_values_are_type_checked() -> None:
     problem_at(config, f'{FLOW}.settings["offset-syncs.topic.location"]')
 
 
-def test_tls_is_rejected_on_the_local_platform() -> None:
+def test_local_tls_stores_come_from_the_stack_not_from_config() -> None:
     config = dev_config()
+    config["clusters"]["primary"]["security"] = {"protocol": "SASL_SSL", "truststoreLocation": "/tmp/ts.p12"}
+    assert "generates" in problem_at(config, "mm2:clusters.primary.security.truststoreLocation").message
     config["clusters"]["primary"]["security"] = {"protocol": "SSL"}
-    assert "TLS" in problem_at(config, "mm2:clusters.primary.security.protocol").message
+    assert parse_topology(config).clusters["primary"].security.protocol.value == "SSL"
 
 
 def test_external_worker_group_needs_a_url() -> None:
