@@ -89,6 +89,7 @@ class ReplicationFlow(pulumi.ComponentResource):
                 credentials=credentials.apply(lambda v: {k: str(v[k]) for k in keys}),
                 auth=group.auth,
                 ca_pem=group.ca_pem,
+                states={spec.name: flow.state_of(spec.role).connect_state for spec in specs.all()},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.connectors.values())),
             )
         source_topics = [t.name for t in topology.clusters[flow.source].topics]

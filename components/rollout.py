@@ -51,12 +51,16 @@ class CredentialRolloutProvider(ResourceProvider):
         url = str(news["connect_url"])
         try:
             ca_pem = plain(news.get("ca_pem")) or None
+            # A stopped connector has no task to restart: it resolves the new values when it runs
+            # again. A paused one restarts into PAUSED, its tasks re-resolved.
+            states = {name: str(state) for name, state in (plain(news.get("states")) or {}).items()}
+            restart = [name for name in news["connectors"] if states.get(name, "RUNNING") != "STOPPED"]
             with ConnectClient(url, auth=_auth(news), retry_budget_s=60.0, ca_pem=ca_pem) as client:
-                for name in news["connectors"]:
+                for name in restart:
                     client.restart(name, include_tasks=True)
-                for name in news["connectors"]:
+                for name in restart:
                     min_tasks = 0 if name.endswith(_MAY_RUN_WITHOUT_TASKS) else 1
-                    client.wait_running(name, timeout, 1.0, min_tasks=min_tasks)
+                    client.wait_state(name, states.get(name, "RUNNING"), timeout, 1.0, min_tasks=min_tasks)
         except ConnectError as exc:
             raise RolloutError(
                 f"flow {news['flow']}: restarting its connectors at {url} after a credential change failed: {exc}\n"
@@ -87,9 +91,12 @@ class CredentialRollout(Resource, module="connect", name="CredentialRollout"):
         auth: pulumi.Input[Mapping[str, str]] | None = None,
         timeout_seconds: int = 180,
         ca_pem: pulumi.Input[str] | None = None,
+        states: Mapping[str, str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """`ca_pem`: the CA an https:// `connect_url` is verified against (restTls groups)."""
+        """`ca_pem`: the CA an https:// `connect_url` is verified against (restTls groups).
+        `states`: the declared state per connector name (RUNNING when absent), what a restart
+        must come back to."""
         opts = pulumi.ResourceOptions.merge(
             pulumi.ResourceOptions(additional_secret_outputs=["credentials", "auth"]), opts
         )
@@ -104,6 +111,7 @@ class CredentialRollout(Resource, module="connect", name="CredentialRollout"):
                 "auth": pulumi.Output.secret(auth) if auth is not None else None,
                 "timeout_seconds": timeout_seconds,
                 "ca_pem": ca_pem,
+                "states": dict(states or {}),
             },
             opts,
         )
