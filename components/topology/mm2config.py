@@ -21,6 +21,7 @@ Secrets appear only as FileConfigProvider placeholders naming the worker group's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -47,6 +48,32 @@ ROLES: tuple[str, ...] = ("source", "checkpoint", "heartbeat")
 HEARTBEATS_TOPIC = "heartbeats"
 # Strimzi's naming for a Kafka cluster's bootstrap Service, in the namespace of the workers.
 KUBERNETES_BOOTSTRAP = "{alias}-kafka-bootstrap:9092"
+
+# Throughput tuning every source connector gets unless a level above overrides it (the target's
+# `producer.*` / the source's `consumer.*` client overrides, then `settings` under defaults, the
+# source cluster or the flow). Measured by bench/replication (results in bench/results/).
+# - Connect's framework producer defaults to one request in flight and no idempotence, which
+#   serialises every task's sends on a round trip; idempotence keeps per-partition order and
+#   de-duplicates retries with five in flight.
+# - Bigger batches, a few ms of linger and lz4 cut per-request work on brokers and worker alike.
+# - The source consumer waits for a useful fetch (bounded by fetch.max.wait.ms, so quiet flows
+#   still move within 100 ms) and hands MirrorSourceTask more records per poll.
+TUNED_SOURCE_CLIENT: Mapping[str, str] = frozen_map(
+    {
+        "producer.override.enable.idempotence": "true",
+        "producer.override.max.in.flight.requests.per.connection": "5",
+        "producer.override.linger.ms": "10",
+        "producer.override.batch.size": "262144",
+        "producer.override.compression.type": "lz4",
+        "source.consumer.fetch.min.bytes": "65536",
+        "source.consumer.fetch.max.wait.ms": "100",
+        "source.consumer.max.poll.records": "2000",
+        "source.consumer.max.partition.fetch.bytes": "2097152",
+    }
+)
+# Derived tasks.max: one source task per replicated partition (more would idle), at most this
+# many per worker of the group; one per worker when the source declares none of the topics.
+MAX_TASKS_PER_WORKER = 4
 
 
 @dataclass(frozen=True)
@@ -132,6 +159,41 @@ def needs_producer_override(topology: Topology, flow: Flow) -> bool:
     return topology.worker_groups[flow.worker_group].cluster != flow.target
 
 
+def replicated_partitions(topology: Topology, flow: Flow) -> int:
+    """Partitions of the source's declared topics that the flow's topic filter accepts.
+
+    MM2 joins `topics` into one Java regex matched against the whole name; Python's `re` agrees
+    on the patterns parse accepts. Topics not declared under the source cluster are unknown here.
+    """
+    includes = [_compiled(p) for p in flow.topics]
+    excludes = [_compiled(p) for p in flow.topics_exclude]
+    return sum(
+        topic.partitions
+        for topic in topology.clusters[flow.source].topics
+        if any(p is not None and p.fullmatch(topic.name) for p in includes)
+        and not any(p is not None and p.fullmatch(topic.name) for p in excludes)
+    )
+
+
+def _compiled(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+def flow_tasks_max(topology: Topology, flow: Flow) -> int:
+    """`tasksMax` when the flow (or `defaults`) sets it; otherwise one task per replicated
+    partition, capped at MAX_TASKS_PER_WORKER per worker, or one per worker if none is declared."""
+    if flow.tasks_max is not None:
+        return flow.tasks_max
+    workers = max(1, topology.worker_groups[flow.worker_group].workers)
+    partitions = replicated_partitions(topology, flow)
+    if partitions == 0:
+        return workers
+    return min(partitions, MAX_TASKS_PER_WORKER * workers)
+
+
 def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     group: WorkerGroup = topology.worker_groups[flow.worker_group]
     source = topology.clusters[flow.source]
@@ -166,13 +228,14 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
         "topics": ",".join(flow.topics),
         "topics.exclude": ",".join(flow.topics_exclude),
     }
+    tasks_max = str(flow_tasks_max(topology, flow))
     per_role: dict[str, dict[str, str]] = {
-        "source": {**topic_filter, "tasks.max": str(flow.tasks_max)},
+        "source": {**topic_filter, "tasks.max": tasks_max},
         "checkpoint": {
             **topic_filter,
             "groups": ",".join(flow.groups),
             "groups.exclude": ",".join(flow.groups_exclude),
-            "tasks.max": str(flow.tasks_max),
+            "tasks.max": tasks_max,
         },
         # MirrorHeartbeatConnector only ever runs one task.
         "heartbeat": {"tasks.max": "1"},
@@ -191,6 +254,8 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     for role in ROLES:
         name = connector_name(flow, role)
         config = {
+            # Tuning first: cluster client overrides (in common) and settings win over it.
+            **(TUNED_SOURCE_CLIENT if role == "source" else {}),
             **common,
             **{k: v for k, v in flow.settings.items() if k in ROLE_SETTINGS[role]},
             **per_role[role],

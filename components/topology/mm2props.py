@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from components.topology import settings as known
-from components.topology.mm2config import bootstrap_servers, security_properties
+from components.topology.mm2config import bootstrap_servers, flow_tasks_max, security_properties
 from components.topology.model import (
     DEFAULT_POLICY_CLASS,
     DEFAULT_SECRETS_FILE,
@@ -494,7 +494,7 @@ def export_properties(topology: Topology) -> str:
             (f"{prefix}groups.exclude", ", ".join(flow.groups_exclude)),
             (f"{prefix}replication.policy.class", flow.replication_policy.class_name),
             (f"{prefix}replication.policy.separator", flow.replication_policy.separator),
-            (f"{prefix}tasks.max", str(flow.tasks_max)),
+            (f"{prefix}tasks.max", str(flow_tasks_max(topology, flow))),
         ]
         pairs += [(f"{prefix}{k}", v) for k, v in flow.settings.items()]
     header = "# mm2.properties generated from the stack config by bin/mm2props export\n"

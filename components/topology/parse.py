@@ -167,7 +167,7 @@ class _Defaults:
     settings: Mapping[str, str]
     lists: Mapping[str, tuple[str, ...] | None]
     policy: ReplicationPolicy
-    tasks_max: int
+    tasks_max: int | None  # None: derived per flow by mm2config.flow_tasks_max
     exactly_once: bool
     disaster_recovery: bool
 
@@ -529,7 +529,9 @@ class _Parser:
             settings=self.settings(mapping.get("settings"), f"{where}.settings"),
             lists=lists,
             policy=self.policy(mapping.get("replicationPolicy"), f"{where}.replicationPolicy", ReplicationPolicy()),
-            tasks_max=self.as_int(mapping.get("tasksMax", 1), f"{where}.tasksMax", minimum=1) or 1,
+            tasks_max=(
+                self.as_int(mapping["tasksMax"], f"{where}.tasksMax", minimum=1) if "tasksMax" in mapping else None
+            ),
             exactly_once=bool(self.as_bool(mapping.get("exactlyOnce", False), f"{where}.exactlyOnce")),
             disaster_recovery=bool(self.as_bool(mapping.get("disasterRecovery", False), f"{where}.disasterRecovery")),
         )
@@ -1143,7 +1145,6 @@ class _Parser:
             or enabled is None
             or disaster_recovery is None
             or exactly_once is None
-            or tasks_max is None
             or group_name is None
             or states is None
             or any(v is None for v in lists.values())

@@ -249,8 +249,9 @@ def worker_properties(
     clients do not inherit top-level security settings in Connect, so security is repeated
     under producer./consumer./admin.
     `connector.client.config.override.policy=All` is set only when a connector on this group
-    carries `producer.override.*` (a flow whose target is not the group's cluster, or target
-    producer overrides); Kafka 3.0+ defaults to All anyway, stating it keeps intent visible.
+    carries `producer.override.*` (a flow whose target is not the group's cluster, target
+    producer overrides, or the generated producer tuning of every source connector); Kafka 3.0+
+    defaults to All anyway, stating it keeps intent visible.
     """
     if not 0 <= index < group.workers:
         raise ValueError(f"worker index {index} is outside 0..{group.workers - 1} for group {group.name}")

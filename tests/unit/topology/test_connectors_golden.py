@@ -106,6 +106,15 @@ def test_cross_cluster_sasl_flow_source_connector() -> None:
     assert spec.connector_class == "org.apache.kafka.connect.mirror.MirrorSourceConnector"
     assert dict(spec.config) == {
         **COMMON,
+        # Generated tuning, except where the clusters' client overrides (in COMMON) replace it:
+        # source.consumer.fetch.min.bytes=1024 and producer.override.compression.type=zstd.
+        "producer.override.enable.idempotence": "true",
+        "producer.override.max.in.flight.requests.per.connection": "5",
+        "producer.override.linger.ms": "10",
+        "producer.override.batch.size": "262144",
+        "source.consumer.fetch.max.wait.ms": "100",
+        "source.consumer.max.poll.records": "2000",
+        "source.consumer.max.partition.fetch.bytes": "2097152",
         "name": "mm2-primary-to-dr-source",
         "connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
         "tasks.max": "4",
@@ -148,10 +157,20 @@ def test_cross_cluster_sasl_flow_heartbeat_connector() -> None:
     }
 
 
-def test_dev_stack_source_connector_has_no_producer_override() -> None:
+def test_dev_stack_source_connector_overrides_only_producer_tuning() -> None:
+    # Workers on the target, PLAINTEXT: no producer bootstrap or security override, only tuning.
     topology = parse_topology(dev_config())
     spec = flow_connectors(topology, topology.flow("primary->dr")).source
     assert dict(spec.config) == {
+        "producer.override.enable.idempotence": "true",
+        "producer.override.max.in.flight.requests.per.connection": "5",
+        "producer.override.linger.ms": "10",
+        "producer.override.batch.size": "262144",
+        "producer.override.compression.type": "lz4",
+        "source.consumer.fetch.min.bytes": "65536",
+        "source.consumer.fetch.max.wait.ms": "100",
+        "source.consumer.max.poll.records": "2000",
+        "source.consumer.max.partition.fetch.bytes": "2097152",
         "name": "mm2-primary-to-dr-source",
         "connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
         "tasks.max": "3",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.topology import flow_connectors, needs_producer_override, parse_topology, remote_topic
+from components.topology.mm2config import TUNED_SOURCE_CLIENT
 from tests.unit.topology.helpers import example, example_names
 
 EXPECTED_FLOWS = {
@@ -52,14 +53,17 @@ def test_fan_out_produces_through_overrides_and_aggregation_does_not() -> None:
     aggregation = parse_topology(example("aggregation.yaml"))
     for flow in aggregation.flows:
         # Workers on the target: no bootstrap override, only the MM2 user's credentials (the
-        # examples' local clusters are SASL/SCRAM by default).
-        for spec in flow_connectors(aggregation, flow).all():
+        # examples' local clusters are SASL/SCRAM by default), plus the source's producer tuning.
+        security = {
+            "producer.override.security.protocol",
+            "producer.override.sasl.mechanism",
+            "producer.override.sasl.jaas.config",
+        }
+        tuning = {k for k in TUNED_SOURCE_CLIENT if k.startswith("producer.override.")}
+        connectors = flow_connectors(aggregation, flow)
+        for spec in connectors.all():
             overrides = {k for k in spec.config if k.startswith("producer.override.")}
-            assert overrides == {
-                "producer.override.security.protocol",
-                "producer.override.sasl.mechanism",
-                "producer.override.sasl.jaas.config",
-            }
+            assert overrides == (security | tuning if spec.role == "source" else security)
         assert remote_topic(flow, "metrics") == f"{flow.source}.metrics"
 
 

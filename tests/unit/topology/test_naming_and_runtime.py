@@ -173,18 +173,26 @@ def test_worker_properties_dev_group() -> None:
         "offset.flush.interval.ms": "5000",
         "config.providers": "file",
         "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+        # The source connector's tuned producer settings are producer.override.* keys.
+        "connector.client.config.override.policy": "All",
     }
     assert worker_rest_urls(topology.worker_groups["mm2"]) == ("http://127.0.0.1:18083", "http://127.0.0.1:18084")
 
 
-def test_override_policy_only_on_groups_with_cross_cluster_flows() -> None:
+def test_override_policy_only_on_groups_whose_connectors_override_clients() -> None:
     fan_out = parse_topology(example("fan-out.yaml"))
     assert (
         worker_properties(fan_out, fan_out.worker_groups["hub"], 0)["connector.client.config.override.policy"] == "All"
     )
-    # Workers on the target of PLAINTEXT clusters: connectors need no client override.
+    # Workers on the target of PLAINTEXT clusters: only the generated producer tuning overrides.
     dev = parse_topology(dev_config())
-    assert "connector.client.config.override.policy" not in worker_properties(dev, dev.worker_groups["mm2"], 0)
+    assert worker_properties(dev, dev.worker_groups["mm2"], 0)["connector.client.config.override.policy"] == "All"
+    # A group with no enabled flow runs no connector: nothing to allow.
+    idle = dev_config()
+    idle["flows"]["primary->dr"]["enabled"] = False
+    idle_topology = parse_topology(idle)
+    props = worker_properties(idle_topology, idle_topology.worker_groups["mm2"], 0)
+    assert "connector.client.config.override.policy" not in props
     # With SASL the framework producer writes as the target's MM2 user, through an override.
     aggregation = parse_topology(example("aggregation.yaml"))
     assert (
