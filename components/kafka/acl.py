@@ -2,7 +2,9 @@
 
 The full set the stack wants on the cluster (see `components/topology/security.py`); an update
 deletes the bindings no longer wanted and creates the new ones, nothing else is touched.
-Bindings are plain data (principals, resources, operations): no secret.
+Refresh reads the bindings back: one deleted behind the stack's back drops out of the state, so
+the next preview shows the drift and `up` creates it again. Bindings are plain data
+(principals, resources, operations): no secret.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
-from components.kafka.admin import ADMIN_TIMEOUT_S, admin_client, plain
+from components.kafka.admin import ADMIN_TIMEOUT_S, READ_TIMEOUT_S, admin_client, plain
 
 
 class AclError(RuntimeError):
@@ -75,6 +77,31 @@ def _delete(props: Mapping[str, Any], acls: list[Mapping[str, Any]]) -> None:
             raise AclError(f"{_where(props)}: deleting {binding} failed: {exc}. Fix: run `pulumi up` again.") from exc
 
 
+def _live_keys(props: Mapping[str, Any]) -> set[tuple[str, ...]] | None:
+    """The ALLOW bindings on the cluster as `_key` tuples, or None when it cannot be asked."""
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    every = AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
+    )
+    admin = admin_client(props)
+    try:
+        bindings = admin.describe_acls(every, request_timeout=READ_TIMEOUT_S).result()
+    except Exception:  # unreachable or restarting: a refresh must not fail on it
+        return None
+    return {
+        (b.principal, b.restype.name, b.name, b.resource_pattern_type.name, b.operation.name)
+        for b in bindings
+        if b.permission_type.name == "ALLOW"
+    }
+
+
 class AclsProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         _create(props, list(_acls(props).values()))
@@ -96,7 +123,11 @@ class AclsProvider(ResourceProvider):
         return UpdateResult(outs=news)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(id_=id_, outs=props)
+        live = _live_keys(props)
+        if live is None:
+            return ReadResult(id_=id_, outs=props)
+        present = [a for k, a in _acls(props).items() if k in live]
+        return ReadResult(id_=id_, outs={**props, "acls": present})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         if props.get("ephemeral"):

@@ -12,6 +12,8 @@ from typing import Any
 from pulumi.runtime import rpc
 
 ADMIN_TIMEOUT_S = 30.0
+# Refresh only reads: a cluster that does not answer within this leaves the state as it was.
+READ_TIMEOUT_S = 10.0
 
 
 def plain(value: Any) -> Any:

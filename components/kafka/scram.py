@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
-from components.kafka.admin import ADMIN_TIMEOUT_S, admin_client, plain
+from components.kafka.admin import ADMIN_TIMEOUT_S, READ_TIMEOUT_S, admin_client, plain
 
 ITERATIONS = 8192  # Kafka's minimum is 4096; 8192 is what kafka-configs uses by default
 
@@ -64,6 +64,31 @@ def _alter(props: Mapping[str, Any], upsert: Mapping[str, str], delete: list[str
         )
 
 
+def _live_users(props: Mapping[str, Any]) -> set[str] | None:
+    """Which of the stack's users have a credential of its mechanism on the cluster, or None
+    when the cluster cannot be asked. Passwords cannot be compared: brokers keep salted hashes."""
+    names = sorted(_users(props))
+    if not names:
+        return set()
+    mechanism = _mechanism(props)
+    admin = admin_client(props)
+    try:
+        futures = admin.describe_user_scram_credentials(names, request_timeout=READ_TIMEOUT_S)
+    except Exception:
+        return None
+    live = set()
+    for name, future in futures.items():
+        try:
+            description = future.result()
+        except Exception as exc:
+            if "RESOURCE_NOT_FOUND" in str(exc).upper():
+                continue  # the user is gone
+            return None  # the cluster did not answer: say nothing about the users
+        if any(info.mechanism == mechanism for info in description.scram_credential_infos):
+            live.add(name)
+    return live
+
+
 class ScramUsersProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         _alter(props, _users(props), [])
@@ -83,7 +108,13 @@ class ScramUsersProvider(ResourceProvider):
         return UpdateResult(outs=news)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(id_=id_, outs=props)
+        """A user deleted behind the stack's back drops out of the state, so the next preview
+        shows the drift and `up` creates it again with its password."""
+        live = _live_users(props)
+        if live is None:
+            return ReadResult(id_=id_, outs=props)
+        present = {name: pw for name, pw in _users(props).items() if name in live}
+        return ReadResult(id_=id_, outs={**props, "users": present})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         if props.get("ephemeral"):

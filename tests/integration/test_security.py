@@ -337,3 +337,37 @@ def test_rotating_the_mm2_password_keeps_replication(stack: TestStack) -> None:
     # The new password leaks nowhere either; the config file holds only its ciphertext.
     assert _leaks(stack, out) == {}
     assert new not in Path(stack.config_file).read_text()
+
+
+def test_refresh_finds_a_deleted_user_and_acl_and_up_restores_them(stack: TestStack) -> None:
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+    )
+
+    out = stack.outputs()
+    admin = _admin(out, "primary")
+    # Behind the stack's back: drop the MM2 user on the source and its READ grants there.
+    admin.alter_user_scram_credentials([UserScramCredentialDeletion("mm2", ScramMechanism.SCRAM_SHA_512)])[
+        "mm2"
+    ].result(30)
+    reads = AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, "User:mm2", None, AclOperation.READ, AclPermissionType.ALLOW
+    )
+    assert admin.delete_acls([reads])[reads].result(30), "the MM2 user had no READ binding to delete"
+    assert _refused(_as_user(out, "primary", "mm2"))
+
+    stack.pulumi("refresh", "--yes", "--skip-preview")
+    steps = [s for s in stack.preview_json().get("steps", []) if s.get("op") not in ("same", None)]
+    changed = sorted((s["op"], s["urn"].rsplit("::", 1)[-1]) for s in steps)
+    assert changed == [("update", "kafka-primary-acls"), ("update", "kafka-primary-scram-users")], changed
+
+    stack.up()
+    assert not _refused(_as_user(out, "primary", "mm2")), "the MM2 user was not restored"
+    assert _read_error(_as_user(out, "primary", "mm2"), "orders") is None, "its READ grant was not restored"
+    stack.pulumi("up", "--yes", "--expect-no-changes")
