@@ -96,8 +96,10 @@ def build_session(args: argparse.Namespace, jars: KafkaSourceJars) -> Any:
     jar_list = [j for j in confs.pop("spark.jars", "").split(",") if j] + [str(j) for j in jars.jars]
     builder = builder.config("spark.jars", ",".join(jar_list))
     if (master or "").startswith("local"):
-        # Few, small shuffle partitions suit one machine; AQE coalesces further.
-        builder = builder.config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
+        # Shuffle partitions stay at Spark's default (200) so that AQE sizes them (~64 MB each):
+        # pinning a few (it was 2 x cores) made every task's share grow with the record count, and
+        # at 10M records per topic the matching stage ran out of the default 1g heap
+        # (bench/results/validation-20261122.md). AQE coalesces small inputs to a few partitions.
         # On one machine nothing needs to reach the driver from outside: bind it and its UI to
         # loopback (by default Spark picks the first non-loopback interface). SPARK_LOCAL_IP is
         # read when PySpark launches the JVM, which getOrCreate below does.
