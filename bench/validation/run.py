@@ -1,0 +1,544 @@
+"""Validation benchmark: the Spark validator against a single-process confluent-kafka baseline.
+
+    flock -x /tmp/mm2-heavy.lock python bench/validation/run.py [--sizes 1000000,10000000] [--repeats 3,1]
+
+In one run, on this machine:
+1. starts two single-node KRaft clusters (`primary`, `dr`) on free loopback ports;
+2. per size N: writes N records over `--partitions` partitions to `primary`/<topic> and an
+   identical copy to `dr`/primary.<topic> (load.py; no MirrorMaker: the point is validation
+   throughput, so both topics are filled directly by producers, timed separately);
+3. per repetition, in alternating order:
+   - spark: `bin/validate --outputs <file> --skip ...` exactly as a user runs it (its own
+     `local[*]` session). The record-level checks (completeness, partitioning, integrity, order,
+     duplicates, unexpected records, catch-up) are one Spark pipeline in the validator and
+     cannot be run apart, so all of them run; the checks that need MM2's internal topics or
+     live heartbeats (offset_syncs, checkpoints, group_offsets, heartbeats, loops) are skipped
+     with the validator's own `--skip`, and latency sampling is off (`--latency-window 0`);
+   - baseline: `python -m bench.validation.baseline` (completeness and integrity, baseline.py);
+   both as child processes, timed from start to exit, with per-process peak RSS and CPU time of
+   the validator, the brokers and the rest of the machine (monitor.py), and the driver JVM heap;
+4. stops everything (also on failure or Ctrl-C), prints the figures and writes
+   bench/results/validation-<date>.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench.validation import cluster, load  # noqa: E402
+from bench.validation.monitor import Monitor, children, cmdline, comm  # noqa: E402
+
+SKIPPED = ("offset_syncs", "checkpoints", "group_offsets", "heartbeats", "loops")
+RUN_TIMEOUT_S = 1800
+SPARK_SUBMIT = "org.apache.spark.deploy.SparkSubmit"
+
+
+# --- child processes, always stopped -------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def child(cmd: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A child in its own session (so its whole tree can be signalled); killed on the way out."""
+    with open(log, "wb") as out:
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, sig)
+                try:
+                    p.wait(wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        # The driver's JVM shares the session: make sure none of the tree outlives the run.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+
+
+def timed_run(
+    cmd: list[str], log: Path, roles_of: Any, brokers: dict[str, cluster.Broker], heap_role: str | None
+) -> tuple[int, float, Monitor]:
+    broker_pids = [pid for b in brokers.values() for pid in b.pids()]
+    t0 = time.monotonic()
+    with child(cmd, log) as p:
+        monitor = Monitor(lambda: {"broker": broker_pids, **roles_of(p.pid, monitor)})
+        monitor.heap_role = heap_role
+        monitor.start()
+        try:
+            rc = p.wait(RUN_TIMEOUT_S)
+        finally:
+            wall = time.monotonic() - t0
+            monitor.stop()
+    return rc, wall, monitor
+
+
+def spark_roles(root: int, monitor: Monitor) -> dict[str, list[int]]:
+    kids = children(root)
+    # The driver JVM runs SparkSubmit; other children are its launcher scripts, the short-lived
+    # launcher JVM that computes its command line, and bin/validate's jar check.
+    jvm = [c for c in kids if comm(c) == "java" and _is_driver_jvm(cmdline(c))]
+    for pid in jvm:
+        if "xmx" not in monitor.notes:
+            monitor.notes["xmx"] = next((a[4:] for a in cmdline(pid) if a.startswith("-Xmx")), "JVM default")
+    jstat = monitor._jstat.pid if monitor._jstat is not None else None
+    return {
+        "spark_driver_python": [root],
+        "spark_driver_jvm": jvm,
+        "spark_other": [c for c in kids if c not in jvm and c != jstat],
+        "jstat": [jstat] if jstat else [],
+    }
+
+
+def _is_driver_jvm(args: list[str]) -> bool:
+    return SPARK_SUBMIT in args and "org.apache.spark.launcher.Main" not in args
+
+
+def baseline_roles(root: int, _monitor: Monitor) -> dict[str, list[int]]:
+    return {"baseline": [root]}
+
+
+# --- one size ------------------------------------------------------------------------------------
+
+
+def outputs_file(brokers: dict[str, cluster.Broker], topic: str, path: Path) -> Path:
+    """Stack outputs as `pulumi stack output --json` would give them for one flow primary->dr."""
+    data = {
+        "clusters": {a: {"bootstrap": b.bootstrap, "securityProtocol": "PLAINTEXT"} for a, b in brokers.items()},
+        "connect": {"mm2": {"url": "http://127.0.0.1:1", "cluster": "dr"}},
+        "flows": {
+            "primary->dr": {
+                "source": "primary",
+                "target": "dr",
+                "workerGroup": "mm2",
+                "connectors": {
+                    "source": "mm2-primary-to-dr-source",
+                    "checkpoint": "mm2-primary-to-dr-checkpoint",
+                    "heartbeat": "mm2-primary-to-dr-heartbeat",
+                },
+                "states": {"mm2-primary-to-dr-source": "RUNNING"},
+                "topics": {topic: f"primary.{topic}"},
+                "checkpointsTopic": "primary.checkpoints.internal",
+                "offsetSyncsTopic": "mm2-offset-syncs.dr.internal",
+                "heartbeatsTopic": "heartbeats",
+                "exactlyOnce": False,
+                "offsetLagMax": 100,
+                "groups": [".*"],
+            }
+        },
+    }
+    path.write_text(json.dumps(data, indent=1))
+    return path
+
+
+def _cpu(monitor: Monitor, wall: float) -> dict[str, Any]:
+    roles = monitor.by_role()
+    machine = roles.pop("machine")
+    tracked = sum(r["cpu_s"] for r in roles.values())
+    return {
+        "by_role": roles,
+        "machine_busy_cpu_s": machine["busy_cpu_s"],
+        "machine_capacity_cpu_s": machine["capacity_cpu_s"],
+        "untracked_cpu_s": round(machine["busy_cpu_s"] - tracked, 1),
+        "wall_s": round(wall, 2),
+    }
+
+
+def run_spark(
+    brokers: dict[str, cluster.Broker], topic: str, n: int, work: Path, tag: str, extra: list[str]
+) -> dict[str, Any]:
+    report = work / f"spark-{tag}.json"
+    log = work / f"spark-{tag}.log"
+    cmd = [
+        str(ROOT / "bin" / "validate"),
+        "--outputs",
+        str(outputs_file(brokers, topic, work / f"outputs-{topic}.json")),
+        "--report",
+        str(report),
+        "--latency-window",
+        "0",
+        "--catch-up-timeout",
+        "60",
+        *[a for s in SKIPPED for a in ("--skip", s)],
+        *extra,
+    ]
+    rc, wall, mon = timed_run(cmd, log, spark_roles, brokers, heap_role="spark_driver_jvm")
+    text = log.read_text(errors="replace")
+    rep = json.loads(report.read_text()) if report.exists() else {}
+    parts = [p for f in rep.get("flows", {}).values() for t in f["topics"].values() for p in t["partitions"]]
+    flow = next(iter(rep.get("flows", {}).values()), {})
+    matched_s = re.findall(r"matched records in ([\d.]+)s", text)
+    rest_s = re.findall(r"order, duplicates and unmatched records in ([\d.]+)s", text)
+    checks = {k: v["status"] for t in flow.get("topics", {}).values() for k, v in t["checks"].items()}
+    roles = mon.by_role()
+    result = {
+        "exit_code": rc,
+        "passed": bool(rep.get("passed")) and rc == 0,
+        "checks": checks,
+        "source_records": sum(p["sourceRecords"] for p in parts),
+        "matched": sum(p["matched"] for p in parts),
+        "wall_s": round(wall, 2),
+        "records_per_s": round(n / wall),
+        "stage_s": rep.get("meta", {}).get("seconds"),  # from before the Spark session to the end
+        "flow_s": flow.get("catchUp", {}).get("validationSeconds"),  # the flow's checks, session up
+        "match_s": float(matched_s[0]) if matched_s else None,
+        "findings_s": float(rest_s[0]) if rest_s else None,
+        "driver_python_peak_rss_mib": roles.get("spark_driver_python", {}).get("peak_rss_mib"),
+        "driver_jvm_peak_rss_mib": roles.get("spark_driver_jvm", {}).get("peak_rss_mib"),
+        "driver_jvm_heap": vars(mon.heap),
+        "driver_jvm_xmx": mon.notes.get("xmx"),
+        "cpu": _cpu(mon, wall),
+        "log": str(log),
+    }
+    if not result["passed"] or result["matched"] != n:
+        result["log_tail"] = text[-3000:]
+        # The executor's own stack trace (where a task failed) comes long before the driver's.
+        first = text.find("ERROR Executor")
+        if first >= 0:
+            result["executor_error"] = "\n".join(text[first:].splitlines()[:60])
+    return result
+
+
+def run_baseline(brokers: dict[str, cluster.Broker], topic: str, n: int, partitions: int, work: Path, tag: str):
+    spec = work / f"baseline-spec-{topic}.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "source_bootstrap": brokers["primary"].bootstrap,
+                "source_topic": topic,
+                "target_bootstrap": brokers["dr"].bootstrap,
+                "target_topic": f"primary.{topic}",
+                "partitions": partitions,
+            }
+        )
+    )
+    out = work / f"baseline-{tag}.json"
+    log = work / f"baseline-{tag}.log"
+    cmd = [sys.executable, "-m", "bench.validation.baseline", "--spec", str(spec), "--out", str(out)]
+    rc, wall, mon = timed_run(cmd, log, baseline_roles, brokers, heap_role=None)
+    res = json.loads(out.read_text()) if out.exists() else {}
+    totals = res.get("totals", {})
+    result = {
+        "exit_code": rc,
+        "passed": bool(res.get("passed")) and rc == 0,
+        "checks": res.get("checks"),
+        "source_records": totals.get("source_records"),
+        "matched": totals.get("matched"),
+        "wall_s": round(wall, 2),
+        "records_per_s": round(n / wall),
+        "compare_s": round(res.get("seconds", 0.0), 2),
+        "peak_rss_mib": max(res.get("peak_rss_mib", 0.0), mon.by_role().get("baseline", {}).get("peak_rss_mib", 0.0)),
+        "cpu": _cpu(mon, wall),
+        "log": str(log),
+    }
+    if not result["passed"] or result["matched"] != n:
+        result["log_tail"] = log.read_text(errors="replace")[-3000:]
+    return result
+
+
+def _brief(kind: str, r: dict[str, Any]) -> str:
+    ok = "ok" if r["passed"] else "FAILED"
+    if kind == "spark":
+        mem = (
+            f"driver py {r['driver_python_peak_rss_mib']} MiB, JVM {r['driver_jvm_peak_rss_mib']} MiB "
+            f"(heap used peak {r['driver_jvm_heap']['peak_used_mib']:.0f} MiB)"
+        )
+    else:
+        mem = f"peak RSS {r['peak_rss_mib']} MiB"
+    cpu = r["cpu"]["by_role"]
+    own = sum(v["cpu_s"] for k, v in cpu.items() if k not in ("broker",))
+    return (
+        f"{kind:8} {ok:6} {r['wall_s']:8.1f}s {r['records_per_s']:>9,} rec/s  {mem}; "
+        f"cpu: validator {own:.0f}s, brokers {cpu.get('broker', {}).get('cpu_s', 0):.0f}s, "
+        f"untracked {r['cpu']['untracked_cpu_s']:.0f}s"
+    )
+
+
+# --- machine and report --------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    import confluent_kafka
+    import pyspark
+
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    mem_kb = next(int(ln.split()[1]) for ln in meminfo if ln.startswith("MemTotal"))
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")), platform.processor())
+    return {
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kb / 1024 / 1024, 1),
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0],
+        "kafka": os.environ.get("MM2_KAFKA_VERSION", "unknown"),
+        "spark": pyspark.__version__,  # pip pyspark bundles Spark itself: same version
+        "pyspark": pyspark.__version__,
+        "confluent_kafka": confluent_kafka.__version__,
+        "librdkafka": confluent_kafka.libversion()[0],
+        "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def median(runs: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def summarize(sizes: list[int], results: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Medians per size. Throughput only counts runs that passed with every record matched; a size
+    where every Spark run failed has no Spark throughput (its wall time until failure is kept)."""
+    out = {}
+    for n in sizes:
+        r = results[n]
+        sp, bl = r["spark"], r["baseline"]
+        sp_ok = [x for x in sp if x["passed"] and x["matched"] == n]
+        bl_ok = [x for x in bl if x["passed"] and x["matched"] == n]
+        sp_rate = median(sp_ok, "records_per_s") if sp_ok else None
+        bl_rate = median(bl_ok, "records_per_s") if bl_ok else None
+        out[n] = {
+            "runs": len(sp),
+            "spark_runs_passed": len(sp_ok),
+            "baseline_runs_passed": len(bl_ok),
+            "load_s": r["load_s"],
+            "spark_wall_s": median(sp_ok, "wall_s") if sp_ok else None,
+            "spark_failed_after_s": [x["wall_s"] for x in sp if x not in sp_ok],
+            "spark_records_per_s": sp_rate,
+            "spark_flow_s": statistics.median(x["flow_s"] or 0 for x in sp_ok) if sp_ok else None,
+            "baseline_wall_s": median(bl_ok, "wall_s") if bl_ok else None,
+            "baseline_records_per_s": bl_rate,
+            "spark_vs_baseline": round(sp_rate / bl_rate, 2) if sp_rate and bl_rate else None,
+            "spark_driver_python_peak_rss_mib": max(x["driver_python_peak_rss_mib"] or 0 for x in sp),
+            "spark_driver_jvm_peak_rss_mib": max(x["driver_jvm_peak_rss_mib"] or 0 for x in sp),
+            "spark_driver_jvm_heap_peak_used_mib": round(max(x["driver_jvm_heap"]["peak_used_mib"] for x in sp)),
+            "spark_driver_jvm_xmx": sp[0]["driver_jvm_xmx"],
+            "baseline_peak_rss_mib": max(x["peak_rss_mib"] or 0 for x in bl),
+            "all_passed": len(sp_ok) == len(sp) and len(bl_ok) == len(bl),
+            "cpu_s": {kind: _cpu_medians(runs) for kind, runs in (("spark", sp), ("baseline", bl))},
+        }
+    return out
+
+
+def _num(x: float | None, fmt: str, none: str = "n/a") -> str:
+    return none if x is None else format(x, fmt)
+
+
+def _cpu_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Median CPU seconds during a validator's runs: per process role, untracked, machine busy."""
+    roles = sorted({r for x in runs for r in x["cpu"]["by_role"]})
+    out = {r: statistics.median(x["cpu"]["by_role"].get(r, {}).get("cpu_s", 0.0) for x in runs) for r in roles}
+    for key in ("untracked_cpu_s", "machine_busy_cpu_s", "machine_capacity_cpu_s", "wall_s"):
+        out[key] = statistics.median(x["cpu"][key] for x in runs)
+    return {k: round(v, 1) for k, v in out.items()}
+
+
+def markdown(info: dict[str, Any], args: argparse.Namespace, summary: dict[int, dict[str, Any]], command: str) -> str:
+    sizes = sorted(summary)
+    lines = [
+        f"# Validation benchmark ({datetime.now(timezone.utc):%Y-%m-%d})",
+        "",
+        f"Machine: {info['cores']} cores, {info['memory_gib']} GiB, {info['cpu']}, load average "
+        f"{info['load_avg_at_start']} at start and {info['load_avg_at_end']} at end; {info['java']}, "
+        f"Kafka {info['kafka']} (two single-node KRaft clusters on loopback, on the same machine), "
+        f"Spark/pyspark {info['pyspark']} (`local[*]`), confluent-kafka {info['confluent_kafka']} "
+        f"(librdkafka {info['librdkafka']}), Python {info['python']}.",
+        "",
+        f"Command: `{command}`. {args.partitions} partitions; records of a ~16 B key, a 100-400 B value "
+        "(uniform, mean 250 B, word-like text), 2-3 headers and a CreateTime timestamp; source and "
+        "remote topic written directly with identical records (no MirrorMaker: the benchmark measures "
+        "validation, not replication), lz4. Throughput = source records validated per second of "
+        "wall time, each validator reading both topics (2N records) as a child process, start-up included. "
+        + ", ".join(f"{summary[n]['runs']} run(s) at {n:,}" for n in sizes)
+        + "; medians.",
+        "",
+        "| records | load both topics (s) | Spark wall (s) | Spark rec/s | baseline wall (s) | baseline rec/s "
+        "| Spark / baseline | Spark driver peak RSS: Python / JVM (MiB) | JVM heap used, peak (MiB) "
+        "| baseline peak RSS (MiB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in sizes:
+        s = summary[n]
+        failed = ", ".join(f"{w:.0f}" for w in s["spark_failed_after_s"])
+        spark_wall = _num(s["spark_wall_s"], ".1f") + (f" (FAILED after {failed} s)" if failed else "")
+        lines.append(
+            f"| {n:,} | {s['load_s']:.0f} | {spark_wall} | {_num(s['spark_records_per_s'], ',.0f')} "
+            f"| {_num(s['baseline_wall_s'], '.1f')} | {_num(s['baseline_records_per_s'], ',.0f')} "
+            f"| {_num(s['spark_vs_baseline'], '.2f')}{'x' if s['spark_vs_baseline'] else ''} "
+            f"| {s['spark_driver_python_peak_rss_mib']:.0f} / {s['spark_driver_jvm_peak_rss_mib']:.0f} "
+            f"| {s['spark_driver_jvm_heap_peak_used_mib']} | {s['baseline_peak_rss_mib']:.0f} |"
+        )
+    lines += [
+        "",
+        "Where the CPU went (CPU seconds while each validator ran, medians; 'untracked' is every other "
+        "process on the machine, e.g. other users' jobs; capacity = cores x wall time):",
+        "",
+        "| records | validator | wall (s) | validator CPU | CPU per record (µs) | of which Spark driver JVM / Python "
+        "| brokers | jstat | untracked | machine busy / capacity |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in sizes:
+        for kind in ("spark", "baseline"):
+            c = summary[n]["cpu_s"][kind]
+            own = sum(v for k, v in c.items() if k.startswith(kind))
+            passed = summary[n][f"{kind}_runs_passed"]
+            label = kind if passed else f"{kind} (failed, until failure)"
+            split = (
+                f"{c.get('spark_driver_jvm', 0):.0f} / {c.get('spark_driver_python', 0):.1f}"
+                if kind == "spark"
+                else "-"
+            )
+            lines.append(
+                f"| {n:,} | {label} | {c['wall_s']:.1f} | {own:.1f} | {own / n * 1e6:.1f} | {split} "
+                f"| {c.get('broker', 0):.1f} "
+                f"| {c.get('jstat', 0):.1f} | {c['untracked_cpu_s']:.1f} "
+                f"| {c['machine_busy_cpu_s']:.0f} / {c['machine_capacity_cpu_s']:.0f} |"
+            )
+    lines += [
+        "",
+        "Spark in-stage rate (records / the flow's validation seconds, session already up, JVM start-up "
+        "excluded): "
+        + (
+            ", ".join(
+                f"{n:,}: {n / summary[n]['spark_flow_s']:,.0f} rec/s" for n in sizes if summary[n]["spark_flow_s"]
+            )
+            or "none (no Spark run passed)"
+        )
+        + ".",
+    ]
+    big = summary[sizes[-1]]
+    small = summary[sizes[0]]
+    lines += [
+        "",
+        f"Goal Spark >= 2x baseline at {sizes[-1]:,}: "
+        f"{'met' if (big['spark_vs_baseline'] or 0) >= 2 else 'NOT met'} "
+        f"({_num(big['spark_vs_baseline'], '.2f', 'no Spark run passed')}"
+        f"{'x' if big['spark_vs_baseline'] else ''}). Driver memory from {sizes[0]:,} to {sizes[-1]:,} records: "
+        f"Python {small['spark_driver_python_peak_rss_mib']:.0f} -> {big['spark_driver_python_peak_rss_mib']:.0f} MiB, "
+        f"JVM RSS {small['spark_driver_jvm_peak_rss_mib']:.0f} -> {big['spark_driver_jvm_peak_rss_mib']:.0f} MiB, "
+        f"JVM heap used {small['spark_driver_jvm_heap_peak_used_mib']} -> "
+        f"{big['spark_driver_jvm_heap_peak_used_mib']} MiB. "
+        f"All validations passed with every record matched: {all(s['all_passed'] for s in summary.values())}. "
+        f"Driver JVM max heap -Xmx {big['spark_driver_jvm_xmx']} (the validator sets no spark.driver.memory; "
+        "with local[*] the executors share this JVM, so its RSS and heap include all executor work).",
+    ]
+    return "\n".join(lines)
+
+
+def render(path: Path) -> int:
+    """Recompute the summary of a results JSON and rewrite it with its .md (same name, .md)."""
+    report = json.loads(path.read_text())
+    results = {int(k): v for k, v in report["runs"].items()}
+    report["summary"] = summarize(sorted(results), results)
+    args = argparse.Namespace(partitions=report["partitions"])
+    text = markdown(report["machine"], args, report["summary"], report["command"])
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    path.with_suffix(".md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+def _interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000000,10000000", help="records per size, comma-separated")
+    parser.add_argument("--repeats", default="3,1", help="repetitions per size (one value, or one per size)")
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--load-workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--broker-heap", default="1g")
+    parser.add_argument("--spark-arg", action="append", default=[], help="extra bin/validate argument, repeatable")
+    parser.add_argument("--out-dir", default=str(ROOT / "bench" / "results"), help="where results are written")
+    parser.add_argument("--name", default="validation", help="results file prefix")
+    parser.add_argument("--render", metavar="JSON", help="only re-render the summary and .md of a results JSON")
+    args = parser.parse_args()
+    if args.render:
+        return render(Path(args.render))
+    sizes = [int(s) for s in args.sizes.split(",")]
+    reps = [int(r) for r in args.repeats.split(",")]
+    reps = reps * len(sizes) if len(reps) == 1 else reps
+    command = "flock -x /tmp/mm2-heavy.lock python bench/validation/run.py " + " ".join(sys.argv[1:])
+
+    # SIGTERM (or a supervisor's kill) unwinds like Ctrl-C, so every `finally` stops its processes.
+    signal.signal(signal.SIGTERM, _interrupt)
+    info = machine()
+    print(f"machine: {json.dumps(info)}", flush=True)
+    results: dict[int, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="mm2-bench-validation-") as tmp:
+        work = Path(tmp)
+        with cluster.clusters(work / "kafka", heap=args.broker_heap) as brokers:
+            print(f"brokers: { {a: b.bootstrap for a, b in brokers.items()} }", flush=True)
+            for n, rep_count in zip(sizes, reps, strict=True):
+                topic = f"orders_{n}"
+                cluster.create_topic(brokers["primary"].bootstrap, topic, args.partitions)
+                cluster.create_topic(brokers["dr"].bootstrap, f"primary.{topic}", args.partitions)
+                spec = load.LoadSpec(
+                    brokers["primary"].bootstrap,
+                    topic,
+                    brokers["dr"].bootstrap,
+                    f"primary.{topic}",
+                    args.partitions,
+                    n,
+                    int(time.time() * 1000) - 3_600_000,
+                )
+                print(f"{n:,} records: loading both topics ...", flush=True)
+                load_s = load.load(spec, args.load_workers)
+                print(f"    loaded in {load_s:.1f}s ({2 * n / load_s:,.0f} records/s into the two topics)", flush=True)
+                res: dict[str, Any] = {"load_s": round(load_s, 1), "spark": [], "baseline": []}
+                for rep in range(rep_count):
+                    order = ("spark", "baseline") if rep % 2 == 0 else ("baseline", "spark")
+                    for kind in order:
+                        tag = f"{n}-{rep}"
+                        r = (
+                            run_spark(brokers, topic, n, work, tag, args.spark_arg)
+                            if kind == "spark"
+                            else run_baseline(brokers, topic, n, args.partitions, work, tag)
+                        )
+                        res[kind].append(r)
+                        print(f"  [{rep + 1}/{rep_count}] {_brief(kind, r)}", flush=True)
+                        if not r["passed"]:
+                            print(r.get("log_tail", ""), flush=True)
+                results[n] = res
+                cluster.delete_topic(brokers["primary"].bootstrap, topic)
+                cluster.delete_topic(brokers["dr"].bootstrap, f"primary.{topic}")
+    info["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    summary = summarize(sizes, results)
+    for r in results.values():
+        for kind in ("spark", "baseline"):
+            for x in r[kind]:
+                x.pop("log", None)
+    report = {"command": command, "machine": info, "partitions": args.partitions, "summary": summary, "runs": results}
+    text = markdown(info, args, summary, command)
+    print("\n" + text)
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = f"{datetime.now(timezone.utc):%Y%m%d}"
+    (out / f"{args.name}-{stamp}.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / f"{args.name}-{stamp}.md").write_text(text + "\n")
+    print(f"written: {out / f'{args.name}-{stamp}.md'} and .json")
+    return 0 if all(s["all_passed"] for s in summary.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
