@@ -1,11 +1,14 @@
 """Pulumi's Python dynamic-provider host, serving with a thread pool wide enough for waits.
 
 The host a Pulumi release ships (`python -m pulumi.dynamic`, 3.259.0) serves its gRPC
-requests from a pool of 4 threads. A Connector's create and update hold their thread until
-the connector runs (seconds each), so however high the engine's --parallel, a stack with 48
-connectors was created 4 at a time. This host runs the very same servicer (Pulumi's
-DynamicResourceProviderServicer, imported, not copied) with a pool of PULUMI_DYNAMIC_THREADS
-threads (default 64). Everything else - provider caching, (de)serialization - is Pulumi's.
+requests from `futures.ThreadPoolExecutor(max_workers=4)`. A Connector's create and update
+hold their thread until the connector runs (seconds each), so however high the engine's
+--parallel, a stack with 48 connectors was created 4 at a time.
+
+This host runs Pulumi's own module unchanged (it starts its server when imported), with one
+difference: while it builds its pool, `concurrent.futures.ThreadPoolExecutor` is a subclass
+that asks for at least PULUMI_DYNAMIC_THREADS workers (default 64). Serving, provider caching,
+(de)serialization and the Ctrl-C/SIGINT shutdown the engine relies on are all Pulumi's.
 
 It replaces `-m pulumi.dynamic` in the `pulumi-resource-pulumi-python` plugin script that
 bin/bootstrap installs beside the CLI; with `-m`, Python puts the working directory (the
@@ -17,7 +20,6 @@ from __future__ import annotations
 import os
 import sys
 from concurrent import futures
-from threading import Event
 
 DEFAULT_THREADS = 64
 
@@ -32,24 +34,18 @@ def threads() -> int:
     return max(1, value)
 
 
+class WidePool(futures.ThreadPoolExecutor):
+    """A ThreadPoolExecutor with at least `threads()` workers."""
+
+    def __init__(self, max_workers: int | None = None, *args: object, **kwargs: object) -> None:
+        super().__init__(max(threads(), max_workers or 0), *args, **kwargs)  # type: ignore[arg-type]
+
+
 def main() -> None:
     sys.path.insert(0, os.getcwd())
-    import grpc
-    from pulumi.dynamic.__main__ import DynamicResourceProviderServicer
-    from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
-    from pulumi.runtime.proto import provider_pb2_grpc
-
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=threads()), options=_GRPC_CHANNEL_OPTIONS)
-    provider_pb2_grpc.add_ResourceProviderServicer_to_server(DynamicResourceProviderServicer(), server)
-    port = server.add_insecure_port(address="127.0.0.1:0")
-    server.start()
-    # The engine reads the port from the first line of stdout, as from Pulumi's own host.
-    sys.stdout.buffer.write(f"{port}\n".encode())
-    sys.stdout.flush()
-    try:
-        Event().wait()
-    except KeyboardInterrupt:
-        server.stop(0)
+    futures.ThreadPoolExecutor = WidePool  # type: ignore[misc]
+    # Pulumi's module serves when imported and returns when the engine interrupts it.
+    import pulumi.dynamic.__main__  # noqa: F401
 
 
 if __name__ == "__main__":

@@ -1,0 +1,58 @@
+"""The dynamic-provider host bootstrap installs: a wide pool, and it stops when interrupted."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HOST = Path(__file__).resolve().parents[3] / "toolchain" / "pulumi" / "python" / "dynamic_provider_host.py"
+
+
+def load_host() -> Any:
+    spec = importlib.util.spec_from_file_location("dynamic_provider_host", HOST)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pulumis_four_threads_become_the_configured_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    host = load_host()
+    monkeypatch.delenv("PULUMI_DYNAMIC_THREADS", raising=False)
+    with host.WidePool(max_workers=4) as pool:
+        assert pool._max_workers == 64
+    monkeypatch.setenv("PULUMI_DYNAMIC_THREADS", "9")
+    with host.WidePool(max_workers=4) as pool:
+        assert pool._max_workers == 9
+    with host.WidePool(max_workers=100) as pool:
+        assert pool._max_workers == 100  # never narrower than asked
+
+
+def test_host_serves_one_port_and_stops_on_sigint_like_pulumis() -> None:
+    # The engine interrupts a plugin and kills it only 5 s later: a host that ignores SIGINT
+    # adds 5 s to every pulumi command.
+    root = HOST.parents[2]
+    child = subprocess.Popen(
+        [sys.executable, "-u", str(HOST)], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        port = child.stdout.readline().strip() if child.stdout else b""
+        assert port.isdigit(), port
+        time.sleep(0.3)
+        started = time.monotonic()
+        os.kill(child.pid, signal.SIGINT)
+        assert child.wait(timeout=4) == 0
+        assert time.monotonic() - started < 2
+        assert (child.stdout.read() if child.stdout else b"").strip() == b"", "a second server was started"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
