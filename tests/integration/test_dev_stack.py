@@ -104,10 +104,14 @@ def test_consumer_group_offsets_are_translated(stack: TestStack) -> None:
     try:
         partitions = src.list_topics("orders", timeout=10).topics["orders"].partitions
         commits = []
+        at_end: set[int] = set()
         for p in partitions:
             low, high = src.get_watermark_offsets(TopicPartition("orders", p), timeout=10)
             assert high - low > 2 * lag_max, "needs records from the previous test"
-            commits.append(TopicPartition("orders", p, low + (high - low) // 2))
+            # Odd partitions: a caught-up consumer (at the end); even ones: halfway through.
+            if p % 2:
+                at_end.add(p)
+            commits.append(TopicPartition("orders", p, high if p % 2 else low + (high - low) // 2))
         src.commit(offsets=commits, asynchronous=False)
     finally:
         src.close()
@@ -127,10 +131,15 @@ def test_consumer_group_offsets_are_translated(stack: TestStack) -> None:
         committed = wait_until(synced, 120, f"group {group} offsets synced to dr")
     finally:
         dr_admin.close()
+    # MM2's guarantee (docs: mm2-internals 3.6): never ahead, so a failover skips nothing; behind
+    # by less than offset.lag.max near the end of the topic, by more further back.
+    assert at_end, "no partition tested at the end"
     for tp in committed:
         expect = translated[tp.partition]
-        assert tp.offset <= expect, f"partition {tp.partition}: dr offset {tp.offset} ahead of translated {expect}"
-        assert expect - tp.offset <= lag_max, f"partition {tp.partition}: lags {expect - tp.offset} > offset.lag.max"
+        assert 0 <= tp.offset <= expect, f"partition {tp.partition}: dr offset {tp.offset} vs translated {expect}"
+        if tp.partition in at_end:
+            lag = expect - tp.offset
+            assert lag <= lag_max, f"partition {tp.partition}: lags {lag} > offset.lag.max at the end of the topic"
 
 
 def _translated_positions(out: dict[str, Any], commits: list[Any]) -> dict[int, int]:
