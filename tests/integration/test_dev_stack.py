@@ -112,7 +112,7 @@ def test_consumer_group_offsets_are_translated(stack: TestStack) -> None:
             if p % 2:
                 at_end.add(p)
             commits.append(TopicPartition("orders", p, high if p % 2 else low + (high - low) // 2))
-        src.commit(offsets=commits, asynchronous=False)
+        _commit_with_retries(src, commits)
     finally:
         src.close()
 
@@ -140,6 +140,30 @@ def test_consumer_group_offsets_are_translated(stack: TestStack) -> None:
         if tp.partition in at_end:
             lag = expect - tp.offset
             assert lag <= lag_max, f"partition {tp.partition}: lags {lag} > offset.lag.max at the end of the topic"
+
+
+def _commit_with_retries(consumer: Any, offsets: list[Any], timeout_s: float = 60) -> None:
+    """Commit, retrying (bounded) what the broker says is retriable: right after a start the
+    group coordinator may still be loading or moving (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    transient = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+    }
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not (error.retriable() or error.code() in transient) or time.monotonic() > deadline:
+                raise
+            time.sleep(1)
 
 
 def _translated_positions(out: dict[str, Any], commits: list[Any]) -> dict[int, int]:
