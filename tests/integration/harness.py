@@ -223,3 +223,30 @@ def wait_until(predicate: Any, timeout_s: float, what: str, poll_s: float = 1.0)
             return last
         time.sleep(poll_s)
     raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what} (last: {last!r})")
+
+
+def produce_one(outputs: dict[str, Any], alias: str, topic: str, key: bytes, value: bytes) -> None:
+    """Produce one record idempotently to `topic` on `alias` with the stack's admin settings."""
+    from confluent_kafka import Producer
+
+    producer = Producer(kafka_conf(outputs, alias, **{"enable.idempotence": True}))
+    producer.produce(topic, key=key, value=value)
+    assert producer.flush(30) == 0, f"could not produce to {topic} on {alias}"
+
+
+def arrives(outputs: dict[str, Any], alias: str, topic: str, key: bytes, timeout_s: float, group_prefix: str) -> bool:
+    """True when a record with `key` can be read from `topic` on `alias` within `timeout_s`."""
+    from confluent_kafka import Consumer
+
+    group = f"{group_prefix}-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer(kafka_conf(outputs, alias, **{"group.id": group, "auto.offset.reset": "earliest"}))
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None and msg.key() == key:
+                return True
+    finally:
+        consumer.close()
+    return False

@@ -18,9 +18,11 @@ import pytest
 
 from tests.integration.harness import (
     TestStack,
+    arrives,
     connect_auth,
     deployed,
     kafka_conf,
+    produce_one,
     stack_passwords,
     wait_until,
 )
@@ -73,29 +75,11 @@ def _refused(conf: dict[str, Any]) -> bool:
 
 
 def _produce(out: dict[str, Any], alias: str, topic: str, key: bytes) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer(kafka_conf(out, alias, **{"enable.idempotence": True}))
-    producer.produce(topic, key=key, value=b"secure " + key)
-    assert producer.flush(30) == 0, f"could not produce to {topic} on {alias}"
+    produce_one(out, alias, topic, key, b"secure " + key)
 
 
 def _arrives(out: dict[str, Any], alias: str, topic: str, key: bytes, timeout_s: float = 120) -> bool:
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        kafka_conf(out, alias, **{"group.id": f"it-sec-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest"})
-    )
-    consumer.subscribe([topic])
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is not None and msg.error() is None and msg.key() == key:
-                return True
-    finally:
-        consumer.close()
-    return False
+    return arrives(out, alias, topic, key, timeout_s, "it-sec")
 
 
 def _topic_error(conf: dict[str, Any], topic: str) -> str | None:

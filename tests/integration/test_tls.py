@@ -24,10 +24,12 @@ import yaml
 from tests.integration.harness import (
     ROOT,
     TestStack,
+    arrives,
     connect_auth,
     deployed,
     free_port_block,
     kafka_conf,
+    produce_one,
     stack_passwords,
 )
 
@@ -94,29 +96,11 @@ def _errors_of(conf: dict[str, Any], timeout_s: float = 8) -> tuple[bool, list[s
 
 
 def _produce(out: dict[str, Any], alias: str, topic: str, key: bytes) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer(kafka_conf(out, alias, **{"enable.idempotence": True}))
-    producer.produce(topic, key=key, value=b"tls " + key)
-    assert producer.flush(30) == 0, f"could not produce to {topic} on {alias}"
+    produce_one(out, alias, topic, key, b"tls " + key)
 
 
 def _arrives(out: dict[str, Any], alias: str, topic: str, key: bytes, timeout_s: float = 150) -> bool:
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        kafka_conf(out, alias, **{"group.id": f"it-tls-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest"})
-    )
-    consumer.subscribe([topic])
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is not None and msg.error() is None and msg.key() == key:
-                return True
-    finally:
-        consumer.close()
-    return False
+    return arrives(out, alias, topic, key, timeout_s, "it-tls")
 
 
 def _ca(out: dict[str, Any]) -> ssl.SSLContext:
