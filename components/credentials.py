@@ -25,6 +25,8 @@ import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 from pulumi.runtime import rpc
 
+from components.rpc_values import plain_map
+
 TOKEN_BYTES = 24
 # Passwords end up inside JAAS strings (`password="..."`) after config-provider substitution,
 # where a quote, a backslash or a line break would end or corrupt the string.
@@ -34,20 +36,13 @@ _MIN_STORE_PASSWORD = 6
 _STORE_PASSWORD_SUFFIXES = ("keystore.password", "truststore.password", "tls.ca.password")
 
 
-def _plain_map(value: Any) -> dict[str, Any]:
-    value = rpc.unwrap_rpc_secret(value)
-    if not isinstance(value, Mapping):
-        return {}
-    return {str(k): rpc.unwrap_rpc_secret(v) for k, v in value.items()}
-
-
 def _keys(props: Mapping[str, Any]) -> list[str]:
     return sorted({*(props.get("generated") or []), *(props.get("required") or [])})
 
 
 def _given(props: Mapping[str, Any]) -> dict[str, str]:
     wanted = set(_keys(props))
-    return {k: str(v) for k, v in _plain_map(props.get("given")).items() if k in wanted and v is not None}
+    return {k: str(v) for k, v in plain_map(props.get("given")).items() if k in wanted and v is not None}
 
 
 def generate() -> str:
@@ -87,7 +82,7 @@ class CredentialsProvider(ResourceProvider):
                     "`pulumi config set --secret --path 'mm2:secrets[\"<key>\"]' <password>`.",
                 )
             )
-        given = _plain_map(given_raw)
+        given = plain_map(given_raw)
         for key in news.get("required") or []:
             if key not in given and key not in (news.get("generated") or []):
                 failures.append(
@@ -123,14 +118,14 @@ class CredentialsProvider(ResourceProvider):
         return CheckResult(news, failures)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        values = resolve(_keys(props), _given(props), _plain_map(props.get("rotate")), {}, {}, {})
+        values = resolve(_keys(props), _given(props), plain_map(props.get("rotate")), {}, {}, {})
         return CreateResult(id_="credentials", outs={**props, "values": values})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed = (
             _keys(olds) != _keys(news)
             or _given(olds) != _given(news)
-            or _plain_map(olds.get("rotate")) != _plain_map(news.get("rotate"))
+            or plain_map(olds.get("rotate")) != plain_map(news.get("rotate"))
         )
         return DiffResult(changes=changed, replaces=[], delete_before_replace=False)
 
@@ -138,10 +133,10 @@ class CredentialsProvider(ResourceProvider):
         values = resolve(
             _keys(news),
             _given(news),
-            _plain_map(news.get("rotate")),
-            _plain_map(olds.get("values")),
+            plain_map(news.get("rotate")),
+            plain_map(olds.get("values")),
             _given(olds),
-            _plain_map(olds.get("rotate")),
+            plain_map(olds.get("rotate")),
         )
         return UpdateResult(outs={**news, "values": values})
 

@@ -19,7 +19,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
 from components.connect.client import ConnectClient, ConnectError
-from components.kafka.admin import plain
+from components.rpc_values import plain
 
 # Checkpoint connectors may run without tasks (no consumer group on the source yet).
 _MAY_RUN_WITHOUT_TASKS = ("-checkpoint",)

@@ -28,7 +28,8 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 from pulumi.output import Unknown
-from pulumi.runtime import rpc
+
+from components.rpc_values import has_unknown, is_unknown, plain
 
 from .client import (
     ConnectClient,
@@ -184,22 +185,22 @@ class ConnectorSpec:
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any], id_: str = "") -> ConnectorSpec:
-        url = _plain(props.get("connect_url"))
+        url = plain(props.get("connect_url"))
         if not isinstance(url, str) or not url:
             raise ConnectorOperationFailed(
                 f"connector {id_ or props.get('name')!r} has no connect_url in its state: "
                 "Connector resources cannot be imported; declare them in the program instead"
             )
-        config = _plain(props.get("config")) or {}
-        auth = _plain(props.get("auth"))
+        config = plain(props.get("config")) or {}
+        auth = plain(props.get("auth"))
         return cls(
             connect_url=url,
-            name=str(_plain(props.get("name")) or id_),
+            name=str(plain(props.get("name")) or id_),
             config={str(k): str(v) for k, v in config.items()},
             auth={str(k): str(v) for k, v in auth.items()} if auth else None,
-            timeout_seconds=int(_plain(props.get("timeout_seconds")) or DEFAULT_TIMEOUT_S),
+            timeout_seconds=int(plain(props.get("timeout_seconds")) or DEFAULT_TIMEOUT_S),
             desired_state=_desired_state(props.get("desired_state")),
-            ca_pem=_plain(props.get("ca_pem")) or None,
+            ca_pem=plain(props.get("ca_pem")) or None,
         )
 
     @property
@@ -294,7 +295,7 @@ class ConnectorProvider(ResourceProvider):
         # __provider itself can be unknown in a preview; it says nothing about the connector.
         if (
             not failures
-            and not _has_unknown({k: v for k, v in inputs.items() if k != _PROVIDER_KEY})
+            and not has_unknown({k: v for k, v in inputs.items() if k != _PROVIDER_KEY})
             and not _same_config(olds, inputs)
         ):
             failures = self._validation_failures(ConnectorSpec.from_props(inputs))
@@ -335,7 +336,7 @@ class ConnectorProvider(ResourceProvider):
         replaces: list[str] = []
         for key in _REPLACE_KEYS:
             new = news.get(key)
-            if _is_unknown(new):
+            if is_unknown(new):
                 # Most likely unchanged (an endpoint computed from a resource being updated);
                 # the diff during `up` sees the real value and replaces then if it must.
                 detailed[key] = "update"
@@ -343,22 +344,22 @@ class ConnectorProvider(ResourceProvider):
                 detailed[key] = "update"
                 replaces.append(key)
 
-        old_name = str(_plain(olds.get("name")) or "")
-        new_name = old_name if _is_unknown(news.get("name")) else str(_plain(news.get("name")) or "")
+        old_name = str(plain(olds.get("name")) or "")
+        new_name = old_name if is_unknown(news.get("name")) else str(plain(news.get("name")) or "")
         detailed.update(
             _config_diff(
                 _comparable_config(olds.get("config"), old_name),
                 _comparable_config(news.get("config"), new_name),
             )
         )
-        if _plain(olds.get("auth")) != _plain(news.get("auth")) or _is_unknown(news.get("auth")):
+        if plain(olds.get("auth")) != plain(news.get("auth")) or is_unknown(news.get("auth")):
             detailed["auth"] = "update"
-        old_timeout = _plain(olds.get("timeout_seconds")) or DEFAULT_TIMEOUT_S
-        new_timeout = _plain(news.get("timeout_seconds")) or DEFAULT_TIMEOUT_S
-        if _is_unknown(new_timeout) or float(old_timeout) != float(new_timeout):
+        old_timeout = plain(olds.get("timeout_seconds")) or DEFAULT_TIMEOUT_S
+        new_timeout = plain(news.get("timeout_seconds")) or DEFAULT_TIMEOUT_S
+        if is_unknown(new_timeout) or float(old_timeout) != float(new_timeout):
             detailed["timeout_seconds"] = "update"
-        for key, normalize in (("desired_state", _desired_state), ("ca_pem", lambda v: _plain(v) or None)):
-            if _is_unknown(news.get(key)) or normalize(olds.get(key)) != normalize(news.get(key)):
+        for key, normalize in (("desired_state", _desired_state), ("ca_pem", lambda v: plain(v) or None)):
+            if is_unknown(news.get(key)) or normalize(olds.get(key)) != normalize(news.get(key)):
                 detailed[key] = "update"
 
         diffs = sorted({path.split("[", 1)[0] for path in detailed})
@@ -570,7 +571,7 @@ def _input_failures(inputs: Mapping[str, Any]) -> list[CheckFailure]:
     failures: list[CheckFailure] = []
 
     url = inputs.get("connect_url")
-    if not _is_unknown(url):
+    if not is_unknown(url):
         split = urlsplit(url) if isinstance(url, str) else None
         if split is None or split.scheme not in ("http", "https") or not split.netloc:
             failures.append(
@@ -581,7 +582,7 @@ def _input_failures(inputs: Mapping[str, Any]) -> list[CheckFailure]:
             )
 
     name = inputs.get("name")
-    if not _is_unknown(name) and not _valid_name(name):
+    if not is_unknown(name) and not _valid_name(name):
         failures.append(
             CheckFailure(
                 "name",
@@ -589,17 +590,17 @@ def _input_failures(inputs: Mapping[str, Any]) -> list[CheckFailure]:
             )
         )
 
-    config = _plain(inputs.get("config"))
-    if not _is_unknown(config):
+    config = plain(inputs.get("config"))
+    if not is_unknown(config):
         failures.extend(_config_failures(config, name))
 
-    auth = _plain(inputs.get("auth"))
-    if auth is not None and not _is_unknown(auth) and not _valid_auth(auth):
+    auth = plain(inputs.get("auth"))
+    if auth is not None and not is_unknown(auth) and not _valid_auth(auth):
         # Never echo the value: it holds the password.
         failures.append(CheckFailure("auth", "auth must be a map with non-empty username and password"))
 
-    state = _plain(inputs.get("desired_state"))
-    if not _is_unknown(state) and state is not None and _desired_state(state) not in DESIRED_STATES:
+    state = plain(inputs.get("desired_state"))
+    if not is_unknown(state) and state is not None and _desired_state(state) not in DESIRED_STATES:
         failures.append(
             CheckFailure(
                 "desired_state",
@@ -607,8 +608,8 @@ def _input_failures(inputs: Mapping[str, Any]) -> list[CheckFailure]:
             )
         )
 
-    timeout = _plain(inputs.get("timeout_seconds"))
-    if not _is_unknown(timeout) and not (
+    timeout = plain(inputs.get("timeout_seconds"))
+    if not is_unknown(timeout) and not (
         isinstance(timeout, (int, float))
         and not isinstance(timeout, bool)
         and timeout > 0
@@ -628,12 +629,12 @@ def _config_failures(config: Any, name: Any) -> list[CheckFailure]:
             "Connect config values are strings (quote numbers and booleans)",
         )
         for key, value in config.items()
-        if not _is_unknown(value) and not isinstance(value, str)
+        if not is_unknown(value) and not isinstance(value, str)
     ]
     connector_class = config.get("connector.class")
     if connector_class is None or connector_class == "":
         failures.append(CheckFailure("config", "config must set connector.class"))
-    if "name" in config and not _is_unknown(config["name"]) and not _is_unknown(name) and config["name"] != name:
+    if "name" in config and not is_unknown(config["name"]) and not is_unknown(name) and config["name"] != name:
         failures.append(
             CheckFailure(
                 "config",
@@ -646,7 +647,7 @@ def _config_failures(config: Any, name: Any) -> list[CheckFailure]:
 
 def _desired_state(value: Any) -> str:
     """RUNNING for a missing value (states written before desired_state existed)."""
-    value = _plain(value)
+    value = plain(value)
     return str(value).strip().upper() if value else DEFAULT_STATE
 
 
@@ -655,19 +656,19 @@ def _same_config(olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
     or PUT again. False for a new connector (no olds) or anything unknown."""
     if not olds or not olds.get("config"):
         return False
-    if _is_unknown(news.get("connect_url")) or _normalized("connect_url", olds.get("connect_url")) != _normalized(
+    if is_unknown(news.get("connect_url")) or _normalized("connect_url", olds.get("connect_url")) != _normalized(
         "connect_url", news.get("connect_url")
     ):
         return False
-    name = str(_plain(olds.get("name")) or "")
+    name = str(plain(olds.get("name")) or "")
     old = _comparable_config(olds.get("config"), name)
     new = _comparable_config(news.get("config"), name)
-    return not isinstance(new, Unknown) and not _has_unknown(new) and old == new
+    return not isinstance(new, Unknown) and not has_unknown(new) and old == new
 
 
 def _valid_auth(auth: Any) -> bool:
     return isinstance(auth, Mapping) and all(
-        _is_unknown(auth.get(k)) or (isinstance(auth.get(k), str) and bool(auth.get(k)))
+        is_unknown(auth.get(k)) or (isinstance(auth.get(k), str) and bool(auth.get(k)))
         for k in ("username", "password")
     )
 
@@ -682,7 +683,7 @@ def _valid_name(name: Any) -> bool:
 
 
 def _normalized(key: str, value: Any) -> Any:
-    value = _plain(value)
+    value = plain(value)
     if key == "connect_url" and isinstance(value, str):
         return value.rstrip("/")
     return value
@@ -690,12 +691,12 @@ def _normalized(key: str, value: Any) -> Any:
 
 def _comparable_config(config: Any, name: str) -> Mapping[str, Any] | Unknown:
     """Config as a string map; a "name" key equal to the connector name is what Connect adds."""
-    config = _plain(config)
-    if _is_unknown(config):
+    config = plain(config)
+    if is_unknown(config):
         return Unknown()
     if not isinstance(config, Mapping):
         return {}
-    return {str(k): (v if _is_unknown(v) else str(v)) for k, v in config.items() if not (k == "name" and v == name)}
+    return {str(k): (v if is_unknown(v) else str(v)) for k, v in config.items() if not (k == "name" and v == name)}
 
 
 def _config_diff(old: Mapping[str, Any] | Unknown, new: Mapping[str, Any] | Unknown) -> dict[str, str]:
@@ -708,7 +709,7 @@ def _config_diff(old: Mapping[str, Any] | Unknown, new: Mapping[str, Any] | Unkn
             changes[path] = "delete"
         elif key not in old:
             changes[path] = "add"
-        elif _is_unknown(new[key]) or old[key] != new[key]:
+        elif is_unknown(new[key]) or old[key] != new[key]:
             changes[path] = "update"
     return changes
 
@@ -716,27 +717,3 @@ def _config_diff(old: Mapping[str, Any] | Unknown, new: Mapping[str, Any] | Unkn
 def _quote_key(key: str) -> str:
     # Pulumi property paths quote keys that are not plain identifiers: config["tasks.max"].
     return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _plain(value: Any) -> Any:
-    """The value with Pulumi's secret wrapper removed (the engine sends plain values to
-    dynamic providers, which do not accept secrets, but do not rely on it)."""
-    value = rpc.unwrap_rpc_secret(value)
-    if isinstance(value, dict):
-        return {k: rpc.unwrap_rpc_secret(v) for k, v in value.items()}
-    return value
-
-
-def _is_unknown(value: Any) -> bool:
-    return isinstance(value, Unknown) or (isinstance(value, str) and value == rpc.UNKNOWN)
-
-
-def _has_unknown(value: Any) -> bool:
-    value = _plain(value)
-    if _is_unknown(value):
-        return True
-    if isinstance(value, Mapping):
-        return any(_has_unknown(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_unknown(v) for v in value)
-    return False

@@ -15,7 +15,8 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
-from components.kafka.admin import ADMIN_TIMEOUT_S, READ_TIMEOUT_S, admin_client, plain
+from components.kafka.admin import ADMIN_TIMEOUT_S, READ_TIMEOUT_S, admin_client
+from components.rpc_values import plain
 
 
 class AclError(RuntimeError):

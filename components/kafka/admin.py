@@ -9,21 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi.runtime import rpc
+from components.rpc_values import plain
 
 ADMIN_TIMEOUT_S = 30.0
 # Refresh only reads: a cluster that does not answer within this leaves the state as it was.
 READ_TIMEOUT_S = 10.0
-
-
-def plain(value: Any) -> Any:
-    """`value` with Pulumi's secret wrappers removed at any depth."""
-    value = rpc.unwrap_rpc_secret(value)
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
 
 
 def admin_client(props: Mapping[str, Any]) -> Any:

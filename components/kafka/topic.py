@@ -22,7 +22,8 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from components.kafka.admin import ADMIN_TIMEOUT_S, admin_client, plain
+from components.kafka.admin import ADMIN_TIMEOUT_S, admin_client
+from components.rpc_values import plain
 
 
 class TopicError(RuntimeError):

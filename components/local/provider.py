@@ -26,9 +26,9 @@ from pulumi.dynamic import (
     ResourceProvider,
     UpdateResult,
 )
-from pulumi.runtime import rpc
 
 from components.local import process as proc
+from components.rpc_values import plain
 
 # Inputs whose change restarts the process in place; run_dir and cluster_id replace it.
 # A changed secret file restarts too: brokers and workers read JAAS settings once, at start.
@@ -80,17 +80,6 @@ def _probe_connect(url: str, auth: tuple[str, str] | None, ca_pem: str | None = 
     return None
 
 
-def _plain(value: Any) -> Any:
-    """`value` with Pulumi's secret wrappers removed at any depth (the engine sends dynamic
-    providers plain values, as they do not accept secrets, but do not rely on it)."""
-    value = rpc.unwrap_rpc_secret(value)
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _spec(props: Mapping[str, Any]) -> proc.JvmSpec:
     return proc.JvmSpec(
         component=props["component"],
@@ -101,13 +90,13 @@ def _spec(props: Mapping[str, Any]) -> proc.JvmSpec:
         properties=dict(props["properties"]),
         heap=props.get("heap") or "512m",
         java=proc.find_java(),
-        jvm_options=tuple(str(o) for o in _plain(props.get("jvm_options")) or ()),
-        secret_files={str(k): str(v) for k, v in (_plain(props.get("secret_files")) or {}).items()},
+        jvm_options=tuple(str(o) for o in plain(props.get("jvm_options")) or ()),
+        secret_files={str(k): str(v) for k, v in (plain(props.get("secret_files")) or {}).items()},
     )
 
 
 def _probe(props: Mapping[str, Any]) -> Any:
-    ready = _plain(props["ready"])
+    ready = plain(props["ready"])
     if ready["kind"] == "kafka":
         return lambda: _probe_kafka(ready["bootstrap"], dict(ready.get("client") or {}))
     if ready["kind"] == "connect":
@@ -147,7 +136,7 @@ class ProcessProvider(ResourceProvider):
         return CreateResult(id_=props["marker"], outs=outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        olds, news = _plain(olds), _plain(news)
+        olds, news = plain(olds), plain(news)
         # Absent and empty are the same (state written before an input existed).
         replaces = [k for k in REPLACE_KEYS if (olds.get(k) or None) != (news.get(k) or None)]
         changed = [k for k in RESTART_KEYS + REPLACE_KEYS if (olds.get(k) or None) != (news.get(k) or None)]
