@@ -69,16 +69,19 @@ def connector_name(source: str, target: str, kind: ConnectorKind) -> str:
     return f"mm2-{source}-to-{target}-{kind.value}"
 
 
-# Settings every flow into one target cluster must agree on, and which connector owns each.
+# Settings every flow into one target cluster must agree on, and which connector owns each: the
+# model's TARGET_SHARED (components/topology/settings.py), which rejects the same disagreements
+# at parse time.
 # - replication.policy.class / .separator / .internal.topic.separator.enabled: remote and
 #   internal topic names on the target are parsed back (MirrorClient, RemoteClusterUtils,
 #   failover tooling, the next hop's cycle detection) with one policy; two flows naming topics
 #   differently on one cluster make that parsing wrong for one of them.
 # - heartbeats.topic.replication.factor: all heartbeat connectors into a target write the same
 #   `heartbeats` topic there; whichever creates it first silently wins.
-# - emit.heartbeats.enabled / emit.heartbeats.interval.seconds: heartbeats in that shared topic
-#   are compared to judge liveness and lag; flows that don't emit, or emit at another rate, read
-#   as stalled or lagging.
+# Not emit.heartbeats.enabled / .interval.seconds: they are per flow in MM2. Each heartbeat
+# connector writes its own records, keyed (source alias, target alias), at its own interval, and
+# MirrorMakerConfig reads `A->B.emit.heartbeats.enabled` per cluster pair; two flows into one
+# target emitting at different rates (or one not at all) override nothing of each other.
 SHARED_TARGET_KEYS: Final[Mapping[str, tuple[ConnectorKind, ...]]] = {
     "replication.policy.class": (ConnectorKind.SOURCE, ConnectorKind.CHECKPOINT, ConnectorKind.HEARTBEAT),
     "replication.policy.separator": (ConnectorKind.SOURCE, ConnectorKind.CHECKPOINT, ConnectorKind.HEARTBEAT),
@@ -88,6 +91,4 @@ SHARED_TARGET_KEYS: Final[Mapping[str, tuple[ConnectorKind, ...]]] = {
         ConnectorKind.HEARTBEAT,
     ),
     "heartbeats.topic.replication.factor": (ConnectorKind.HEARTBEAT,),
-    "emit.heartbeats.enabled": (ConnectorKind.HEARTBEAT,),
-    "emit.heartbeats.interval.seconds": (ConnectorKind.HEARTBEAT,),
 }
