@@ -50,7 +50,7 @@ def check_flow_connectors(args: StackValidationArgs, report_violation: ReportVio
 # The checkpoint connector re-derives what the source connector did: which topics were
 # replicated (topic filter), what they are called on the target (policy, separator) and where
 # the offset syncs are (location). Any disagreement breaks offset translation silently.
-_AGREEMENT_KEYS: Final = (
+AGREEMENT_KEYS: Final = (
     "replication.policy.class",
     "replication.policy.separator",
     "offset-syncs.topic.location",
@@ -67,7 +67,7 @@ def check_connectors_agree(args: StackValidationArgs, report_violation: ReportVi
         if not sources:
             continue
         source = sources[0]
-        for key in _AGREEMENT_KEYS:
+        for key in AGREEMENT_KEYS:
             expected = source.setting(key)
             if expected is None:
                 continue
