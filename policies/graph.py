@@ -1,6 +1,6 @@
 """The flow graph of a stack, and which name-preserving flows lie on a replication cycle.
 
-Pure: plain data in, plain data out, no pulumi import. `rules.py` turns the stack's resources
+Pure: plain data in, plain data out, no pulumi import. `cycle_rules.py` turns the stack's resources
 into `FlowObservation`s; everything about cycles is decided here.
 
 Why cycles matter: DefaultReplicationPolicy renames a remote topic `<source><sep><topic>`, and

@@ -116,6 +116,10 @@ ROLE_SETTINGS: dict[str, frozenset[str]] = {
 # creator wins its replication factor). MM2 docs: "MM2 processes share configuration via
 # their target Kafka clusters ... keep configuration consistent across flows to the same
 # target cluster."
+# Not emit.heartbeats.enabled / .interval.seconds: each heartbeat connector writes its own
+# records (keyed source alias, target alias) at its own interval, and MirrorMakerConfig reads
+# `A->B.emit.heartbeats.enabled` per cluster pair, so flows into one target may differ there.
+# The policy pack's SHARED_TARGET_KEYS is a copy, pinned by tests/unit/policies/test_model_facts.py.
 TARGET_SHARED: tuple[str, ...] = (
     "replication.policy.class",
     "replication.policy.separator",

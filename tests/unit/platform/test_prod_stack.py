@@ -7,8 +7,8 @@ policy host would during `pulumi preview --stack prod --policy-pack policies`.
 
 from __future__ import annotations
 
+import pack
 import pytest
-import rules
 from pulumi_policy import PolicyResource, ResourceValidationPolicy, StackValidationPolicy
 
 from components.platform.manifests import required_secret_keys
@@ -81,7 +81,7 @@ def stack_resources(topo: Topology, connect_url: dict[str, str] | None = None) -
 
 def violations(resources: list[PolicyResource]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for policy in rules.ALL_POLICIES:
+    for policy in pack.ALL_POLICIES:
         if isinstance(policy, StackValidationPolicy):
             messages = [m for m, _ in run_stack(policy, resources)]
         else:

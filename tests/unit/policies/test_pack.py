@@ -5,13 +5,24 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pack
 import pytest
-import rules
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
-from .builders import cluster, replication_flow, run_resource, run_stack, worker_group
+from .builders import (
+    UNKNOWN,
+    UNKNOWN_MAP,
+    cluster,
+    connector,
+    flow,
+    replication_flow,
+    resource,
+    run_resource,
+    run_stack,
+    worker_group,
+)
 
-POLICIES_DIR = Path(rules.__file__).resolve().parent
+POLICIES_DIR = Path(pack.__file__).resolve().parent
 
 EXPECTED = {
     "no-name-preserving-replication-on-cycles": (StackValidationPolicy, EnforcementLevel.MANDATORY),
@@ -29,11 +40,11 @@ EXPECTED = {
 
 
 def test_policies_kinds_and_default_levels() -> None:
-    assert {p.name: (type(p), p.enforcement_level) for p in rules.ALL_POLICIES} == EXPECTED
+    assert {p.name: (type(p), p.enforcement_level) for p in pack.ALL_POLICIES} == EXPECTED
 
 
 def test_config_schemas_have_defaults_and_no_enforcement_level() -> None:
-    for policy in rules.ALL_POLICIES:
+    for policy in pack.ALL_POLICIES:
         if policy.config_schema is None:
             continue
         for name, schema in policy.config_schema.properties.items():
@@ -67,9 +78,34 @@ def test_a_safe_active_active_stack_passes_every_rule(stack: str, monkeypatch: p
         *replication_flow("primary", "dr", disaster_recovery=True),
         *replication_flow("dr", "primary"),
     ]
-    for policy in rules.ALL_POLICIES:
+    for policy in pack.ALL_POLICIES:
         if isinstance(policy, StackValidationPolicy):
             assert run_stack(policy, resources) == [], policy.name
         else:
             for res in resources:
                 assert run_resource(policy, res) == [], (policy.name, res.name)
+
+
+# --- unknowns everywhere --------------------------------------------------------------------
+
+
+def test_every_rule_survives_a_preview_full_of_unknowns(prod_stack: str) -> None:
+    resources = [
+        cluster(UNKNOWN, brokers=UNKNOWN, datacenter=UNKNOWN, protocol=UNKNOWN),
+        cluster("b", brokers=UNKNOWN),
+        resource("mm2:index:KafkaCluster", "kafka-empty", {}),
+        resource("mm2:index:ReplicationFlow", "flow-unknown", {"source": UNKNOWN, "target": UNKNOWN}),
+        flow("a", "b", UNKNOWN, name_preserving=UNKNOWN, disaster_recovery=UNKNOWN, sync_group_offsets=UNKNOWN),
+        worker_group(rest_auth=UNKNOWN, name=UNKNOWN),
+        resource(
+            "pulumi-python:dynamic/connect:Connector", "mm2-a-to-b-source", {"name": UNKNOWN, "config": UNKNOWN_MAP}
+        ),
+        connector("a", "b", "checkpoint", config={k: UNKNOWN for k in ("connector.class", "topics", "tasks.max")}),
+        connector("a", "b", "heartbeat", config={"connector.class": UNKNOWN, "source.cluster.alias": UNKNOWN}),
+    ]
+    for policy in pack.ALL_POLICIES:
+        if isinstance(policy, StackValidationPolicy):
+            assert run_stack(policy, resources) == [], policy.name
+        else:
+            for res in resources:
+                assert run_resource(policy, res) == [], policy.name

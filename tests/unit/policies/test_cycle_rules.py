@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from cycle_rules import no_name_preserving_replication_on_cycles as policy
 from pulumi_policy import EnforcementLevel
-from rules import no_name_preserving_replication_on_cycles as policy
 
 from .builders import (
     DEFAULT_POLICY,
