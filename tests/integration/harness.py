@@ -225,6 +225,18 @@ def wait_until(predicate: Any, timeout_s: float, what: str, poll_s: float = 1.0)
     raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what} (last: {last!r})")
 
 
+def stays_false(predicate: Any, duration_s: float, what: str, poll_s: float = 1.0) -> None:
+    """Assert that `predicate` is false on every poll for `duration_s`: the bounded way to show
+    that something does not happen (checked throughout, not sampled once after a sleep)."""
+    deadline = time.monotonic() + duration_s
+    while True:
+        last = predicate()
+        assert not last, f"{what} (after {duration_s - (deadline - time.monotonic()):.0f}s: {last!r})"
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(poll_s)
+
+
 def produce_one(outputs: dict[str, Any], alias: str, topic: str, key: bytes, value: bytes) -> None:
     """Produce one record idempotently to `topic` on `alias` with the stack's admin settings."""
     from confluent_kafka import Producer
