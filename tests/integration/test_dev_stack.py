@@ -39,8 +39,26 @@ def test_up_runs_all_three_connectors(stack: TestStack) -> None:
     assert set(flow["states"].values()) == {"RUNNING"}, flow["states"]
     assert flow["topics"] == {"orders": "primary.orders", "payments": "primary.payments"}
     url = out["connect"]["mm2"]["url"]
+
+    def live() -> dict[str, Any]:
+        return {
+            role: httpx.get(f"{url}/connectors/{name}/status", auth=connect_auth(out), timeout=10).json()
+            for role, name in flow["connectors"].items()
+        }
+
+    def settled(statuses: dict[str, Any]) -> bool:
+        return all(
+            s["connector"]["state"] == "RUNNING"
+            and all(t["state"] == "RUNNING" for t in s["tasks"])
+            and (role == "checkpoint" or s["tasks"])
+            for role, s in statuses.items()
+        )
+
+    # `up` saw them RUNNING; the group may rebalance right after (a task UNASSIGNED for a
+    # moment), so poll until it settles instead of sampling one instant.
+    statuses = wait_until(lambda: settled(st := live()) and st, 120, "every connector and task RUNNING")
     for role, name in flow["connectors"].items():
-        status = httpx.get(f"{url}/connectors/{name}/status", auth=connect_auth(out), timeout=10).json()
+        status = statuses[role]
         assert status["connector"]["state"] == "RUNNING"
         assert all(t["state"] == "RUNNING" for t in status["tasks"]), status
         # MirrorCheckpointConnector starts no task until the source has consumer groups.
