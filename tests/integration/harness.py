@@ -237,6 +237,30 @@ def stays_false(predicate: Any, duration_s: float, what: str, poll_s: float = 1.
         time.sleep(poll_s)
 
 
+def kafka_retrying(call: Any, what: str, timeout_s: float = 60, poll_s: float = 1.0) -> Any:
+    """`call()`, retried (bounded) while Kafka answers with an error that will pass: right after
+    a start the group coordinator may still be loading or moving (NOT_COORDINATOR,
+    COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE), or a request times out."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    transient = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+    }
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not (error.retriable() or error.code() in transient) or time.monotonic() > deadline:
+                raise AssertionError(f"{what} failed: {error}") from exc
+        time.sleep(poll_s)
+
+
 def produce_one(outputs: dict[str, Any], alias: str, topic: str, key: bytes, value: bytes) -> None:
     """Produce one record idempotently to `topic` on `alias` with the stack's admin settings."""
     from confluent_kafka import Producer
