@@ -123,22 +123,7 @@ def explain_unmatched(
         F.col("kind") == "extra"
     )
 
-    # Moved: the same record (fingerprint) turns up as an extra in another partition.
-    m, e = src.alias("m"), tgt.alias("e")
-    moved_pairs = (
-        m.join(e, (F.col("m.fp") == F.col("e.fp")) & (F.col("m.part") != F.col("e.part")))
-        .select(
-            F.col("m.part").alias("part"),
-            F.col("m.so").alias("so"),
-            F.col("e.part").alias("to_part"),
-            F.col("e.to").alias("to"),
-        )
-        .withColumn("r1", F.row_number().over(Window.partitionBy("part", "so").orderBy("to_part", "to")))
-        .filter("r1 = 1")
-        .withColumn("r2", F.row_number().over(Window.partitionBy("to_part", "to").orderBy("part", "so")))
-        .filter("r2 = 1")
-        .drop("r1", "r2")
-    )
+    moved_pairs = _moved_pairs(src, tgt)
     moved = moved_pairs.select(
         "part",
         F.lit("moved").alias("finding"),
@@ -154,17 +139,8 @@ def explain_unmatched(
     tgt_rn = tgt_left.withColumn("rn", F.row_number().over(Window.partitionBy("part", "gap").orderBy("to")))
     s, t = src_rn.alias("s"), tgt_rn.alias("t")
     pairs = s.join(t, ["part", "gap", "rn"])
-    pairs_fields = F.filter(
-        F.array(
-            F.when(F.col("s.kh") != F.col("t.kh"), F.lit("key")),
-            F.when(F.col("s.vh") != F.col("t.vh"), F.lit("value")),
-            F.when(F.col("s.hh") != F.col("t.hh"), F.lit("headers")),
-            F.when(F.col("s.ts") != F.col("t.ts"), F.lit("timestamp")),
-        ),
-        lambda x: x.isNotNull(),
-    )
     modified = pairs.select(
-        "part", F.lit("modified").alias("finding"), F.col("s.so"), F.col("t.to"), pairs_fields.alias("fields")
+        "part", F.lit("modified").alias("finding"), F.col("s.so"), F.col("t.to"), _changed_fields().alias("fields")
     )
 
     src_rest = src_rn.join(pairs.select("part", "gap", "rn"), ["part", "gap", "rn"], "left_anti")
@@ -192,6 +168,41 @@ def explain_unmatched(
         no_fields.alias("fields"),
     )
     return moved.unionByName(modified).unionByName(missing).unionByName(extra)
+
+
+def _moved_pairs(src: DataFrame, tgt: DataFrame) -> DataFrame:
+    """Moved: the same record (fingerprint) turns up as an extra in another partition.
+
+    (part, so, to_part, to), each missing record and each extra used at most once.
+    """
+    m, e = src.alias("m"), tgt.alias("e")
+    return (
+        m.join(e, (F.col("m.fp") == F.col("e.fp")) & (F.col("m.part") != F.col("e.part")))
+        .select(
+            F.col("m.part").alias("part"),
+            F.col("m.so").alias("so"),
+            F.col("e.part").alias("to_part"),
+            F.col("e.to").alias("to"),
+        )
+        .withColumn("r1", F.row_number().over(Window.partitionBy("part", "so").orderBy("to_part", "to")))
+        .filter("r1 = 1")
+        .withColumn("r2", F.row_number().over(Window.partitionBy("to_part", "to").orderBy("part", "so")))
+        .filter("r2 = 1")
+        .drop("r1", "r2")
+    )
+
+
+def _changed_fields() -> Column:
+    """The fields in which a paired source record `s` and target record `t` differ."""
+    return F.filter(
+        F.array(
+            F.when(F.col("s.kh") != F.col("t.kh"), F.lit("key")),
+            F.when(F.col("s.vh") != F.col("t.vh"), F.lit("value")),
+            F.when(F.col("s.hh") != F.col("t.hh"), F.lit("headers")),
+            F.when(F.col("s.ts") != F.col("t.ts"), F.lit("timestamp")),
+        ),
+        lambda x: x.isNotNull(),
+    )
 
 
 def order_violations(matched: DataFrame) -> DataFrame:

@@ -3,17 +3,16 @@
 `Connector` registers as `pulumi-python:dynamic/connect:Connector` so policies, mocks and the
 Spark stage match on the type instead of sniffing properties. `ConnectorProvider` does the
 work through `ConnectClient`, built inside every call: Pulumi pickles the provider with the
-program (dill), and a live httpx client cannot be pickled.
+program (dill), and a live httpx client cannot be pickled. What the inputs mean and how they
+are checked lives in `inputs`; how old and new properties differ, in `diff`.
 """
 
 from __future__ import annotations
 
 import time
-import unicodedata
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, TypedDict
-from urllib.parse import urlsplit
 
 import httpx
 import pulumi
@@ -21,15 +20,13 @@ from pulumi.dynamic import (
     CheckFailure,
     CheckResult,
     CreateResult,
-    DiffResult,
     ReadResult,
     Resource,
     ResourceProvider,
     UpdateResult,
 )
-from pulumi.output import Unknown
 
-from components.rpc_values import has_unknown, is_unknown, plain
+from components.rpc_values import has_unknown
 
 from .client import (
     ConnectClient,
@@ -42,28 +39,12 @@ from .client import (
     connector_path,
     first_lines,
 )
+from .diff import ConnectorDiff, connector_diff, same_config
+from .inputs import DEFAULT_STATE, DEFAULT_TIMEOUT_S, DESIRED_STATES, ConnectorInputs, input_failures, state_outputs
 
-__all__ = [
-    "DEFAULT_TIMEOUT_S",
-    "TYPE_TOKEN",
-    "Connector",
-    "ConnectorArgs",
-    "ConnectorDiff",
-    "ConnectorProvider",
-    "ConnectorSpec",
-]
+__all__ = ["TYPE_TOKEN", "Connector", "ConnectorArgs", "ConnectorProvider"]
 
 TYPE_TOKEN = "pulumi-python:dynamic/connect:Connector"
-DEFAULT_TIMEOUT_S = 180
-# The states a connector can be asked to be in, as Connect's REST API names them.
-DESIRED_STATES = ("RUNNING", "PAUSED", "STOPPED")
-DEFAULT_STATE = "RUNNING"
-
-# The properties whose change means another connector, not a changed one.
-_REPLACE_KEYS = ("connect_url", "name")
-# Connectors that are healthy with zero tasks: MM2's checkpoint connector creates tasks only
-# for consumer groups that exist on the source, and a fresh source has none.
-_MAY_RUN_WITHOUT_TASKS = frozenset({"MirrorCheckpointConnector"})
 # Validation during check must not stall a preview: one attempt, short timeout.
 _CHECK_TIMEOUT_S = 15.0
 # Where the dynamic-provider machinery keeps the pickled provider among the properties.
@@ -171,97 +152,6 @@ class Connector(Resource, module="connect", name="Connector"):
         super().__init__(ConnectorProvider(), resource_name, props, opts)
 
 
-@dataclass(frozen=True)
-class ConnectorSpec:
-    """The known, validated inputs of one connector, as the provider's operations use them."""
-
-    connect_url: str
-    name: str
-    config: Mapping[str, str]
-    auth: Mapping[str, str] | None = None
-    timeout_seconds: int = DEFAULT_TIMEOUT_S
-    desired_state: str = DEFAULT_STATE
-    ca_pem: str | None = None
-
-    @classmethod
-    def from_props(cls, props: Mapping[str, Any], id_: str = "") -> ConnectorSpec:
-        url = plain(props.get("connect_url"))
-        if not isinstance(url, str) or not url:
-            raise ConnectorOperationFailed(
-                f"connector {id_ or props.get('name')!r} has no connect_url in its state: "
-                "Connector resources cannot be imported; declare them in the program instead"
-            )
-        config = plain(props.get("config")) or {}
-        auth = plain(props.get("auth"))
-        return cls(
-            connect_url=url,
-            name=str(plain(props.get("name")) or id_),
-            config={str(k): str(v) for k, v in config.items()},
-            auth={str(k): str(v) for k, v in auth.items()} if auth else None,
-            timeout_seconds=int(plain(props.get("timeout_seconds")) or DEFAULT_TIMEOUT_S),
-            desired_state=_desired_state(props.get("desired_state")),
-            ca_pem=plain(props.get("ca_pem")) or None,
-        )
-
-    @property
-    def credentials(self) -> tuple[str, str] | None:
-        if not self.auth:
-            return None
-        return (self.auth.get("username", ""), self.auth.get("password", ""))
-
-    @property
-    def min_tasks(self) -> int:
-        connector_class = self.config.get("connector.class", "")
-        return 0 if connector_class.rsplit(".", 1)[-1] in _MAY_RUN_WITHOUT_TASKS else 1
-
-    def inputs(self) -> dict[str, Any]:
-        props: dict[str, Any] = {
-            "connect_url": self.connect_url,
-            "name": self.name,
-            "config": dict(self.config),
-            "timeout_seconds": self.timeout_seconds,
-            "desired_state": self.desired_state,
-        }
-        if self.auth is not None:
-            props["auth"] = dict(self.auth)
-        if self.ca_pem is not None:
-            props["ca_pem"] = self.ca_pem
-        return props
-
-    def outputs(self, status: Mapping[str, Any] | None) -> dict[str, Any]:
-        return {**self.inputs(), **_state_outputs(status)}
-
-
-class ConnectorDiff(DiffResult):
-    """DiffResult plus what exactly changed.
-
-    pulumi 3.259.0's DiffResult has no `diffs` or `detailed_diff`, and its dynamic-provider
-    server forwards only changes, replaces and delete_before_replace to the engine. The CLI then
-    shows the per-key change by diffing old and new inputs itself (hence read() returns the live
-    config as inputs too). `diffs` (top-level properties) and `detailed_diff` (property paths
-    like config["tasks.max"] -> add/update/delete) are kept here for tests and logs, ready to
-    pass on if the SDK grows the fields.
-    """
-
-    def __init__(
-        self,
-        *,
-        replaces: list[str],
-        diffs: list[str],
-        detailed_diff: dict[str, str],
-    ) -> None:
-        super().__init__(
-            changes=bool(diffs),
-            replaces=replaces,
-            stables=[],
-            # Two MM2 connectors under different names (or one on each endpoint of the same
-            # group) would replicate the same topics twice; remove the old one first.
-            delete_before_replace=bool(replaces) or None,
-        )
-        self.diffs = diffs
-        self.detailed_diff = detailed_diff
-
-
 class ConnectorProvider(ResourceProvider):
     """Create, read, update and delete connectors over Connect's REST API.
 
@@ -291,17 +181,17 @@ class ConnectorProvider(ResourceProvider):
             inputs["timeout_seconds"] = DEFAULT_TIMEOUT_S
         if inputs.get("desired_state") is None:
             inputs["desired_state"] = DEFAULT_STATE
-        failures = _input_failures(inputs)
+        failures = input_failures(inputs)
         # __provider itself can be unknown in a preview; it says nothing about the connector.
         if (
             not failures
             and not has_unknown({k: v for k, v in inputs.items() if k != _PROVIDER_KEY})
-            and not _same_config(olds, inputs)
+            and not same_config(olds, inputs)
         ):
-            failures = self._validation_failures(ConnectorSpec.from_props(inputs))
+            failures = self._validation_failures(ConnectorInputs.from_props(inputs))
         return CheckResult(inputs, failures)
 
-    def _validation_failures(self, spec: ConnectorSpec) -> list[CheckFailure]:
+    def _validation_failures(self, spec: ConnectorInputs) -> list[CheckFailure]:
         connector_class = spec.config["connector.class"]
         try:
             with self._client(spec, retry_budget_s=0.0, timeout=_CHECK_TIMEOUT_S) as client:
@@ -332,43 +222,12 @@ class ConnectorProvider(ResourceProvider):
     # -- diff ------------------------------------------------------------------------------
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> ConnectorDiff:
-        detailed: dict[str, str] = {}
-        replaces: list[str] = []
-        for key in _REPLACE_KEYS:
-            new = news.get(key)
-            if is_unknown(new):
-                # Most likely unchanged (an endpoint computed from a resource being updated);
-                # the diff during `up` sees the real value and replaces then if it must.
-                detailed[key] = "update"
-            elif _normalized(key, olds.get(key)) != _normalized(key, new):
-                detailed[key] = "update"
-                replaces.append(key)
-
-        old_name = str(plain(olds.get("name")) or "")
-        new_name = old_name if is_unknown(news.get("name")) else str(plain(news.get("name")) or "")
-        detailed.update(
-            _config_diff(
-                _comparable_config(olds.get("config"), old_name),
-                _comparable_config(news.get("config"), new_name),
-            )
-        )
-        if plain(olds.get("auth")) != plain(news.get("auth")) or is_unknown(news.get("auth")):
-            detailed["auth"] = "update"
-        old_timeout = plain(olds.get("timeout_seconds")) or DEFAULT_TIMEOUT_S
-        new_timeout = plain(news.get("timeout_seconds")) or DEFAULT_TIMEOUT_S
-        if is_unknown(new_timeout) or float(old_timeout) != float(new_timeout):
-            detailed["timeout_seconds"] = "update"
-        for key, normalize in (("desired_state", _desired_state), ("ca_pem", lambda v: plain(v) or None)):
-            if is_unknown(news.get(key)) or normalize(olds.get(key)) != normalize(news.get(key)):
-                detailed[key] = "update"
-
-        diffs = sorted({path.split("[", 1)[0] for path in detailed})
-        return ConnectorDiff(replaces=replaces, diffs=diffs, detailed_diff=detailed)
+        return connector_diff(olds, news)
 
     # -- create / update -------------------------------------------------------------------
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        spec = ConnectorSpec.from_props(props)
+        spec = ConnectorInputs.from_props(props)
         with self._client(spec) as client:
             try:
                 existed = client.get_config(spec.name) is not None
@@ -398,11 +257,11 @@ class ConnectorProvider(ResourceProvider):
         return CreateResult(spec.name, spec.outputs(status))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        spec = ConnectorSpec.from_props(news)
+        spec = ConnectorInputs.from_props(news)
         with self._client(spec) as client:
             try:
                 # An unchanged config is not PUT again: Connect would restart the connector for it.
-                if not _same_config(olds, news):
+                if not same_config(olds, news):
                     client.put_config(spec.name, spec.config)
                 # Always: the declared state wins over a pause or stop done by hand.
                 client.set_state(spec.name, spec.desired_state)
@@ -425,7 +284,7 @@ class ConnectorProvider(ResourceProvider):
     # -- read / delete ---------------------------------------------------------------------
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        spec = ConnectorSpec.from_props(props, id_)
+        spec = ConnectorInputs.from_props(props, id_)
         try:
             with self._client(spec) as client:
                 live = client.get_config(spec.name)
@@ -446,7 +305,7 @@ class ConnectorProvider(ResourceProvider):
         # Connect adds "name" to the config it stores; keep it only if the program set it.
         if "name" not in spec.config and live.get("name") == spec.name:
             live.pop("name")
-        live_state = _state_outputs(status)["state"]
+        live_state = state_outputs(status)["state"]
         refreshed = replace(
             spec,
             config=live,
@@ -459,7 +318,7 @@ class ConnectorProvider(ResourceProvider):
         return ReadResult(id_, refreshed.outputs(status), refreshed.inputs())
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        spec = ConnectorSpec.from_props(props, id_)
+        spec = ConnectorInputs.from_props(props, id_)
         try:
             with self._client(spec) as client:
                 client.delete(spec.name, timeout_s=spec.timeout_seconds, poll_s=self.poll_s)
@@ -475,7 +334,7 @@ class ConnectorProvider(ResourceProvider):
 
     def _client(
         self,
-        spec: ConnectorSpec,
+        spec: ConnectorInputs,
         *,
         retry_budget_s: float | None = None,
         timeout: float = 10.0,
@@ -492,13 +351,13 @@ class ConnectorProvider(ResourceProvider):
             **tls,
         )
 
-    def _wait_running(self, client: ConnectClient, spec: ConnectorSpec) -> dict[str, Any]:
+    def _wait_running(self, client: ConnectClient, spec: ConnectorInputs) -> dict[str, Any]:
         """Wait for the declared state (RUNNING unless the stack asks for PAUSED or STOPPED)."""
         return client.wait_state(
             spec.name, spec.desired_state, spec.timeout_seconds, self.poll_s, min_tasks=spec.min_tasks
         )
 
-    def _roll_back(self, client: ConnectClient, spec: ConnectorSpec) -> str:
+    def _roll_back(self, client: ConnectClient, spec: ConnectorInputs) -> str:
         try:
             client.delete(spec.name, timeout_s=spec.timeout_seconds, poll_s=self.poll_s)
         except ConnectError as exc:
@@ -512,7 +371,7 @@ class ConnectorProvider(ResourceProvider):
 # -- pure helpers ----------------------------------------------------------------------------
 
 
-def _start_failure(operation: str, spec: ConnectorSpec, exc: Exception, cleanup: str) -> str:
+def _start_failure(operation: str, spec: ConnectorInputs, exc: Exception, cleanup: str) -> str:
     """Error text for a connector that was accepted but did not reach RUNNING."""
     if isinstance(exc, ConnectorFailed):
         where = "the connector" if exc.task_id is None else f"task {exc.task_id}"
@@ -548,172 +407,3 @@ def _runs_without_tasks(status: Any) -> bool:
         and (status.get("connector") or {}).get("state") == "RUNNING"
         and not status.get("tasks")
     )
-
-
-def _state_outputs(status: Mapping[str, Any] | None) -> dict[str, Any]:
-    if status is None:
-        return {"state": "UNKNOWN", "tasks": []}
-    return {
-        "state": str((status.get("connector") or {}).get("state", "UNKNOWN")),
-        "tasks": [
-            {
-                "id": int(task.get("id", -1)),
-                "state": str(task.get("state", "UNKNOWN")),
-                "worker_id": str(task.get("worker_id", "")),
-            }
-            for task in status.get("tasks") or []
-        ],
-    }
-
-
-def _input_failures(inputs: Mapping[str, Any]) -> list[CheckFailure]:
-    """Local checks of the inputs; unknown (preview) values are skipped."""
-    failures: list[CheckFailure] = []
-
-    url = inputs.get("connect_url")
-    if not is_unknown(url):
-        split = urlsplit(url) if isinstance(url, str) else None
-        if split is None or split.scheme not in ("http", "https") or not split.netloc:
-            failures.append(
-                CheckFailure(
-                    "connect_url",
-                    f"connect_url must be an http:// or https:// URL of the Connect REST listener, got {url!r}",
-                )
-            )
-
-    name = inputs.get("name")
-    if not is_unknown(name) and not _valid_name(name):
-        failures.append(
-            CheckFailure(
-                "name",
-                f"name must be a non-empty string without control characters or surrounding spaces, got {name!r}",
-            )
-        )
-
-    config = plain(inputs.get("config"))
-    if not is_unknown(config):
-        failures.extend(_config_failures(config, name))
-
-    auth = plain(inputs.get("auth"))
-    if auth is not None and not is_unknown(auth) and not _valid_auth(auth):
-        # Never echo the value: it holds the password.
-        failures.append(CheckFailure("auth", "auth must be a map with non-empty username and password"))
-
-    state = plain(inputs.get("desired_state"))
-    if not is_unknown(state) and state is not None and _desired_state(state) not in DESIRED_STATES:
-        failures.append(
-            CheckFailure(
-                "desired_state",
-                f"desired_state must be one of {', '.join(DESIRED_STATES)}, got {state!r}",
-            )
-        )
-
-    timeout = plain(inputs.get("timeout_seconds"))
-    if not is_unknown(timeout) and not (
-        isinstance(timeout, (int, float))
-        and not isinstance(timeout, bool)
-        and timeout > 0
-        and float(timeout).is_integer()
-    ):
-        failures.append(CheckFailure("timeout_seconds", f"timeout_seconds must be a positive integer, got {timeout!r}"))
-    return failures
-
-
-def _config_failures(config: Any, name: Any) -> list[CheckFailure]:
-    if not isinstance(config, Mapping):
-        return [CheckFailure("config", "config must be a map of string to string")]
-    failures = [
-        CheckFailure(
-            "config",
-            f"config key {key!r} must be a string, got {type(value).__name__}; "
-            "Connect config values are strings (quote numbers and booleans)",
-        )
-        for key, value in config.items()
-        if not is_unknown(value) and not isinstance(value, str)
-    ]
-    connector_class = config.get("connector.class")
-    if connector_class is None or connector_class == "":
-        failures.append(CheckFailure("config", "config must set connector.class"))
-    if "name" in config and not is_unknown(config["name"]) and not is_unknown(name) and config["name"] != name:
-        failures.append(
-            CheckFailure(
-                "config",
-                f"config key 'name' is {config['name']!r} but the connector is named {name!r}; "
-                "drop it from config (the name input sets it)",
-            )
-        )
-    return failures
-
-
-def _desired_state(value: Any) -> str:
-    """RUNNING for a missing value (states written before desired_state existed)."""
-    value = plain(value)
-    return str(value).strip().upper() if value else DEFAULT_STATE
-
-
-def _same_config(olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
-    """True when an existing connector's config and endpoint are unchanged: nothing to validate
-    or PUT again. False for a new connector (no olds) or anything unknown."""
-    if not olds or not olds.get("config"):
-        return False
-    if is_unknown(news.get("connect_url")) or _normalized("connect_url", olds.get("connect_url")) != _normalized(
-        "connect_url", news.get("connect_url")
-    ):
-        return False
-    name = str(plain(olds.get("name")) or "")
-    old = _comparable_config(olds.get("config"), name)
-    new = _comparable_config(news.get("config"), name)
-    return not isinstance(new, Unknown) and not has_unknown(new) and old == new
-
-
-def _valid_auth(auth: Any) -> bool:
-    return isinstance(auth, Mapping) and all(
-        is_unknown(auth.get(k)) or (isinstance(auth.get(k), str) and bool(auth.get(k)))
-        for k in ("username", "password")
-    )
-
-
-def _valid_name(name: Any) -> bool:
-    return (
-        isinstance(name, str)
-        and bool(name)
-        and name == name.strip()
-        and not any(unicodedata.category(c) == "Cc" for c in name)
-    )
-
-
-def _normalized(key: str, value: Any) -> Any:
-    value = plain(value)
-    if key == "connect_url" and isinstance(value, str):
-        return value.rstrip("/")
-    return value
-
-
-def _comparable_config(config: Any, name: str) -> Mapping[str, Any] | Unknown:
-    """Config as a string map; a "name" key equal to the connector name is what Connect adds."""
-    config = plain(config)
-    if is_unknown(config):
-        return Unknown()
-    if not isinstance(config, Mapping):
-        return {}
-    return {str(k): (v if is_unknown(v) else str(v)) for k, v in config.items() if not (k == "name" and v == name)}
-
-
-def _config_diff(old: Mapping[str, Any] | Unknown, new: Mapping[str, Any] | Unknown) -> dict[str, str]:
-    if isinstance(old, Unknown) or isinstance(new, Unknown):
-        return {"config": "update"}
-    changes: dict[str, str] = {}
-    for key in sorted(old.keys() | new.keys()):
-        path = f"config[{_quote_key(key)}]"
-        if key not in new:
-            changes[path] = "delete"
-        elif key not in old:
-            changes[path] = "add"
-        elif is_unknown(new[key]) or old[key] != new[key]:
-            changes[path] = "update"
-    return changes
-
-
-def _quote_key(key: str) -> str:
-    # Pulumi property paths quote keys that are not plain identifiers: config["tasks.max"].
-    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -28,15 +28,33 @@ ROOT = Path(__file__).resolve().parents[2]
 PASSPHRASE = "mm2-test-only-passphrase"
 
 
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel hands out as the local end of an outgoing connection."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+_PORTS = random.Random()  # its own generator: a test seeding `random` must not repeat our picks
+
+
 def free_port_block(size: int) -> int:
-    """First port of `size` consecutive free loopback ports."""
+    """First port of `size` consecutive free loopback ports, below the ephemeral range.
+
+    A port the kernel may hand out to outgoing connections (bind to port 0 picks one of those)
+    can become the local end of any client connection between the moment it is chosen and the
+    moment the JVM binds it, or at a restart on the same port later; the bind then fails as
+    "already in use". Ports below the ephemeral range are only ever taken by listeners.
+    """
+    low, high = 10000, _ephemeral_floor() - size
+    if high <= low:  # an unusually wide ephemeral range: fall back to what the kernel offers
+        low, high = _ephemeral_floor(), 65000 - size
     for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + size < 65000 and not any(proc.port_in_use(base + i) for i in range(size)):
+        base = _PORTS.randrange(low, high)
+        if not any(proc.port_in_use(base + i) for i in range(size)):
             return base
-    raise RuntimeError("no block of free ports found")
+    raise RuntimeError(f"no block of {size} free ports found in {low}-{high + size}")
 
 
 def dev_config_with_free_ports() -> dict[str, Any]:
@@ -223,6 +241,42 @@ def wait_until(predicate: Any, timeout_s: float, what: str, poll_s: float = 1.0)
             return last
         time.sleep(poll_s)
     raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what} (last: {last!r})")
+
+
+def stays_false(predicate: Any, duration_s: float, what: str, poll_s: float = 1.0) -> None:
+    """Assert that `predicate` is false on every poll for `duration_s`: the bounded way to show
+    that something does not happen (checked throughout, not sampled once after a sleep)."""
+    deadline = time.monotonic() + duration_s
+    while True:
+        last = predicate()
+        assert not last, f"{what} (after {duration_s - (deadline - time.monotonic()):.0f}s: {last!r})"
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(poll_s)
+
+
+def kafka_retrying(call: Any, what: str, timeout_s: float = 60, poll_s: float = 1.0) -> Any:
+    """`call()`, retried (bounded) while Kafka answers with an error that will pass: right after
+    a start the group coordinator may still be loading or moving (NOT_COORDINATOR,
+    COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE), or a request times out."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    transient = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+    }
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not (error.retriable() or error.code() in transient) or time.monotonic() > deadline:
+                raise AssertionError(f"{what} failed: {error}") from exc
+        time.sleep(poll_s)
 
 
 def produce_one(outputs: dict[str, Any], alias: str, topic: str, key: bytes, value: bytes) -> None:

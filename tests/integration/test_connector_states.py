@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.integration.harness import TestStack, connect_auth, kafka_conf, running, wait_until
+from tests.integration.harness import TestStack, connect_auth, kafka_conf, running, stays_false, wait_until
 
 pytestmark = pytest.mark.integration
 
 FLOW = "primary->dr"
 ROLES = ("source", "checkpoint", "heartbeat")
+CONVERGE_S = 180  # generous: two shared cores; a rebalance round is seconds
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +39,30 @@ def statuses(stack: TestStack) -> dict[str, dict[str, Any]]:
         role: httpx.get(f"{url}/connectors/{names[role]}/status", auth=connect_auth(out), timeout=10).json()
         for role in ROLES
     }
+
+
+def statuses_when(stack: TestStack, converged: Callable[[dict[str, dict[str, Any]]], bool], what: str) -> Any:
+    """The connectors' statuses once `converged` holds for them, polled (bounded). Right after an
+    `up` the worker group may still rebalance (a task UNASSIGNED for a moment), so one sample
+    is not the state the group settles in."""
+    seen: list[Any] = [None]
+
+    def check() -> Any:
+        try:
+            seen[0] = statuses(stack)
+        except (httpx.HTTPError, ValueError) as exc:  # a worker between generations
+            seen[0] = repr(exc)
+            return None
+        return seen[0] if converged(seen[0]) else None
+
+    try:
+        return wait_until(check, CONVERGE_S, what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; last statuses: {seen[0]!r}") from None
+
+
+def connector_states(live: dict[str, dict[str, Any]]) -> dict[str, str]:
+    return {role: s["connector"]["state"] for role, s in live.items()}
 
 
 def declare(stack: TestStack, state: str | None = None, per_role: dict[str, str] | None = None) -> None:
@@ -91,23 +117,38 @@ def test_flow_declared_paused_stops_copying(stack: TestStack) -> None:
 
     declare(stack, "paused")
     stack.up()
-    live = statuses(stack)
-    assert {role: s["connector"]["state"] for role, s in live.items()} == dict.fromkeys(ROLES, "PAUSED")
+    live = statuses_when(
+        stack,
+        lambda live: (
+            connector_states(live) == dict.fromkeys(ROLES, "PAUSED")
+            and all(t["state"] == "PAUSED" for s in live.values() for t in s["tasks"])
+        ),
+        "every connector and task PAUSED",
+    )
+    assert connector_states(live) == dict.fromkeys(ROLES, "PAUSED")
     assert all(t["state"] == "PAUSED" for s in live.values() for t in s["tasks"]), live
     out = stack.outputs()["flows"][FLOW]
     assert out["desiredStates"] == dict.fromkeys(ROLES, "PAUSED")
     assert set(out["states"].values()) == {"PAUSED"}
 
     held = produce(stack, 100)
-    time.sleep(10)  # several poll intervals of a running source task
-    assert not held & remote_keys(stack), "a paused flow must not copy"
+    # Checked on every poll for several poll intervals of a running source task.
+    stays_false(lambda: held & remote_keys(stack), 10, "a paused flow must not copy")
     stack.held = held  # type: ignore[attr-defined]
 
 
 def test_source_declared_stopped_releases_its_tasks(stack: TestStack) -> None:
     declare(stack, per_role={"source": "stopped"})
     stack.up()
-    live = statuses(stack)
+    live = statuses_when(
+        stack,
+        lambda live: (
+            connector_states(live)["source"] == "STOPPED"
+            and live["source"]["tasks"] == []
+            and connector_states(live)["heartbeat"] == "RUNNING"
+        ),
+        "the source STOPPED without tasks, the heartbeat RUNNING",
+    )
     assert live["source"]["connector"]["state"] == "STOPPED"
     assert live["source"]["tasks"] == []
     assert live["heartbeat"]["connector"]["state"] == "RUNNING"
@@ -116,8 +157,10 @@ def test_source_declared_stopped_releases_its_tasks(stack: TestStack) -> None:
 def test_back_to_running_copies_what_was_held(stack: TestStack) -> None:
     declare(stack)
     stack.up()
-    live = statuses(stack)
-    assert {role: s["connector"]["state"] for role, s in live.items()} == dict.fromkeys(ROLES, "RUNNING")
+    live = statuses_when(
+        stack, lambda live: connector_states(live) == dict.fromkeys(ROLES, "RUNNING"), "every connector RUNNING"
+    )
+    assert connector_states(live) == dict.fromkeys(ROLES, "RUNNING")
     held: set[bytes] = stack.held  # type: ignore[attr-defined]
     wait_until(lambda: held <= remote_keys(stack), 120, "records produced while paused to arrive")
 
@@ -127,7 +170,7 @@ def test_hand_paused_connector_is_drift_that_up_refresh_reverts(stack: TestStack
     name = out["flows"][FLOW]["connectors"]["source"]
     url = out["connect"]["mm2"]["url"]
     httpx.put(f"{url}/connectors/{name}/pause", auth=connect_auth(out), timeout=10).raise_for_status()
-    wait_until(lambda: statuses(stack)["source"]["connector"]["state"] == "PAUSED", 30, "the hand pause")
+    statuses_when(stack, lambda live: connector_states(live)["source"] == "PAUSED", "the hand pause")
 
     stack.pulumi("refresh", "--yes", "--skip-preview")
     preview = stack.preview_json()
@@ -138,5 +181,6 @@ def test_hand_paused_connector_is_drift_that_up_refresh_reverts(stack: TestStack
     assert before["config"] == after["config"], "only the state drifted"
 
     stack.up()
-    assert statuses(stack)["source"]["connector"]["state"] == "RUNNING"
+    live = statuses_when(stack, lambda live: connector_states(live)["source"] == "RUNNING", "the source resumed")
+    assert live["source"]["connector"]["state"] == "RUNNING"
     stack.pulumi("up", "--yes", "--expect-no-changes")

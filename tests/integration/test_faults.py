@@ -178,8 +178,9 @@ def _read_remote(
     )
     try:
         parts = c.list_topics("primary.orders", timeout=30).topics["primary.orders"].partitions
-        c.assign([TopicPartition("primary.orders", p, c.get_watermark_offsets(TopicPartition("primary.orders", p))[0])
-                  for p in parts])  # fmt: skip
+        # A bounded metadata call: without a timeout librdkafka waits forever for a broker that is down.
+        lows = {p: c.get_watermark_offsets(TopicPartition("primary.orders", p), timeout=30)[0] for p in parts}
+        c.assign([TopicPartition("primary.orders", p, low) for p, low in lows.items()])
         deadline = time.monotonic() + timeout_s
         raw = prefix.encode()
         missing = len(wanted)

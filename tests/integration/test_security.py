@@ -205,7 +205,15 @@ def test_topic_acls_sync_across_the_flow(stack: TestStack) -> None:
         AclOperation.ANY,
         AclPermissionType.ANY,
     )
-    bindings = wait_until(lambda: admin.describe_acls(remote).result(), 90, "ACLs synced onto primary.orders")
+
+    def synced() -> Any:
+        bindings = admin.describe_acls(remote).result()
+        # MM2 creates the bindings one by one: poll until the one asserted is there, and check
+        # on every sample that WRITE never is.
+        assert all(b.operation != AclOperation.WRITE for b in bindings), bindings
+        return bindings if {(b.principal, b.operation) for b in bindings} >= {("User:mm2", AclOperation.READ)} else None
+
+    bindings = wait_until(synced, 90, "the READ grant of User:mm2 synced onto primary.orders")
     assert {(b.principal, b.operation) for b in bindings} >= {("User:mm2", AclOperation.READ)}, bindings
     assert all(b.operation != AclOperation.WRITE for b in bindings), bindings
 
@@ -300,8 +308,9 @@ def test_rotating_the_mm2_password_keeps_replication(stack: TestStack) -> None:
     stack.up_output += up.stdout + up.stderr  # type: ignore[attr-defined]
     out = stack.outputs()
     assert out["clusters"]["primary"]["users"]["mm2"] == new
-    assert _refused(_as_user(out, "primary", "mm2", password=old)), "the old password still works"
-    assert not _refused(_as_user(out, "primary", "mm2")), "the new password is refused"
+    # A SCRAM change reaches each broker through the cluster metadata, not at once: poll.
+    wait_until(lambda: _refused(_as_user(out, "primary", "mm2", password=old)), 60, "the old password refused")
+    wait_until(lambda: not _refused(_as_user(out, "primary", "mm2")), 60, "the new password accepted")
     # The connectors were restarted with the new credential: new records still arrive.
     key = f"rotated-{uuid.uuid4().hex}".encode()
     _produce(out, "primary", "orders", key)
@@ -344,7 +353,8 @@ def test_refresh_finds_a_deleted_user_and_acl_and_up_restores_them(stack: TestSt
         ResourceType.ANY, None, ResourcePatternType.ANY, "User:mm2", None, AclOperation.READ, AclPermissionType.ALLOW
     )
     assert admin.delete_acls([reads])[reads].result(30), "the MM2 user had no READ binding to delete"
-    assert _refused(_as_user(out, "primary", "mm2"))
+    # The deletion reaches each broker through the cluster metadata, not at once: poll.
+    wait_until(lambda: _refused(_as_user(out, "primary", "mm2")), 60, "the deleted MM2 user refused")
 
     stack.pulumi("refresh", "--yes", "--skip-preview")
     steps = [s for s in stack.preview_json().get("steps", []) if s.get("op") not in ("same", None)]
@@ -352,6 +362,7 @@ def test_refresh_finds_a_deleted_user_and_acl_and_up_restores_them(stack: TestSt
     assert changed == [("update", "kafka-primary-acls"), ("update", "kafka-primary-scram-users")], changed
 
     stack.up()
-    assert not _refused(_as_user(out, "primary", "mm2")), "the MM2 user was not restored"
-    assert _read_error(_as_user(out, "primary", "mm2"), "orders") is None, "its READ grant was not restored"
+    # Restored user and grant reach each broker through the cluster metadata: poll (bounded).
+    wait_until(lambda: not _refused(_as_user(out, "primary", "mm2")), 60, "the MM2 user restored")
+    wait_until(lambda: _read_error(_as_user(out, "primary", "mm2"), "orders") is None, 90, "its READ grant restored")
     stack.pulumi("up", "--yes", "--expect-no-changes")

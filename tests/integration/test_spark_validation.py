@@ -25,7 +25,7 @@ from components.local import process as proc
 from components.local.provider import _probe_kafka
 from spark import decoders as d
 from spark import validate
-from tests.integration.harness import free_port_block
+from tests.integration.harness import free_port_block, kafka_retrying, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -325,9 +325,14 @@ def test_correct_copy_passes(brokers: dict[str, str], heartbeats: None, spark: A
     write_flow(brokers, "orders_ok", None)
     # A group synced by MM2 on the target, at a valid offset.
     admin = _admin(brokers["dr"])
-    admin.alter_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions("app", [TopicPartition("primary.orders_ok", 0, 5)])]
-    )["app"].result()
+    # The first group request on a fresh broker creates __consumer_offsets: its coordinator may
+    # answer "not available" or "loading" for a moment, which Kafka marks retriable.
+    kafka_retrying(
+        lambda: admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions("app", [TopicPartition("primary.orders_ok", 0, 5)])]
+        )["app"].result(),
+        "committing group app's offset on dr",
+    )
     code, report = run_validator(spark, outputs_file(brokers, "orders_ok", tmp_path), tmp_path)
     assert report["failedChecks"] == [] and code == 0, json.dumps(report, indent=1)[:6000]
     flow = report["flows"]["primary->dr"]
@@ -395,6 +400,12 @@ def test_loop_topic_is_reported(brokers: dict[str, str], heartbeats: None, spark
     finally:
         admin = _admin(brokers["primary"])
         admin.delete_topics(["dr.primary.orders_loop"])["dr.primary.orders_loop"].result()
+        # Deletion completes asynchronously: later tests check for loops, so wait until it is gone.
+        wait_until(
+            lambda: "dr.primary.orders_loop" not in admin.list_topics(timeout=10).topics,
+            60,
+            "dr.primary.orders_loop to be deleted",
+        )
     assert code == 1
     assert report["failedChecks"] == ["loops"]
     assert report["loops"] == [

@@ -31,6 +31,7 @@ from tests.integration.harness import (
     kafka_conf,
     produce_one,
     stack_passwords,
+    wait_until,
 )
 
 pytestmark = pytest.mark.integration
@@ -175,7 +176,12 @@ def test_connect_client_with_the_ca_pem(stack: TestStack) -> None:
     out = stack.outputs()
     url, auth = out["connect"]["mm2"]["url"], connect_auth(out)
     with ConnectClient(url, auth=auth, ca_pem=out["connect"]["mm2"]["caPem"]) as client:
-        status = client.get_status("mm2-primary-to-dr-source")
+        # The worker group may rebalance after `up`: poll until RUNNING, not one sampled instant.
+        def running() -> Any:
+            st = client.get_status("mm2-primary-to-dr-source")
+            return st if st is not None and st["connector"]["state"] == "RUNNING" else None
+
+        status = wait_until(running, 120, "the source connector RUNNING, read over https with the stack CA")
         assert status is not None and status["connector"]["state"] == "RUNNING"
     with ConnectClient(url, auth=auth, retry_budget_s=2) as client, pytest.raises(ConnectTlsError):
         client.get_status("mm2-primary-to-dr-source")

@@ -13,7 +13,8 @@ from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.output import Unknown
 
 from components.connect.client import ConnectorOperationFailed
-from components.connect.provider import DEFAULT_TIMEOUT_S, ConnectorProvider
+from components.connect.inputs import DEFAULT_TIMEOUT_S
+from components.connect.provider import ConnectorProvider
 
 from .fakes import URL, FakeConnect, FakeSleep, error, running
 

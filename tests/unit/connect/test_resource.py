@@ -11,7 +11,8 @@ from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 from pulumi.runtime.settings import reset_options
 
-from components.connect.provider import DEFAULT_TIMEOUT_S, TYPE_TOKEN, Connector
+from components.connect.inputs import DEFAULT_TIMEOUT_S
+from components.connect.provider import TYPE_TOKEN, Connector
 
 from .fakes import URL
 
