@@ -15,6 +15,7 @@ from typing import Any
 from components.platform.container_broker import properties_text
 from components.platform.image_layout import CONFIG_DIR, KAFKA_HOME, REST_USERS_DIR, REST_USERS_FILE, RUNTIME_DIR
 from components.platform.kubernetes.metadata import (
+    Labelled,
     config_hash,
     container_security,
     label_selector,
@@ -85,22 +86,13 @@ def _client_tls_items(topology: Topology, group: WorkerGroup) -> list[tuple[str,
 
 
 @dataclass(frozen=True)
-class _Workers:
+class _Workers(Labelled):
     """What every object of one worker group shares."""
 
     group: WorkerGroup
     topology: Topology
-    namespace: str
     pod: ConnectPodSettings
     names: ConnectNames
-    labels: dict[str, str]
-    selector: dict[str, str]
-
-    def meta(self, name: str, **extra: Any) -> dict[str, Any]:
-        return object_meta(name, self.namespace, self.labels, **extra)
-
-    def match(self) -> dict[str, Any]:
-        return {"matchLabels": dict(self.selector)}
 
 
 def connect_objects(group: WorkerGroup, topology: Topology, settings: KubernetesSettings) -> ConnectObjects:
@@ -109,13 +101,13 @@ def connect_objects(group: WorkerGroup, topology: Topology, settings: Kubernetes
         raise ValueError(f"worker group {group.name} is {group.platform.value}, not kubernetes")
     pod = settings.group(group.name)
     workers = _Workers(
-        group,
-        topology,
-        settings.namespace,
-        pod,
-        ConnectNames(group.name),
-        object_labels("kafka-connect", group.name, "mm2-worker", pod.image),
-        label_selector("kafka-connect", group.name),
+        namespace=settings.namespace,
+        labels=object_labels("kafka-connect", group.name, "mm2-worker", pod.image),
+        selector=label_selector("kafka-connect", group.name),
+        group=group,
+        topology=topology,
+        pod=pod,
+        names=ConnectNames(group.name),
     )
     data, java_opts = _config_data(workers)
     service_monitor, prometheus_rule = _monitoring(workers)

@@ -33,11 +33,11 @@ from components.platform.image_layout import (
 )
 from components.platform.kubernetes.metadata import (
     ZONE_LABEL,
+    Labelled,
     config_hash,
     container_security,
     label_selector,
     object_labels,
-    object_meta,
     pod_security,
     zone_spread,
 )
@@ -76,21 +76,12 @@ class KafkaObjects:
 
 
 @dataclass(frozen=True)
-class _Broker:
+class _Broker(Labelled):
     """What every object of one cluster shares."""
 
     cluster: Cluster
-    namespace: str
     pod: KafkaPodSettings
     names: KafkaNames
-    labels: dict[str, str]
-    selector: dict[str, str]
-
-    def meta(self, name: str, **extra: Any) -> dict[str, Any]:
-        return object_meta(name, self.namespace, self.labels, **extra)
-
-    def match(self) -> dict[str, Any]:
-        return {"matchLabels": dict(self.selector)}
 
 
 def kafka_objects(cluster: Cluster, settings: KubernetesSettings, cluster_id: str) -> KafkaObjects:
@@ -102,7 +93,12 @@ def kafka_objects(cluster: Cluster, settings: KubernetesSettings, cluster_id: st
     if cluster.datacenter:
         labels["mm2.io/datacenter"] = cluster.datacenter
     broker = _Broker(
-        cluster, settings.namespace, pod, KafkaNames(cluster.alias), labels, label_selector("kafka", cluster.alias)
+        namespace=settings.namespace,
+        labels=labels,
+        selector=label_selector("kafka", cluster.alias),
+        cluster=cluster,
+        pod=pod,
+        names=KafkaNames(cluster.alias),
     )
     data = _config_data(broker, cluster_id)
     return KafkaObjects(

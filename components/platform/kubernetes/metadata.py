@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -55,3 +56,18 @@ def container_security() -> dict[str, Any]:
 def pod_security() -> dict[str, Any]:
     """Every pod of the stack runs as the image's non-root user 1000."""
     return {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000}
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """The namespace, labels and selector every object of one cluster or worker group shares."""
+
+    namespace: str
+    labels: dict[str, str]
+    selector: dict[str, str]
+
+    def meta(self, name: str, **extra: Any) -> dict[str, Any]:
+        return object_meta(name, self.namespace, self.labels, **extra)
+
+    def match(self) -> dict[str, Any]:
+        return {"matchLabels": dict(self.selector)}
