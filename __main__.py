@@ -14,10 +14,12 @@ import pulumi
 
 from components.connect_group import ConnectWorkerGroup
 from components.credentials import Credentials
-from components.kafka_cluster import ContainerPlatforms, KafkaCluster, LocalPlatform
-from components.local.tls import stack_tls, tls_layout
-from components.platform.docker import docker_network
-from components.platform.manifests import PlatformSettingsError, docker_settings, kubernetes_settings
+from components.kafka_cluster import KafkaCluster
+from components.platform.contract import ContainerPlatforms
+from components.platform.docker.deploy import docker_network
+from components.platform.local.layout import LocalPlatform, run_root
+from components.platform.local.tls import stack_tls, tls_layout
+from components.platform.settings import PlatformSettingsError, docker_settings, kubernetes_settings
 from components.replication_flow import ReplicationFlow
 from components.topology import (
     Platform,
@@ -39,7 +41,6 @@ from components.topology.tls import with_local_tls
 PROJECT_DIR = Path(__file__).resolve().parent
 NAMESPACE = "mm2"
 SECTIONS = ("defaults", "clusters", "workerGroups", "flows")
-GROUP_SECRETS = "secrets.properties"
 
 
 def read_stack_config() -> dict[str, object]:
@@ -54,14 +55,14 @@ def local_platform(stack: str, needed: bool) -> LocalPlatform:
             "the local platform needs the Kafka jars, but MM2_KAFKA_LIBS is not set or missing. "
             "Fix: run bin/bootstrap, then use bin/pulumi (it sets the environment) instead of plain `pulumi`."
         )
-    return LocalPlatform(stack=stack, run_root=str(PROJECT_DIR / ".mm2" / "run" / stack), kafka_libs=libs)
+    return LocalPlatform(stack=stack, run_root=run_root(PROJECT_DIR, stack), kafka_libs=libs)
 
 
 def local_secrets_files(topology: Topology, local: LocalPlatform) -> Topology:
     """Point each local worker group's placeholders at the file the stack writes for it."""
     for name, group in topology.worker_groups.items():
         if group.platform is Platform.LOCAL and not group.url:
-            topology = with_secrets_file(topology, name, f"{local.run_root}/connect-{name}/{GROUP_SECRETS}")
+            topology = with_secrets_file(topology, name, local.group_secrets_file(name))
     return topology
 
 

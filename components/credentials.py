@@ -31,7 +31,7 @@ TOKEN_BYTES = 24
 # Passwords end up inside JAAS strings (`password="..."`) after config-provider substitution,
 # where a quote, a backslash or a line break would end or corrupt the string.
 _FORBIDDEN = ('"', "\\", "\n", "\r")
-# keytool refuses store passwords shorter than this (components/local/tls.py).
+# keytool refuses store passwords shorter than this (components/platform/local/tls.py).
 _MIN_STORE_PASSWORD = 6
 _STORE_PASSWORD_SUFFIXES = ("keystore.password", "truststore.password", "tls.ca.password")
 

@@ -5,7 +5,7 @@ a plain consume-and-produce copy loop, on this machine, in one run.
 
 Two single-broker KRaft clusters (`src`, `dst`, PLAINTEXT on 127.0.0.1, free ports) and two
 single-worker Connect groups on `dst` are started with the project's own code (broker and worker
-properties from components/topology/runtime_config.py, JVMs through components/local/process.py,
+properties from components/topology/runtime_config.py, JVMs through components/platform/local/process.py,
 connectors through components/connect/client.py). Three setups copy the same source topic:
 
   a  copy ceiling: Kafka's own Java clients (bench/replication/BenchTool.java), one
@@ -57,11 +57,10 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E4
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from components.connect.client import ConnectClient  # noqa: E402
-from components.connect_group import CONNECT_MAIN  # noqa: E402
-from components.kafka_cluster import KAFKA_MAIN  # noqa: E402
-from components.local import process as proc  # noqa: E402
-from components.local.provider import _probe_connect, _probe_kafka  # noqa: E402
-from components.platform.manifests import kraft_cluster_id  # noqa: E402
+from components.platform.local import process as proc  # noqa: E402
+from components.platform.local.deploy import CONNECT_MAIN, KAFKA_MAIN  # noqa: E402
+from components.platform.local.provider import _probe_connect, _probe_kafka  # noqa: E402
+from components.platform.topology_facts import kraft_cluster_id  # noqa: E402
 from components.topology.mm2config import flow_connectors  # noqa: E402
 from components.topology.model import Topology  # noqa: E402
 from components.topology.parse import parse_topology  # noqa: E402

@@ -1,6 +1,6 @@
 """Two single-node KRaft clusters (source `primary`, target `dr`) on loopback, always stopped.
 
-Started with the local platform's own process code (components/local/process.py), the way
+Started with the local platform's own process code (components/platform/local/process.py), the way
 tests/integration/test_spark_validation.py starts its brokers: a marker per JVM, free ports,
 bounded readiness wait, and on exit (also on failure or Ctrl-C) every marked JVM is stopped and its
 data directory removed.
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.local import process as proc
-from components.local.provider import _probe_kafka
+from components.platform.local import process as proc
+from components.platform.local.provider import _probe_kafka
 from tests.integration.harness import free_port_block
 
 ALIASES = ("primary", "dr")

@@ -233,7 +233,7 @@ def source_broker_markers(stack: str, alias: str) -> list[str]:
 
 def stop_brokers(stack: str, alias: str, sig: str, log: Log) -> float:
     """Signal every broker of `alias`; returns the monotonic time of the signal. Waits until gone."""
-    from components.local import process as proc
+    from components.platform.local import process as proc
 
     markers = source_broker_markers(stack, alias)
     pids = {m: proc.find_pids(m) for m in markers}

@@ -1,7 +1,7 @@
 """TLS on the `local` platform: what the stack's certificate authority signs, and where it lives.
 
 Pure: this module decides names, subject alternative names, validity, file layout and the
-secret keys of every keystore password; `components/local/tls.py` runs `keytool` to make them.
+secret keys of every keystore password; `components/platform/local/tls.py` runs `keytool` to make them.
 
 - One CA per stack (`CN=mm2 <stack> CA`), valid `CA_VALIDITY_DAYS`; its PKCS12 keystore is
   protected by `tls.ca.password`.

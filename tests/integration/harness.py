@@ -22,7 +22,8 @@ from typing import Any
 
 import yaml
 
-from components.local import process as proc
+from components.platform.local import process as proc
+from components.platform.local.layout import run_root
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSPHRASE = "mm2-test-only-passphrase"
@@ -79,7 +80,7 @@ class TestStack:
         self.backend.mkdir(parents=True, exist_ok=True)
         self.config_file = tmp / f"Pulumi.{self.name}.yaml"
         self.config = config or dev_config_with_free_ports()
-        self.run_dir = ROOT / ".mm2" / "run" / self.name
+        self.run_dir = Path(run_root(ROOT, self.name))
         self.env = {
             **os.environ,
             "PULUMI_BACKEND_URL": f"file://{self.backend}",

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from components.local import process as proc
+from components.platform.local import process as proc
 from tests.integration.harness import ROOT, TestStack, deployed, dev_config_with_free_ports, free_port_block
 
 pytestmark = pytest.mark.integration

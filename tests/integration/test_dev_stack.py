@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from components.local import process as proc
+from components.platform.local import process as proc
 from tests.integration.harness import TestStack, connect_auth, kafka_conf, kafka_retrying, running, wait_until
 
 pytestmark = pytest.mark.integration

@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from components.connect.client import ConnectClient
-from components.local import process as proc
 from components.ops.stack_outputs import connect_auth, kafka_config
+from components.platform.local import process as proc
 from tests.integration.harness import ROOT, TestStack, deployed, running, wait_until
 
 pytestmark = pytest.mark.integration
@@ -351,7 +351,7 @@ def test_rolling_worker_restarts_during_pulumi_up_converge(whole: TestStack) -> 
 
 def _restart_worker(s: TestStack, out: dict[str, Any], index: int) -> None:
     """SIGTERM one worker and start it again with its exact command line, as a supervisor would."""
-    from components.local.provider import _probe_connect
+    from components.platform.local.provider import _probe_connect
 
     marker = f"{s.name}/connect-{GROUP}/worker-{index}"
     pids = proc.find_pids(marker)

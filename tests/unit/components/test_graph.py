@@ -14,8 +14,10 @@ from pulumi.runtime import mocks as pmocks
 
 from components.connect_group import ConnectWorkerGroup
 from components.credentials import Credentials
-from components.kafka_cluster import ContainerPlatforms, KafkaCluster, LocalPlatform
-from components.local.tls import stack_tls, tls_layout
+from components.kafka_cluster import KafkaCluster
+from components.platform.contract import ContainerPlatforms
+from components.platform.local.layout import LocalPlatform
+from components.platform.local.tls import stack_tls, tls_layout
 from components.replication_flow import ReplicationFlow
 from components.topology import ConnectorState, Topology, parse_topology, with_secrets_file
 from components.topology.security import (
@@ -120,7 +122,7 @@ def local_secrets_files(topology: Topology, local: LocalPlatform) -> Topology:
     # What __main__.local_secrets_files does (the program module runs main() on import).
     for name, group in topology.worker_groups.items():
         if group.platform.value == "local" and not group.url:
-            topology = with_secrets_file(topology, name, f"{local.run_root}/connect-{name}/secrets.properties")
+            topology = with_secrets_file(topology, name, local.group_secrets_file(name))
     return topology
 
 
@@ -278,7 +280,7 @@ def test_example_topologies_build_their_graph(example: str, monitor: RecordingMo
 
 @pulumi.runtime.test
 def test_prod_stack_builds_kubernetes_clusters_and_groups(monitor: RecordingMonitor) -> Any:
-    from components.platform.manifests import kubernetes_settings
+    from components.platform.settings import kubernetes_settings
 
     raw = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
     topology = parse_topology({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("mm2:")})

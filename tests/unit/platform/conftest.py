@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 import yaml
+
+from .mocks import EchoMocks, RecordingMonitor
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICIES_DIR = ROOT / "policies"
@@ -26,3 +30,14 @@ def namespace(config: dict[str, Any], ns: str) -> dict[str, Any]:
 @pytest.fixture
 def prod_config() -> dict[str, Any]:
     return stack_config("prod")
+
+
+@pytest.fixture
+def monitor() -> Iterator[RecordingMonitor]:
+    mocks = EchoMocks()
+    mon = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project="mm2-replication", stack="unit", preview=False, monitor=mon)
+    try:
+        yield mon
+    finally:
+        pulumi.runtime.settings.reset_options()

@@ -6,7 +6,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from components.platform.manifests import KubernetesSettings, kubernetes_settings
+from components.platform.settings import KubernetesSettings, kubernetes_settings
 from components.topology import Topology, parse_topology
 
 from .conftest import namespace, stack_config
@@ -114,3 +114,7 @@ def walk(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
             yield from walk(v, f"{path}[{i}]")
     else:
         yield path, value
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))

@@ -11,7 +11,7 @@ import pack
 import pytest
 from pulumi_policy import PolicyResource, ResourceValidationPolicy, StackValidationPolicy
 
-from components.platform.manifests import required_secret_keys
+from components.platform.secret_files import container_secret_keys
 from components.topology import DEFAULT_POLICY_CLASS, Platform, SecurityProtocol, Topology, flow_connectors
 from tests.unit.policies.builders import resource, run_resource, run_stack
 
@@ -115,7 +115,7 @@ def test_prod_references_secrets_and_gives_none() -> None:
 
     config = stack_config("prod")
     assert "mm2:secrets" not in config
-    assert "us-east.mm2.password" in required_secret_keys(prod_topology())
+    assert "us-east.mm2.password" in container_secret_keys(prod_topology())
 
 
 def test_prod_passes_every_policy(prod_stack: str) -> None:

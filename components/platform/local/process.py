@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from components.platform.local.layout import CONFIG_DIR, LOG4J2_FILE, LOGS_DIR, PROCESS_PROPERTIES
+
 LOG_TAIL_LINES = 25
 
 # Log4j2 configuration for brokers and workers: everything to one file in the run directory, so a
@@ -79,11 +81,11 @@ class JvmSpec:
 
     @property
     def properties_file(self) -> Path:
-        return Path(self.run_dir) / "config" / "process.properties"
+        return Path(self.run_dir) / PROCESS_PROPERTIES
 
     @property
     def logs_dir(self) -> Path:
-        return Path(self.run_dir) / "logs"
+        return Path(self.run_dir) / LOGS_DIR
 
     @property
     def log_file(self) -> Path:
@@ -152,9 +154,9 @@ def log_tail(spec: JvmSpec, lines: int = LOG_TAIL_LINES) -> str:
 
 def prepare_run_dir(spec: JvmSpec) -> None:
     run = Path(spec.run_dir)
-    (run / "config").mkdir(parents=True, exist_ok=True)
+    (run / CONFIG_DIR).mkdir(parents=True, exist_ok=True)
     spec.logs_dir.mkdir(parents=True, exist_ok=True)
-    (run / "config" / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
+    (run / LOG4J2_FILE).write_text(LOG4J2_PROPERTIES)
     spec.properties_file.write_text(render_properties(spec.properties))
     # Configs can hold config-provider paths and, for brokers, listener settings: owner-only.
     spec.properties_file.chmod(0o600)
@@ -194,7 +196,7 @@ def _jvm_command(spec: JvmSpec, main_class: str, args: list[str], heap: str) -> 
         *JVM_FLAGS,
         f"-Dmm2.process={spec.marker}",
         f"-Dkafka.logs.dir={spec.logs_dir}",
-        f"-Dlog4j2.configurationFile={Path(spec.run_dir) / 'config' / 'log4j2.properties'}",
+        f"-Dlog4j2.configurationFile={Path(spec.run_dir) / LOG4J2_FILE}",
         *spec.jvm_options,
         "-cp",
         f"{spec.classpath_dir}/*",

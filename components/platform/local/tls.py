@@ -36,7 +36,8 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 from pulumi.runtime import rpc
 
-from components.local.process import find_java
+from components.platform.local.layout import tls_dir
+from components.platform.local.process import find_java
 from components.topology.model import Topology
 from components.topology.tls import (
     CA_PASSWORD,
@@ -419,7 +420,7 @@ class StackTls:
 
 def tls_layout(run_root: str) -> TlsLayout:
     """Where a stack whose local run directory is `run_root` keeps its TLS material."""
-    return TlsLayout(f"{run_root}/tls")
+    return TlsLayout(tls_dir(run_root))
 
 
 def stack_tls(

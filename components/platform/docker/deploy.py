@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_docker as docker
 
-from components.platform.manifests import (
+from components.platform.contract import BrokerRequest, DeployedBrokers, DeployedWorkers, WorkerRequest
+from components.platform.docker.specs import (
     ContainerSpec,
-    DockerSettings,
     docker_broker_specs,
     docker_connect_specs,
     docker_kafka_ui_spec,
     docker_prefix,
 )
+from components.platform.settings import DockerSettings
 from components.topology import Cluster, Platform, Topology, WorkerGroup, bootstrap_servers, worker_rest_urls
 
 SecretValues = pulumi.Input[Mapping[str, str]]
@@ -249,3 +250,40 @@ def deploy_docker(
             secret_values=secret_values,
         )
     return DockerDeployment(network=network, clusters=clusters, groups=groups, kafka_ui=ui)
+
+
+@dataclass(frozen=True)
+class DockerBackend:
+    """The docker platform's `PlatformBackend`: `network` is the stack's docker network."""
+
+    settings: DockerSettings | None
+    stack: str
+    network: pulumi.Input[str] | None
+    secret_values: SecretValues | None = None
+
+    def deploy_brokers(self, parent: pulumi.ComponentResource, name: str, request: BrokerRequest) -> DeployedBrokers:
+        if self.network is None:
+            raise ValueError(f"KafkaCluster {request.cluster.alias!r}: docker clusters need the stack's docker network")
+        dock = deploy_kafka_docker(
+            parent,
+            name,
+            request.cluster,
+            self.network,
+            stack=self.stack,
+            settings=self.settings,
+            secret_values=self.secret_values,
+        )
+        return DeployedBrokers(resources=tuple(dock.resources))
+
+    def deploy_workers(self, parent: pulumi.ComponentResource, name: str, request: WorkerRequest) -> DeployedWorkers:
+        dock = deploy_connect_docker(
+            parent,
+            name,
+            request.group,
+            request.topology,
+            pulumi.ResourceOptions(depends_on=[request.storage]),
+            stack=self.stack,
+            settings=self.settings,
+            secret_values=self.secret_values,
+        )
+        return DeployedWorkers(resources=tuple(dock.resources), url=dock.url)

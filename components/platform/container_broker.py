@@ -1,4 +1,4 @@
-"""Broker properties for container platforms (kubernetes, docker): pure, no I/O.
+"""Broker properties and start script for container platforms (kubernetes, docker): pure, no I/O.
 
 Brokers are KRaft combined broker+controller nodes, like on the local platform, but bound to
 0.0.0.0 inside their container and advertised under a name other containers (or pods) resolve.
@@ -23,6 +23,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from components.platform.image_layout import (
+    BROKER_DATA_DIR,
+    BROKER_SECRETS_FILE,
+    BROKER_TLS_DIR,
+    KAFKA_HOME,
+    RUNTIME_DIR,
+)
 from components.topology.model import Cluster, SaslMechanism
 from components.topology.settings import BROKER_OWNED, BROKER_OWNED_PREFIXES, owned_reason
 
@@ -31,11 +38,6 @@ CLIENT_PORT = 9092
 CONTROLLER_PORT = 9093
 EXTERNAL_PORT = 9094
 FILE_CONFIG_PROVIDER = "org.apache.kafka.common.config.provider.FileConfigProvider"
-# Where container brokers find their secrets file (a Kubernetes Secret / docker upload holding
-# `secrets.properties`) and their TLS material (PKCS12 keystore and truststore).
-BROKER_SECRETS_FILE = "/etc/kafka/secrets/secrets.properties"
-BROKER_TLS_DIR = "/etc/kafka/tls"
-BROKER_DATA_DIR = "/var/lib/kafka/data"
 
 
 @dataclass(frozen=True)
@@ -174,8 +176,9 @@ def scram_credentials(cluster: Cluster) -> tuple[SaslMechanism, str, str] | None
     return None
 
 
-def broker_secret_keys(cluster: Cluster) -> tuple[str, ...]:
-    """Every secrets-file key a container cluster's brokers read."""
+def container_broker_secret_keys(cluster: Cluster) -> tuple[str, ...]:
+    """Every secrets-file key a container cluster's brokers read (their SASL password and TLS
+    store password). Not `runtime_config.broker_secret_keys`, the local brokers' keys."""
     keys: list[str] = []
     if cluster.security.protocol.uses_sasl and cluster.security.password:
         keys.append(cluster.security.password.key)
@@ -201,3 +204,59 @@ def properties_text(props: Mapping[str, str]) -> str:
             value = "\\" + value
         lines.append(f"{key}={value}")
     return "\n".join(lines) + "\n"
+
+
+def _shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def _secret_reader(secrets_file: str) -> str:
+    # Plain `key=value` lines; the first match wins. Used only for values the JVM cannot read
+    # through a config provider (the SCRAM user added when storage is formatted).
+    return f'read_secret() {{\n  sed -n "s/^$1=//p" {_shell_quote(secrets_file)} | head -n 1\n}}\n'
+
+
+def broker_start_script(
+    cluster: Cluster,
+    cluster_id: str,
+    base_config: str,
+    pod_lines: list[str],
+    preamble: str = "",
+    secrets_file: str = BROKER_SECRETS_FILE,
+    data_dir: str = BROKER_DATA_DIR,
+    runtime_dir: str = RUNTIME_DIR,
+) -> str:
+    """bash: write the effective server.properties, format storage once, exec the broker.
+
+    `pod_lines` are appended to the shared properties and may use shell variables set in
+    `preamble` (ORDINAL, RACK). SCRAM clusters add the inter-broker user at format time.
+    """
+    scram = scram_credentials(cluster)
+    lines = [
+        "#!/bin/bash",
+        "set -euo pipefail",
+        preamble.rstrip("\n"),
+        f"mkdir -p {runtime_dir}/logs",
+        f"CONFIG={runtime_dir}/server.properties",
+        f'cp {_shell_quote(base_config)} "$CONFIG"',
+        "{",
+        *(f'  echo "{line}"' for line in pod_lines),
+        '} >> "$CONFIG"',
+        "FORMAT_ARGS=()",
+    ]
+    if scram is not None:
+        mechanism, user, key = scram
+        lines += [
+            _secret_reader(secrets_file).rstrip("\n"),
+            f'PASSWORD="$(read_secret {_shell_quote(key.replace(".", chr(92) + "."))})"',
+            f'[ -n "$PASSWORD" ] || {{ echo "secret key {key} missing in {secrets_file}" >&2; exit 1; }}',
+            f'FORMAT_ARGS+=(--add-scram "{mechanism.value}=[name={user},password=$PASSWORD]")',
+        ]
+    lines += [
+        f"if [ ! -f {data_dir}/log/meta.properties ]; then",
+        f"  {KAFKA_HOME}/bin/kafka-storage.sh format --ignore-formatted --cluster-id {cluster_id} "
+        '--config "$CONFIG" "${FORMAT_ARGS[@]}"',
+        "fi",
+        f'exec {KAFKA_HOME}/bin/kafka-server-start.sh "$CONFIG"',
+    ]
+    return "\n".join(line for line in lines if line) + "\n"

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from components.connect.client import ConnectClient, ConnectError
-from components.credentials import CredentialsProvider
-from components.local import tls
+from components.platform.local import tls
 from components.topology.tls import TlsLayout
 
 PASSWORDS = {
@@ -139,24 +138,9 @@ def test_keytool_failure_names_the_step_and_the_fix(tmp_path: Path) -> None:
         tls.make_ca(TlsLayout(str(tmp_path / "tls")), "x", 10, "short")
 
 
-def test_short_store_password_fails_the_preview() -> None:
-    check = CredentialsProvider().check(
-        {}, {"generated": ["tls.truststore.password"], "required": [], "given": {"tls.truststore.password": "abc"}}
-    )
-    assert len(check.failures) == 1
-    assert "at least 6" in check.failures[0].reason and "abc" not in check.failures[0].reason
-
-
 def test_connect_client_trusts_exactly_the_given_ca(made: tuple[dict[str, Any], list[list[str]]]) -> None:
     outs, _calls = made
     client = ConnectClient("https://127.0.0.1:1", ca_pem=outs["ca_pem"])
     client.close()
     with pytest.raises(ConnectError, match="not usable PEM"):
         ConnectClient("https://127.0.0.1:1", ca_pem="not a certificate")
-
-
-def test_missing_secret_of_an_external_tls_cluster_fails_the_preview() -> None:
-    check = CredentialsProvider().check({}, {"generated": [], "required": ["dr.ssl.truststore.password"], "given": {}})
-    assert len(check.failures) == 1
-    reason = check.failures[0].reason
-    assert "dr.ssl.truststore.password" in reason and "pulumi config set --secret" in reason

@@ -10,9 +10,12 @@ from typing import Any
 
 import pytest
 
-from components.platform.manifests import KubernetesSettings, connect_objects, kafka_objects, kraft_cluster_id
+from components.platform.kubernetes.connect_objects import connect_objects
+from components.platform.kubernetes.kafka_objects import kafka_objects
+from components.platform.settings import KubernetesSettings
+from components.platform.topology_facts import kraft_cluster_id
 
-from .helpers import SASL_KUBERNETES, prod_settings, prod_topology, topology
+from ..helpers import SASL_KUBERNETES, prod_settings, prod_topology, topology
 
 kv = pytest.importorskip("kubernetes_validate")
 KUBERNETES_VERSION = "1.33.0"

@@ -18,7 +18,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 from pulumi.runtime import rpc
 
-from components.local.process import write_private
+from components.platform.local.process import write_private
 
 
 def _content(props: Mapping[str, Any]) -> str:

@@ -27,12 +27,12 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from components.local import process as proc
+from components.platform.local import process as proc
 from components.rpc_values import plain
 
 # Inputs whose change restarts the process in place; run_dir and cluster_id replace it.
 # A changed secret file restarts too: brokers and workers read JAAS settings once, at start.
-# `restart_on` carries fingerprints of the certificates the process loads (components/local/tls.py).
+# `restart_on` carries fingerprints of the certificates the process loads (components/platform/local/tls.py).
 RESTART_KEYS = (
     "properties",
     "main_class",

@@ -1,7 +1,7 @@
 """The `kubernetes` platform: KRaft clusters and Connect worker groups as pulumi_kubernetes resources.
 
 `KafkaCluster` and `ConnectWorkerGroup` call `deploy_kafka_kubernetes` / `deploy_connect_kubernetes`
-with themselves as `parent`; every object is built as plain data by `manifests.py` and only
+with themselves as `parent`; every object is built as plain data by `kafka_objects` / `connect_objects` and only
 registered here, so previews show the same objects tests compare.
 
 Secrets: each cluster's brokers read `secrets.properties` from the Secret `<alias>-kafka-secrets`
@@ -21,23 +21,21 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.platform.manifests import (
+from components.platform.container_broker import container_broker_secret_keys
+from components.platform.contract import BrokerRequest, DeployedBrokers, DeployedWorkers, WorkerRequest
+from components.platform.kubernetes.connect_objects import ConnectObjects, connect_objects
+from components.platform.kubernetes.kafka_objects import KafkaObjects, kafka_objects
+from components.platform.kubernetes.names import connect_secret_names, kafka_secret_names
+from components.platform.secret_files import (
     REST_USERS_KEY,
     SECRETS_KEY,
-    ConnectObjects,
-    KafkaObjects,
-    KubernetesSettings,
-    connect_objects,
-    connect_secret_names,
-    group_secret_keys,
-    kafka_objects,
-    kafka_secret_names,
-    kraft_cluster_id,
+    container_group_secret_keys,
     rest_users_text,
     secrets_file_text,
 )
+from components.platform.settings import KubernetesSettings
+from components.platform.topology_facts import kraft_cluster_id
 from components.topology import Cluster, Topology, WorkerGroup, bootstrap_servers
-from components.topology.k8s_config import broker_secret_keys
 
 SecretValues = pulumi.Input[Mapping[str, str]]
 
@@ -147,7 +145,7 @@ def deploy_kafka_kubernetes(
     child = _child_opts(parent, name, pod.context, settings, opts)
     resources: list[pulumi.Resource] = []
 
-    keys = broker_secret_keys(cluster)
+    keys = container_broker_secret_keys(cluster)
     if secret_values is not None and keys:
         secret_name, _ = kafka_secret_names(cluster, pod)
         text = pulumi.Output.from_input(secret_values).apply(lambda v: secrets_file_text(keys, v))
@@ -202,7 +200,7 @@ def deploy_connect_kubernetes(
     if secret_values is not None:
         values = pulumi.Output.from_input(secret_values)
         files_name, users_name, _ = connect_secret_names(group, pod)
-        keys = group_secret_keys(topology, group)
+        keys = container_group_secret_keys(topology, group)
         if keys:
             text = values.apply(lambda v: secrets_file_text(keys, v))
             resources.append(_secret(f"{name}-secrets", files_name, settings.namespace, SECRETS_KEY, text, child))
@@ -222,3 +220,35 @@ def deploy_connect_kubernetes(
     if objects.prometheus_rule is not None:
         resources.append(register(objects.prometheus_rule, f"{name}-alerts", child))
     return KubernetesConnect(url=pulumi.Output.from_input(objects.url), objects=objects, resources=resources)
+
+
+@dataclass(frozen=True)
+class KubernetesBackend:
+    """The kubernetes platform's `PlatformBackend`."""
+
+    settings: KubernetesSettings | None
+    stack: str
+    secret_values: SecretValues | None = None
+
+    def deploy_brokers(self, parent: pulumi.ComponentResource, name: str, request: BrokerRequest) -> DeployedBrokers:
+        k8s = deploy_kafka_kubernetes(
+            parent,
+            name,
+            request.cluster,
+            settings=self.settings,
+            stack=self.stack,
+            secret_values=self.secret_values,
+        )
+        return DeployedBrokers(resources=tuple(k8s.resources))
+
+    def deploy_workers(self, parent: pulumi.ComponentResource, name: str, request: WorkerRequest) -> DeployedWorkers:
+        k8s = deploy_connect_kubernetes(
+            parent,
+            name,
+            request.group,
+            request.topology,
+            pulumi.ResourceOptions(depends_on=[request.storage]),
+            settings=self.settings,
+            secret_values=self.secret_values,
+        )
+        return DeployedWorkers(resources=tuple(k8s.resources), url=k8s.url)

@@ -1,0 +1,1 @@
+"""The `docker` platform: pure container specs (`specs`) and `deploy`, which runs them."""

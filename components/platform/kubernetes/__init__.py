@@ -1,0 +1,1 @@
+"""The `kubernetes` platform: pure object rendering and `deploy`, which registers the objects."""

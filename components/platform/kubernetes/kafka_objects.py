@@ -1,0 +1,367 @@
+"""Every Kubernetes object of one KRaft cluster (combined broker+controller StatefulSet), as
+plain data.
+
+Pure: no pulumi import and no I/O, so every object is unit-testable as a dict;
+`components.platform.kubernetes.deploy` only registers them. Secrets never appear here: the
+brokers mount Secrets by name and read them through `${file:...}` placeholders.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from components.platform.container_broker import (
+    CLIENT_PORT,
+    CONTROLLER_PORT,
+    EXTERNAL_PORT,
+    BrokerNetwork,
+    advertised_listeners,
+    broker_start_script,
+    container_broker_properties,
+    container_broker_secret_keys,
+    properties_text,
+)
+from components.platform.image_layout import (
+    BROKER_DATA_DIR,
+    BROKER_SECRETS_FILE,
+    BROKER_TLS_DIR,
+    CONFIG_DIR,
+    PODINFO_DIR,
+    RUNTIME_DIR,
+)
+from components.platform.kubernetes.metadata import (
+    ZONE_LABEL,
+    Labelled,
+    config_hash,
+    container_security,
+    label_selector,
+    object_labels,
+    pod_security,
+    zone_spread,
+)
+from components.platform.kubernetes.names import KafkaNames, kafka_secret_names
+from components.platform.secret_files import SECRETS_KEY
+from components.platform.settings import KafkaPodSettings, KubernetesSettings
+from components.topology.model import Cluster, Platform
+
+
+def kubernetes_broker_network(cluster: Cluster, namespace: str, pod: KafkaPodSettings) -> BrokerNetwork:
+    names = KafkaNames(cluster.alias)
+    host = f"{names.pod('{ordinal}')}.{names.headless}.{namespace}.svc"
+    return BrokerNetwork(voter_host=host, advertised_host=host, external_host=pod.external_host)
+
+
+@dataclass(frozen=True)
+class KafkaObjects:
+    config_map: dict[str, Any]
+    headless_service: dict[str, Any]
+    bootstrap_service: dict[str, Any]
+    stateful_set: dict[str, Any]
+    pod_disruption_budget: dict[str, Any]
+    network_policy: dict[str, Any]
+    external_services: tuple[dict[str, Any], ...] = ()
+
+    def all(self) -> tuple[dict[str, Any], ...]:
+        return (
+            self.config_map,
+            self.headless_service,
+            self.bootstrap_service,
+            self.stateful_set,
+            self.pod_disruption_budget,
+            self.network_policy,
+            *self.external_services,
+        )
+
+
+@dataclass(frozen=True)
+class _Broker(Labelled):
+    """What every object of one cluster shares."""
+
+    cluster: Cluster
+    pod: KafkaPodSettings
+    names: KafkaNames
+
+
+def kafka_objects(cluster: Cluster, settings: KubernetesSettings, cluster_id: str) -> KafkaObjects:
+    """Every Kubernetes object of one KRaft cluster (combined broker+controller StatefulSet)."""
+    if cluster.platform is not Platform.KUBERNETES:
+        raise ValueError(f"cluster {cluster.alias} is {cluster.platform.value}, not kubernetes")
+    pod = settings.cluster(cluster.alias)
+    labels = {**object_labels("kafka", cluster.alias, "broker", pod.image)}
+    if cluster.datacenter:
+        labels["mm2.io/datacenter"] = cluster.datacenter
+    broker = _Broker(
+        namespace=settings.namespace,
+        labels=labels,
+        selector=label_selector("kafka", cluster.alias),
+        cluster=cluster,
+        pod=pod,
+        names=KafkaNames(cluster.alias),
+    )
+    data = _config_data(broker, cluster_id)
+    return KafkaObjects(
+        config_map={
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": broker.meta(broker.names.config),
+            "data": data,
+        },
+        headless_service=_headless_service(broker),
+        bootstrap_service=_bootstrap_service(broker),
+        stateful_set=_stateful_set(broker, data),
+        pod_disruption_budget=_pod_disruption_budget(broker),
+        network_policy=_network_policy(broker),
+        external_services=_external_services(broker),
+    )
+
+
+def _config_data(broker: _Broker, cluster_id: str) -> dict[str, str]:
+    """The ConfigMap's files: the shared server.properties and the start script that adds the
+    pod's node id, advertised listeners and rack."""
+    cluster = broker.cluster
+    network = kubernetes_broker_network(cluster, broker.namespace, broker.pod)
+    preamble = (
+        'ORDINAL="${HOSTNAME##*-}"\n'
+        'RACK=""\n'
+        f"if [ -f {PODINFO_DIR}/labels ]; then\n"
+        f'  RACK="$(sed -n \'s|^{ZONE_LABEL}="\\(.*\\)"$|\\1|p\' {PODINFO_DIR}/labels)"\n'
+        "fi\n"
+        # Without the zone label on the pod, every broker shares one rack: no worse than no rack.
+        f'RACK="${{RACK:-{cluster.datacenter or cluster.alias}}}"\n'
+    )
+    script = broker_start_script(
+        cluster,
+        cluster_id,
+        f"{CONFIG_DIR}/server.properties",
+        [
+            "node.id=${ORDINAL}",
+            f"advertised.listeners={advertised_listeners(network, '${ORDINAL}')}",
+            "broker.rack=${RACK}",
+        ],
+        preamble,
+    )
+    return {"server.properties": properties_text(container_broker_properties(cluster, network)), "start.sh": script}
+
+
+def _headless_service(broker: _Broker) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": broker.meta(broker.names.headless),
+        "spec": {
+            "clusterIP": "None",
+            # KRaft voters must resolve each other before any of them is ready.
+            "publishNotReadyAddresses": True,
+            "selector": dict(broker.selector),
+            "ports": [
+                {"name": "client", "port": CLIENT_PORT, "targetPort": CLIENT_PORT},
+                {"name": "controller", "port": CONTROLLER_PORT, "targetPort": CONTROLLER_PORT},
+            ],
+        },
+    }
+
+
+def _bootstrap_service(broker: _Broker) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": broker.meta(broker.names.bootstrap),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": dict(broker.selector),
+            "ports": [{"name": "client", "port": CLIENT_PORT, "targetPort": CLIENT_PORT}],
+        },
+    }
+
+
+def _storage(broker: _Broker) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volume mounts, volumes) of a broker pod: config, data, runtime, pod info, and the
+    secrets file and TLS stores when the cluster needs them."""
+    mounts = [
+        {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+        {"name": "data", "mountPath": BROKER_DATA_DIR},
+        {"name": "runtime", "mountPath": RUNTIME_DIR},
+        {"name": "podinfo", "mountPath": PODINFO_DIR, "readOnly": True},
+    ]
+    volumes: list[dict[str, Any]] = [
+        {"name": "config", "configMap": {"name": broker.names.config, "defaultMode": 0o555}},
+        {"name": "runtime", "emptyDir": {}},
+        {
+            "name": "podinfo",
+            "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]},
+        },
+    ]
+    secrets_secret, tls_secret = kafka_secret_names(broker.cluster, broker.pod)
+    if container_broker_secret_keys(broker.cluster):
+        mounts.append({"name": "secrets", "mountPath": posixpath.dirname(BROKER_SECRETS_FILE), "readOnly": True})
+        volumes.append(
+            {
+                "name": "secrets",
+                "secret": {
+                    "secretName": secrets_secret,
+                    "items": [{"key": SECRETS_KEY, "path": posixpath.basename(BROKER_SECRETS_FILE)}],
+                    "defaultMode": 0o400,
+                },
+            }
+        )
+    if broker.cluster.security.protocol.uses_tls:
+        mounts.append({"name": "tls", "mountPath": BROKER_TLS_DIR, "readOnly": True})
+        volumes.append(
+            {
+                "name": "tls",
+                "secret": {
+                    "secretName": tls_secret,
+                    "items": [
+                        {"key": "keystore.p12", "path": "keystore.p12"},
+                        {"key": "truststore.p12", "path": "truststore.p12"},
+                    ],
+                    "defaultMode": 0o400,
+                },
+            }
+        )
+    return mounts, volumes
+
+
+def _container(broker: _Broker, mounts: list[dict[str, Any]]) -> dict[str, Any]:
+    pod = broker.pod
+    container_ports = [
+        {"name": "client", "containerPort": CLIENT_PORT},
+        {"name": "controller", "containerPort": CONTROLLER_PORT},
+    ]
+    if pod.external_host:
+        container_ports.append({"name": "external", "containerPort": EXTERNAL_PORT})
+    return {
+        "name": "kafka",
+        "image": pod.image,
+        "command": ["/bin/bash", f"{CONFIG_DIR}/start.sh"],
+        "env": [
+            {"name": "KAFKA_HEAP_OPTS", "value": f"-Xms{pod.heap} -Xmx{pod.heap}"},
+            {"name": "LOG_DIR", "value": f"{RUNTIME_DIR}/logs"},
+        ],
+        "ports": container_ports,
+        "resources": pod.resources.spec(),
+        "volumeMounts": mounts,
+        # The client listener accepts connections once the broker has caught up with the
+        # metadata log; the controller port answers as soon as the quorum member is up.
+        "readinessProbe": {
+            "tcpSocket": {"port": CLIENT_PORT},
+            "initialDelaySeconds": 10,
+            "periodSeconds": 10,
+            "failureThreshold": 3,
+        },
+        "livenessProbe": {
+            "tcpSocket": {"port": CONTROLLER_PORT},
+            "periodSeconds": 20,
+            "timeoutSeconds": 5,
+            "failureThreshold": 6,
+        },
+        "startupProbe": {"tcpSocket": {"port": CONTROLLER_PORT}, "periodSeconds": 5, "failureThreshold": 60},
+        "securityContext": container_security(),
+    }
+
+
+def _stateful_set(broker: _Broker, data: dict[str, str]) -> dict[str, Any]:
+    pod = broker.pod
+    mounts, volumes = _storage(broker)
+    volume_claim = {
+        "metadata": {"name": "data", "labels": dict(broker.selector)},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": pod.storage_size}},
+            **({"storageClassName": pod.storage_class} if pod.storage_class else {}),
+        },
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": broker.meta(broker.names.statefulset),
+        "spec": {
+            "serviceName": broker.names.headless,
+            "replicas": broker.cluster.brokers,
+            # All voters must start together to elect a leader; ordered start would deadlock.
+            "podManagementPolicy": "Parallel",
+            "updateStrategy": {"type": "RollingUpdate"},
+            "selector": broker.match(),
+            "template": {
+                "metadata": {"labels": dict(broker.labels), "annotations": {"mm2.io/config-hash": config_hash(data)}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 120,
+                    "securityContext": pod_security(),
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [
+                                {"topologyKey": "kubernetes.io/hostname", "labelSelector": broker.match()}
+                            ]
+                        }
+                    },
+                    "topologySpreadConstraints": zone_spread(broker.selector, pod.zone_spread == "required"),
+                    "containers": [_container(broker, mounts)],
+                    "volumes": volumes,
+                },
+            },
+            "volumeClaimTemplates": [volume_claim],
+        },
+    }
+
+
+def _pod_disruption_budget(broker: _Broker) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": broker.meta(broker.names.statefulset),
+        # One broker at a time: with replication factor 3 and min.insync.replicas 2, a second
+        # voluntary disruption would stop writes to partitions whose replicas it holds.
+        "spec": {"minAvailable": max(broker.cluster.brokers - 1, 0), "selector": broker.match()},
+    }
+
+
+def _network_policy(broker: _Broker) -> dict[str, Any]:
+    client_rule_ports = [{"port": CLIENT_PORT, "protocol": "TCP"}]
+    if broker.pod.external_host:
+        client_rule_ports.append({"port": EXTERNAL_PORT, "protocol": "TCP"})
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": broker.meta(broker.names.statefulset),
+        "spec": {
+            "podSelector": broker.match(),
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {"ports": client_rule_ports},
+                # The PLAINTEXT controller listener is for the quorum only.
+                {
+                    "from": [{"podSelector": broker.match()}],
+                    "ports": [{"port": CONTROLLER_PORT, "protocol": "TCP"}],
+                },
+            ],
+        },
+    }
+
+
+def _external_services(broker: _Broker) -> tuple[dict[str, Any], ...]:
+    """A LoadBalancer for bootstrap and one per broker, when the cluster has an external host."""
+    pod, names = broker.pod, broker.names
+    if not pod.external_host:
+        return ()
+
+    def service(name: str, ordinal: str, selector: dict[str, str]) -> dict[str, Any]:
+        # `{ordinal}` in an annotation value (e.g. an external-dns hostname) names each broker's address.
+        annotations = {k: v.replace("{ordinal}", ordinal) for k, v in pod.external_service_annotations.items()}
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": broker.meta(name, annotations=annotations),
+            "spec": {
+                "type": "LoadBalancer",
+                "selector": selector,
+                "ports": [{"name": "external", "port": EXTERNAL_PORT, "targetPort": EXTERNAL_PORT}],
+            },
+        }
+
+    externals = [service(names.external_bootstrap, "bootstrap", dict(broker.selector))]
+    for i in range(broker.cluster.brokers):
+        pod_selector = {**broker.selector, "statefulset.kubernetes.io/pod-name": names.pod(i)}
+        externals.append(service(names.external(i), str(i), pod_selector))
+    return tuple(externals)

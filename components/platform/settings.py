@@ -1,0 +1,310 @@
+"""The `mm2-platform` stack config: settings of the `kubernetes` and `docker` platforms.
+
+Pure: parsing only, no pulumi import and no I/O. Kept apart from the `mm2:` namespace so the
+replication model stays platform-neutral; every problem is reported at once
+(`PlatformSettingsError`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+DEFAULT_KAFKA_IMAGE = "apache/kafka:4.3.1"
+DEFAULT_KAFKA_UI_IMAGE = "provectuslabs/kafka-ui:v0.7.2"
+# Prometheus JMX exporter java agent, fetched by an init container (override with a mirror).
+DEFAULT_JMX_AGENT_VERSION = "1.0.1"
+DEFAULT_JMX_AGENT_URL = (
+    "https://repo1.maven.org/maven2/io/prometheus/jmx/jmx_prometheus_javaagent/"
+    f"{DEFAULT_JMX_AGENT_VERSION}/jmx_prometheus_javaagent-{DEFAULT_JMX_AGENT_VERSION}.jar"
+)
+DEFAULT_DOWNLOADER_IMAGE = "curlimages/curl:8.10.1"
+
+
+@dataclass(frozen=True)
+class Resources:
+    cpu_request: str
+    memory_request: str
+    cpu_limit: str | None
+    memory_limit: str
+
+    def spec(self) -> dict[str, Any]:
+        limits = {"memory": self.memory_limit}
+        if self.cpu_limit:
+            limits["cpu"] = self.cpu_limit
+        return {"requests": {"cpu": self.cpu_request, "memory": self.memory_request}, "limits": limits}
+
+
+@dataclass(frozen=True)
+class KafkaPodSettings:
+    """Per Kafka cluster on Kubernetes. Secret names default to `<alias>-kafka-secrets|tls`."""
+
+    image: str = DEFAULT_KAFKA_IMAGE
+    storage_size: str = "100Gi"
+    storage_class: str | None = None
+    heap: str = "2g"
+    resources: Resources = Resources("1", "4Gi", None, "4Gi")
+    zone_spread: str = "preferred"  # preferred | required
+    secrets_secret: str | None = None
+    tls_secret: str | None = None
+    external_host: str | None = None  # e.g. "us-east-kafka-{ordinal}.kafka.example.com"
+    external_service_annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    context: str | None = None  # kubeconfig context of the Kubernetes cluster hosting it
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    replication_latency_ms: int = 30_000
+    checkpoint_latency_ms: int = 180_000
+    heartbeat_window_minutes: int = 5
+    for_duration: str = "5m"
+
+
+@dataclass(frozen=True)
+class ConnectPodSettings:
+    """Per Connect worker group on Kubernetes. Secret names default to `<group>-connect-*`."""
+
+    image: str = DEFAULT_KAFKA_IMAGE
+    heap: str = "1g"
+    resources: Resources = Resources("500m", "2Gi", None, "2Gi")
+    secrets_secret: str | None = None
+    rest_users_secret: str | None = None
+    tls_secret: str | None = None
+    service_type: str = "ClusterIP"
+    service_annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    metrics: bool = True
+    agent_url: str = DEFAULT_JMX_AGENT_URL
+    downloader_image: str = DEFAULT_DOWNLOADER_IMAGE
+    # Labels the Prometheus Operator selects ServiceMonitors and PrometheusRules by.
+    prometheus_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    alerts: AlertSettings = AlertSettings()
+    context: str | None = None
+
+
+@dataclass(frozen=True)
+class KubernetesSettings:
+    namespace: str = "mm2"
+    clusters: Mapping[str, KafkaPodSettings] = field(default_factory=lambda: MappingProxyType({}))
+    worker_groups: Mapping[str, ConnectPodSettings] = field(default_factory=lambda: MappingProxyType({}))
+    # Render manifests to this directory instead of applying them (kubernetes provider option).
+    render_dir: str | None = None
+    # Defaults for clusters and groups without an entry of their own.
+    kafka: KafkaPodSettings = KafkaPodSettings()
+    connect: ConnectPodSettings = ConnectPodSettings()
+
+    def cluster(self, alias: str) -> KafkaPodSettings:
+        return self.clusters.get(alias, self.kafka)
+
+    def group(self, name: str) -> ConnectPodSettings:
+        return self.worker_groups.get(name, self.connect)
+
+
+@dataclass(frozen=True)
+class DockerSettings:
+    image: str = DEFAULT_KAFKA_IMAGE
+    kafka_ui: bool = False
+    kafka_ui_image: str = DEFAULT_KAFKA_UI_IMAGE
+    kafka_ui_port: int = 8080
+    broker_heap: str = "512m"
+    connect_heap: str = "768m"
+
+
+class PlatformSettingsError(ValueError):
+    """Every problem in the `mm2-platform` config, reported at once."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__(
+            f"{len(problems)} problem(s) in the mm2-platform stack config:\n" + "\n".join(f"  {p}" for p in problems)
+        )
+
+
+_KAFKA_FIELDS = {
+    "image": "image",
+    "storageSize": "storage_size",
+    "storageClass": "storage_class",
+    "heap": "heap",
+    "resources": "resources",
+    "zoneSpread": "zone_spread",
+    "secretsSecret": "secrets_secret",
+    "tlsSecret": "tls_secret",
+    "externalHost": "external_host",
+    "externalServiceAnnotations": "external_service_annotations",
+    "context": "context",
+}
+_CONNECT_FIELDS = {
+    "image": "image",
+    "heap": "heap",
+    "resources": "resources",
+    "secretsSecret": "secrets_secret",
+    "restUsersSecret": "rest_users_secret",
+    "tlsSecret": "tls_secret",
+    "serviceType": "service_type",
+    "serviceAnnotations": "service_annotations",
+    "metrics": "metrics",
+    "agentUrl": "agent_url",
+    "downloaderImage": "downloader_image",
+    "prometheusLabels": "prometheus_labels",
+    "alerts": "alerts",
+    "context": "context",
+}
+_ALERT_FIELDS = {
+    "replicationLatencyMs": "replication_latency_ms",
+    "checkpointLatencyMs": "checkpoint_latency_ms",
+    "heartbeatWindowMinutes": "heartbeat_window_minutes",
+    "for": "for_duration",
+}
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _resources(raw: Any, where: str, default: Resources, problems: list[str]) -> Resources:
+    if not isinstance(raw, Mapping):
+        problems.append(f"{where}: expected {{requests: {{cpu, memory}}, limits: {{cpu, memory}}}}, got {raw!r}")
+        return default
+    requests = raw.get("requests", {}) or {}
+    limits = raw.get("limits", {}) or {}
+    return Resources(
+        cpu_request=str(requests.get("cpu", default.cpu_request)),
+        memory_request=str(requests.get("memory", default.memory_request)),
+        cpu_limit=str(limits["cpu"]) if limits.get("cpu") is not None else default.cpu_limit,
+        memory_limit=str(limits.get("memory", default.memory_limit)),
+    )
+
+
+def _fields(raw: Mapping[str, Any], names: Mapping[str, str], where: str, problems: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in names:
+            problems.append(f"{where}.{key}: unknown field. Known fields: {', '.join(names)}.")
+            continue
+        out[names[key]] = value
+    return out
+
+
+def _kafka_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> KafkaPodSettings:
+    values = _fields(raw, _KAFKA_FIELDS, where, problems)
+    base = KafkaPodSettings()
+    if "resources" in values:
+        values["resources"] = _resources(values["resources"], f"{where}.resources", base.resources, problems)
+    if "external_service_annotations" in values:
+        values["external_service_annotations"] = MappingProxyType(
+            {str(k): str(v) for k, v in dict(values["external_service_annotations"]).items()}
+        )
+    for key in ("image", "storage_size", "storage_class", "heap", "secrets_secret", "tls_secret", "context"):
+        if key in values and values[key] is not None:
+            values[key] = str(values[key])
+    if values.get("zone_spread", "preferred") not in ("preferred", "required"):
+        problems.append(f"{where}.zoneSpread: must be preferred or required, got {values['zone_spread']!r}.")
+        values.pop("zone_spread")
+    host = values.get("external_host")
+    if host is not None and "{ordinal}" not in str(host):
+        problems.append(
+            f"{where}.externalHost: {host!r} must contain {{ordinal}} (each broker needs its own address), "
+            'e.g. "us-east-kafka-{ordinal}.kafka.example.com".'
+        )
+        values.pop("external_host")
+    return replace(base, **values)
+
+
+def _connect_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> ConnectPodSettings:
+    values = _fields(raw, _CONNECT_FIELDS, where, problems)
+    base = ConnectPodSettings()
+    if "resources" in values:
+        values["resources"] = _resources(values["resources"], f"{where}.resources", base.resources, problems)
+    for key in ("service_annotations", "prometheus_labels"):
+        if key in values:
+            values[key] = MappingProxyType({str(k): str(v) for k, v in dict(values[key]).items()})
+    if "alerts" in values:
+        alert_raw = values["alerts"] if isinstance(values["alerts"], Mapping) else {}
+        alert_values = _fields(alert_raw, _ALERT_FIELDS, f"{where}.alerts", problems)
+        for key in ("replication_latency_ms", "checkpoint_latency_ms", "heartbeat_window_minutes"):
+            if key in alert_values:
+                try:
+                    alert_values[key] = int(alert_values[key])
+                except (TypeError, ValueError):
+                    problems.append(f"{where}.alerts: {key} must be a whole number, got {alert_values[key]!r}.")
+                    alert_values.pop(key)
+        values["alerts"] = replace(AlertSettings(), **alert_values)
+    if "metrics" in values:
+        values["metrics"] = str(values["metrics"]).lower() == "true"
+    if values.get("service_type", "ClusterIP") not in ("ClusterIP", "LoadBalancer", "NodePort"):
+        problems.append(f"{where}.serviceType: must be ClusterIP, LoadBalancer or NodePort.")
+        values.pop("service_type")
+    return replace(base, **values)
+
+
+def kubernetes_settings(raw: Mapping[str, Any] | None) -> KubernetesSettings:
+    """Parse `mm2-platform:kubernetes`: `namespace`, `renderDir`, `kafka` and `connect` defaults,
+    and `clusters.<alias>` / `workerGroups.<name>` overrides of those defaults."""
+    raw = dict(raw or {})
+    problems: list[str] = []
+    where = "mm2-platform:kubernetes"
+    for key in raw:
+        if key not in ("namespace", "renderDir", "kafka", "connect", "clusters", "workerGroups"):
+            problems.append(
+                f"{where}.{key}: unknown field. Known fields: namespace, renderDir, kafka, connect, "
+                "clusters, workerGroups."
+            )
+    namespace = str(raw.get("namespace", "mm2"))
+    if not _DNS_LABEL.match(namespace):
+        problems.append(f"{where}.namespace: {namespace!r} is not a Kubernetes namespace name (lowercase DNS label).")
+    kafka_defaults = raw.get("kafka") or {}
+    connect_defaults = raw.get("connect") or {}
+    clusters = {
+        str(alias): _kafka_pod(_merge(kafka_defaults, spec or {}), f"{where}.clusters.{alias}", problems)
+        for alias, spec in (raw.get("clusters") or {}).items()
+    }
+    groups = {
+        str(name): _connect_pod(_merge(connect_defaults, spec or {}), f"{where}.workerGroups.{name}", problems)
+        for name, spec in (raw.get("workerGroups") or {}).items()
+    }
+    default_kafka = _kafka_pod(kafka_defaults, f"{where}.kafka", problems)
+    default_connect = _connect_pod(connect_defaults, f"{where}.connect", problems)
+    if problems:
+        raise PlatformSettingsError(problems)
+    return KubernetesSettings(
+        namespace=namespace,
+        clusters=MappingProxyType(clusters),
+        worker_groups=MappingProxyType(groups),
+        render_dir=str(raw["renderDir"]) if raw.get("renderDir") else None,
+        kafka=default_kafka,
+        connect=default_connect,
+    )
+
+
+def docker_settings(raw: Mapping[str, Any] | None) -> DockerSettings:
+    """Parse `mm2-platform:docker`: image, kafkaUi {enabled, image, port}, brokerHeap, connectHeap."""
+    raw = dict(raw or {})
+    problems: list[str] = []
+    known = ("image", "kafkaUi", "brokerHeap", "connectHeap")
+    for key in raw:
+        if key not in known:
+            problems.append(f"mm2-platform:docker.{key}: unknown field. Known fields: {', '.join(known)}.")
+    ui = raw.get("kafkaUi") or {}
+    if not isinstance(ui, Mapping):
+        problems.append("mm2-platform:docker.kafkaUi: expected {enabled, image, port}.")
+        ui = {}
+    if problems:
+        raise PlatformSettingsError(problems)
+    base = DockerSettings()
+    return DockerSettings(
+        image=str(raw.get("image", base.image)),
+        kafka_ui=str(ui.get("enabled", False)).lower() == "true",
+        kafka_ui_image=str(ui.get("image", base.kafka_ui_image)),
+        kafka_ui_port=int(ui.get("port", base.kafka_ui_port)),
+        broker_heap=str(raw.get("brokerHeap", base.broker_heap)),
+        connect_heap=str(raw.get("connectHeap", base.connect_heap)),
+    )

@@ -1,0 +1,67 @@
+"""Kubernetes objects of a Connect worker group: the fields a production deployment depends on."""
+
+from __future__ import annotations
+
+from components.platform.kubernetes.connect_objects import connect_objects
+from components.platform.settings import kubernetes_settings
+
+from ..helpers import SASL_KUBERNETES, parse_properties, topology
+from .objects import SETTINGS, connect, container
+
+
+def test_connect_service_deployment_and_probes() -> None:
+    objs = connect()
+    assert objs.service["metadata"]["name"] == "mm2-connect-api"
+    assert {p["name"]: p["port"] for p in objs.service["spec"]["ports"]} == {"rest": 8083, "metrics": 9404}
+    dep = objs.deployment
+    assert dep["kind"] == "Deployment"
+    assert dep["spec"]["replicas"] == 3
+    main = container(dep)
+    assert main["readinessProbe"]["tcpSocket"]["port"] == 8083
+    assert main["livenessProbe"]["tcpSocket"]["port"] == 8083
+    assert objs.url == "http://mm2-connect-api.kafka.svc:8083"
+
+
+def test_connect_url_prefers_the_configured_url() -> None:
+    config = {**SASL_KUBERNETES}
+    config["workerGroups"] = {
+        "mm2": {
+            "cluster": "b",
+            "workers": 3,
+            "restAuth": True,
+            "platform": "kubernetes",
+            "url": "https://c.example.com/",
+        }
+    }
+    topo = topology(config)
+    assert connect_objects(topo.worker_groups["mm2"], topo, SETTINGS).url == "https://c.example.com"
+
+
+def test_worker_config_rest_auth_and_metrics_agent() -> None:
+    objs = connect()
+    data = objs.config_map["data"]
+    worker = parse_properties(data["connect-distributed.properties"])
+    assert worker["listeners"] == "http://0.0.0.0:8083"
+    assert worker["bootstrap.servers"] == "b-kafka-bootstrap:9092"
+    assert worker["rest.extension.classes"].endswith("BasicAuthSecurityRestExtension")
+    assert 'file="/etc/mm2/rest/users.properties"' in data["rest-jaas.conf"]
+    env = {e["name"]: e for e in container(objs.deployment)["env"]}
+    opts = env["KAFKA_OPTS"]["value"]
+    assert "-javaagent:/opt/mm2/agent/jmx_prometheus_javaagent.jar=9404:/etc/mm2/config/jmx-exporter.yaml" in opts
+    assert "-Djava.security.auth.login.config=/etc/mm2/config/rest-jaas.conf" in opts
+    volumes = {v["name"]: v for v in objs.deployment["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["rest-users"]["secret"]["secretName"] == "mm2-connect-rest-users"
+    assert volumes["secrets"]["secret"]["items"] == [{"key": "secrets.properties", "path": "secrets.properties"}]
+    mounts = container(objs.deployment)["volumeMounts"]
+    tls = {m["mountPath"]: m["subPath"] for m in mounts if m["name"] == "client-tls"}
+    assert tls == {
+        "/etc/mm2/tls/a/truststore.p12": "a.truststore.p12",
+        "/etc/mm2/tls/b/truststore.p12": "b.truststore.p12",
+    }
+
+
+def test_metrics_off_drops_agent_monitor_and_rules() -> None:
+    objs = connect(kubernetes_settings({"namespace": "kafka", "connect": {"metrics": False}}))
+    assert objs.service_monitor is None and objs.prometheus_rule is None
+    assert "KAFKA_OPTS" in {e["name"] for e in container(objs.deployment)["env"]}  # REST auth still needs JAAS
+    assert "initContainers" not in objs.deployment["spec"]["template"]["spec"]

@@ -1,0 +1,148 @@
+"""The kubernetes platform under Pulumi's mocks: what `deploy_kafka_kubernetes` and
+`deploy_connect_kubernetes` register."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.platform.kubernetes.deploy import deploy_connect_kubernetes, deploy_kafka_kubernetes
+from components.platform.settings import KubernetesSettings
+
+from ..helpers import SASL_KUBERNETES, SECRET_VALUES, prod_settings, prod_topology, topology
+from ..mocks import Parent, RecordingMonitor, regs, settle, urn_of
+
+
+@pulumi.runtime.test
+def test_kafka_kubernetes_graph(monitor: RecordingMonitor) -> Any:
+    topo = topology(SASL_KUBERNETES)
+    parent = Parent("mm2:index:KafkaCluster", "kafka-a")
+    out = deploy_kafka_kubernetes(parent, "kafka-a", topo.clusters["a"], settings=KubernetesSettings(namespace="kafka"))
+
+    def check(bootstrap: Any) -> None:
+        assert bootstrap == ["a-kafka-bootstrap:9092"]
+        r = regs(monitor)
+        children = {n: x.type for n, x in r.items() if x.parent == urn_of(monitor, "kafka-a")}
+        assert children == {
+            "kafka-a-config": "kubernetes:core/v1:ConfigMap",
+            "kafka-a-brokers": "kubernetes:core/v1:Service",
+            "kafka-a-bootstrap": "kubernetes:core/v1:Service",
+            "kafka-a-statefulset": "kubernetes:apps/v1:StatefulSet",
+            "kafka-a-pdb": "kubernetes:policy/v1:PodDisruptionBudget",
+            "kafka-a-netpol": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+        }
+        # The StatefulSet waits for its ConfigMap; no secret is created without secret values.
+        assert urn_of(monitor, "kafka-a-config") in r["kafka-a-statefulset"].dependencies
+        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        assert state["kafka-a-bootstrap"]["metadata"]["name"] == "a-kafka-bootstrap"
+        assert state["kafka-a-statefulset"]["spec"]["replicas"] == 3
+
+    return settle([out.bootstrap], out.resources).apply(check)
+
+
+@pulumi.runtime.test
+def test_kafka_kubernetes_creates_secret_marked_secret(monitor: RecordingMonitor) -> Any:
+    topo = topology(SASL_KUBERNETES)
+    parent = Parent("mm2:index:KafkaCluster", "kafka-a")
+    out = deploy_kafka_kubernetes(
+        parent,
+        "kafka-a",
+        topo.clusters["a"],
+        settings=KubernetesSettings(namespace="kafka"),
+        # A plain mapping on purpose: the Secret must be marked secret even so.
+        secret_values=SECRET_VALUES,
+    )
+
+    def check(_: Any) -> None:
+        r = regs(monitor)
+        secret = r["kafka-a-secrets"]
+        assert secret.type == "kubernetes:core/v1:Secret"
+        assert secret.parent == urn_of(monitor, "kafka-a")
+        assert secret.secret_paths == [".stringData"]
+        assert urn_of(monitor, "kafka-a-secrets") in r["kafka-a-statefulset"].dependencies
+        for reg in r.values():
+            if reg.name != "kafka-a-secrets":
+                assert reg.secret_paths == [], reg.name
+
+    return settle([out.bootstrap], out.resources).apply(check)
+
+
+@pulumi.runtime.test
+def test_connect_kubernetes_graph(monitor: RecordingMonitor) -> Any:
+    topo = topology(SASL_KUBERNETES)
+    parent = Parent("mm2:index:ConnectWorkerGroup", "connect-mm2")
+    out = deploy_connect_kubernetes(
+        parent,
+        "connect-mm2",
+        topo.worker_groups["mm2"],
+        topo,
+        settings=KubernetesSettings(namespace="kafka"),
+        secret_values=pulumi.Output.secret(SECRET_VALUES),
+    )
+
+    def check(url: Any) -> None:
+        assert url == ["http://mm2-connect-api.kafka.svc:8083"]
+        r = regs(monitor)
+        children = {n: x.type for n, x in r.items() if x.parent == urn_of(monitor, "connect-mm2")}
+        assert children == {
+            "connect-mm2-secrets": "kubernetes:core/v1:Secret",
+            "connect-mm2-rest-users": "kubernetes:core/v1:Secret",
+            "connect-mm2-config": "kubernetes:core/v1:ConfigMap",
+            "connect-mm2-deployment": "kubernetes:apps/v1:Deployment",
+            "connect-mm2-api": "kubernetes:core/v1:Service",
+            "connect-mm2-pdb": "kubernetes:policy/v1:PodDisruptionBudget",
+            "connect-mm2-servicemonitor": "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
+            "connect-mm2-alerts": "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
+        }
+        deps = set(r["connect-mm2-deployment"].dependencies)
+        assert {
+            urn_of(monitor, n) for n in ("connect-mm2-secrets", "connect-mm2-rest-users", "connect-mm2-config")
+        } <= deps
+        assert r["connect-mm2-secrets"].secret_paths and r["connect-mm2-rest-users"].secret_paths
+        assert r["connect-mm2-config"].secret_paths == []
+
+    return settle([out.url], out.resources).apply(check)
+
+
+@pulumi.runtime.test
+def test_prod_graph_uses_a_provider_per_kube_context(monitor: RecordingMonitor) -> Any:
+    topo = prod_topology()
+    settings = prod_settings()
+    outs = []
+    everything: list[pulumi.Resource] = []
+    for alias, cluster in topo.clusters.items():
+        parent = Parent("mm2:index:KafkaCluster", f"kafka-{alias}")
+        kafka = deploy_kafka_kubernetes(parent, f"kafka-{alias}", cluster, settings=settings, stack="prod")
+        outs.append(kafka.bootstrap)
+        everything += kafka.resources
+    for name, group in topo.worker_groups.items():
+        parent = Parent("mm2:index:ConnectWorkerGroup", f"connect-{name}")
+        connect = deploy_connect_kubernetes(parent, f"connect-{name}", group, topo, settings=settings)
+        outs.append(connect.url)
+        everything += connect.resources
+
+    def check(values: Any) -> None:
+        assert values == [
+            "eu-west-kafka-bootstrap.kafka.example.com:9094",
+            "us-east-kafka-bootstrap.kafka.example.com:9094",
+            "https://mm2-connect.eu-west.example.com",
+            "https://mm2-connect.us-east.example.com",
+        ]
+        r = regs(monitor)
+        providers = {n: x for n, x in r.items() if x.type == "pulumi:providers:kubernetes"}
+        assert set(providers) == {
+            "kafka-us-east-k8s",
+            "kafka-eu-west-k8s",
+            "connect-to-us-east-k8s",
+            "connect-to-eu-west-k8s",
+        }
+        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        assert state["kafka-us-east-k8s"]["context"] == "prod-us-east"
+        # Every kubernetes object goes through its component's provider, never the default one.
+        assert r["kafka-us-east-statefulset"].provider.startswith(urn_of(monitor, "kafka-us-east-k8s"))
+        assert r["connect-to-eu-west-deployment"].provider.startswith(urn_of(monitor, "connect-to-eu-west-k8s"))
+        externals = [n for n in r if n.startswith("kafka-us-east-") and n.endswith("external")]
+        assert sorted(externals) == ["kafka-us-east-0-external", "kafka-us-east-1-external", "kafka-us-east-2-external"]
+
+    return settle(outs, everything).apply(check)

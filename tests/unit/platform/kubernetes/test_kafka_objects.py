@@ -1,0 +1,167 @@
+"""Kubernetes objects of a KRaft cluster: the fields a production deployment depends on."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.platform.kubernetes.kafka_objects import kafka_objects
+from components.platform.settings import kubernetes_settings
+
+from ..helpers import SASL_KUBERNETES, parse_properties, topology
+from .objects import SETTINGS, container, kafka
+
+
+def test_services_names_ports_and_headless_publishes_not_ready() -> None:
+    objs = kafka()
+    assert objs.bootstrap_service["metadata"]["name"] == "a-kafka-bootstrap"
+    assert objs.bootstrap_service["spec"]["ports"] == [{"name": "client", "port": 9092, "targetPort": 9092}]
+    headless = objs.headless_service
+    assert headless["metadata"]["name"] == "a-kafka-brokers"
+    assert headless["spec"]["clusterIP"] == "None"
+    assert headless["spec"]["publishNotReadyAddresses"] is True
+    assert {p["port"] for p in headless["spec"]["ports"]} == {9092, 9093}
+    assert objs.stateful_set["spec"]["serviceName"] == "a-kafka-brokers"
+    for obj in objs.all():
+        assert obj["metadata"]["namespace"] == "kafka"
+
+
+def test_statefulset_replicas_storage_probes_resources_and_image() -> None:
+    sts = kafka().stateful_set
+    spec = sts["spec"]
+    assert spec["replicas"] == 3
+    assert spec["podManagementPolicy"] == "Parallel"
+    [claim] = spec["volumeClaimTemplates"]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "100Gi"
+    main = container(sts)
+    assert main["image"] == "apache/kafka:4.3.1"
+    assert main["readinessProbe"]["tcpSocket"]["port"] == 9092
+    assert main["livenessProbe"]["tcpSocket"]["port"] == 9093
+    assert main["resources"]["requests"] == {"cpu": "1", "memory": "4Gi"}
+    assert main["resources"]["limits"]["memory"] == "4Gi"
+    assert {"name": "data", "mountPath": "/var/lib/kafka/data"} in main["volumeMounts"]
+
+
+def test_image_storage_and_resources_come_from_settings() -> None:
+    settings = kubernetes_settings(
+        {
+            "namespace": "kafka",
+            "kafka": {"image": "registry.example.com/kafka:4.3.1-patched", "storageSize": "1Ti"},
+            "clusters": {"a": {"storageClass": "fast", "resources": {"limits": {"cpu": "4", "memory": "16Gi"}}}},
+        }
+    )
+    sts = kafka("a", settings).stateful_set
+    assert container(sts)["image"] == "registry.example.com/kafka:4.3.1-patched"
+    [claim] = sts["spec"]["volumeClaimTemplates"]
+    assert claim["spec"]["storageClassName"] == "fast"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "1Ti"
+    assert container(sts)["resources"]["limits"] == {"cpu": "4", "memory": "16Gi"}
+    # cluster b has no entry: the kafka defaults apply, not the built-in ones.
+    assert container(kafka("b", settings).stateful_set)["image"] == "registry.example.com/kafka:4.3.1-patched"
+
+
+def test_pdb_allows_one_broker_down() -> None:
+    pdb = kafka().pod_disruption_budget
+    assert pdb["kind"] == "PodDisruptionBudget"
+    assert pdb["spec"]["minAvailable"] == 2
+    assert pdb["spec"]["selector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "kafka",
+        "app.kubernetes.io/instance": "a",
+    }
+
+
+def test_brokers_spread_over_hosts_and_zones() -> None:
+    pod = kafka().stateful_set["spec"]["template"]["spec"]
+    [term] = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "a"
+    [spread] = pod["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "topology.kubernetes.io/zone"
+    assert spread["whenUnsatisfiable"] == "ScheduleAnyway"
+    required = kubernetes_settings({"kafka": {"zoneSpread": "required"}})
+    [strict] = kafka("a", required).stateful_set["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    assert strict["whenUnsatisfiable"] == "DoNotSchedule"
+
+
+def test_rack_comes_from_the_zone_label_through_the_downward_api() -> None:
+    objs = kafka()
+    volumes = objs.stateful_set["spec"]["template"]["spec"]["volumes"]
+    podinfo = next(v for v in volumes if v["name"] == "podinfo")
+    assert podinfo["downwardAPI"]["items"] == [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]
+    script = objs.config_map["data"]["start.sh"]
+    assert "topology.kubernetes.io/zone" in script
+    assert 'echo "broker.rack=${RACK}"' in script
+    assert 'RACK="${RACK:-dc-a}"' in script  # falls back to the datacenter
+
+
+def test_broker_properties_listeners_quorum_and_security() -> None:
+    objs = kafka()
+    props = parse_properties(objs.config_map["data"]["server.properties"])
+    assert props["process.roles"] == "broker,controller"
+    assert props["controller.quorum.voters"] == ",".join(
+        f"{i}@a-kafka-{i}.a-kafka-brokers.kafka.svc:9093" for i in range(3)
+    )
+    assert props["listener.security.protocol.map"] == "CLIENT:SASL_SSL,CONTROLLER:PLAINTEXT"
+    assert props["sasl.enabled.mechanisms"] == "SCRAM-SHA-512"
+    assert props["ssl.keystore.location"] == "/etc/kafka/tls/keystore.p12"
+    assert props["min.insync.replicas"] == "2"
+    assert "node.id" not in props  # per pod, written by the start script
+    script = objs.config_map["data"]["start.sh"]
+    assert "advertised.listeners=CLIENT://a-kafka-${ORDINAL}.a-kafka-brokers.kafka.svc:9092" in script
+    assert "--add-scram" in script and "name=mm2" in script
+
+
+def test_secrets_are_mounted_from_secrets_not_configmaps() -> None:
+    objs = kafka()
+    volumes = {v["name"]: v for v in objs.stateful_set["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["secrets"]["secret"]["secretName"] == "a-kafka-secrets"
+    assert volumes["tls"]["secret"]["secretName"] == "a-kafka-tls"
+    assert volumes["config"]["configMap"]["name"] == "a-kafka-config"
+
+
+def test_controller_port_only_reachable_from_brokers() -> None:
+    policy = kafka().network_policy
+    ingress = policy["spec"]["ingress"]
+    open_rule = next(r for r in ingress if "from" not in r)
+    assert {p["port"] for p in open_rule["ports"]} == {9092}
+    quorum = next(r for r in ingress if "from" in r)
+    assert quorum["ports"] == [{"port": 9093, "protocol": "TCP"}]
+
+
+def test_external_listener_load_balancer_per_broker() -> None:
+    settings = kubernetes_settings(
+        {
+            "clusters": {
+                "a": {
+                    "externalHost": "a-{ordinal}.kafka.example.com",
+                    "externalServiceAnnotations": {
+                        "external-dns.alpha.kubernetes.io/hostname": "a-{ordinal}.kafka.example.com"
+                    },
+                }
+            }
+        }
+    )
+    objs = kafka("a", settings)
+    names = [s["metadata"]["name"] for s in objs.external_services]
+    assert names == ["a-kafka-external-bootstrap", "a-kafka-0-external", "a-kafka-1-external", "a-kafka-2-external"]
+    per_broker = objs.external_services[2]
+    assert per_broker["spec"]["type"] == "LoadBalancer"
+    assert per_broker["spec"]["selector"]["statefulset.kubernetes.io/pod-name"] == "a-kafka-1"
+    assert per_broker["metadata"]["annotations"] == {
+        "external-dns.alpha.kubernetes.io/hostname": "a-1.kafka.example.com"
+    }
+    script = objs.config_map["data"]["start.sh"]
+    assert "EXTERNAL://a-${ORDINAL}.kafka.example.com:9094" in script
+
+
+def test_kafka_objects_refuse_other_platforms() -> None:
+    topo = topology(
+        {
+            **SASL_KUBERNETES,
+            "clusters": {
+                **SASL_KUBERNETES["clusters"],
+                "a": {"platform": "external", "brokers": 3, "bootstrap": "x:9092"},
+            },
+        }
+    )
+    with pytest.raises(ValueError, match="not kubernetes"):
+        kafka_objects(topo.clusters["a"], SETTINGS, "id")

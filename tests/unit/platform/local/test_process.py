@@ -1,0 +1,52 @@
+"""The local platform's process handling: markers, run directories, secret files, command lines."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+from pathlib import Path
+
+from components.platform.local import process as proc
+
+
+def test_a_float_pid_from_pulumi_state_is_the_same_process(marked: tuple[subprocess.Popen[bytes], str]) -> None:
+    child, marker = marked
+    assert proc.is_running(float(child.pid), marker)
+    assert not proc.is_running(float(child.pid), marker + "-other")
+
+
+def test_secret_files_are_owner_only_and_inside_the_run_dir(tmp_path: Path) -> None:
+    spec = proc.JvmSpec(
+        component="test",
+        marker="m",
+        main_class="X",
+        classpath_dir="/x",
+        run_dir=str(tmp_path),
+        properties={"a": "b"},
+        secret_files={"config/secrets.properties": "k=v\n"},
+    )
+    proc.prepare_run_dir(spec)
+    written = tmp_path / "config" / "secrets.properties"
+    assert written.read_text() == "k=v\n"
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    escape = proc.JvmSpec(**{**spec.__dict__, "secret_files": {"../outside": "x"}})
+    try:
+        proc.write_secret_files(escape)
+    except proc.ProcessError as exc:
+        assert "outside its run directory" in str(exc) and "x" not in str(exc).split("'")[-1]
+    else:
+        raise AssertionError("a secret file outside the run directory was written")
+
+
+def test_jvm_options_reach_the_command_line_before_the_main_class() -> None:
+    spec = proc.JvmSpec(
+        component="t",
+        marker="m",
+        main_class="Main",
+        classpath_dir="/x",
+        run_dir="/r",
+        properties={},
+        jvm_options=("-Djava.security.auth.login.config=/r/config/rest-jaas.conf",),
+    )
+    cmd = proc._jvm_command(spec, "Main", [], "256m")
+    assert cmd.index("-Djava.security.auth.login.config=/r/config/rest-jaas.conf") < cmd.index("Main")
