@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from components import mm2_records as d
 from components.local import process as proc
 from components.local.provider import _probe_kafka
-from spark import decoders as d
 from spark import validate
 from tests.integration.harness import free_port_block
 

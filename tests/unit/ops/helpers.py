@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.ops.failover import Checkpoint
+from components.mm2_records import Checkpoint
 
 
 def outputs(*, client: dict[str, str] | None = None, auth: str = "") -> dict[str, Any]:
