@@ -31,10 +31,11 @@ if __package__ in (None, ""):
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
+from components.outputs.contract import OutputsError
 from spark import catchup, checks, kafka_io, loops
 from spark.catchup import Range
 from spark.jars import JarResolutionError, KafkaSourceJars, ensure_kafka_source_jars
-from spark.outputs import FlowSpec, OutputsError, StackOutputs, load_stack_outputs, read_outputs_file
+from spark.outputs import FlowSpec, StackOutputs, load_stack_outputs, read_outputs_file
 from spark.report import Check, FlowReport, Report, Status, TopicReport, render_table
 
 ROOT = Path(__file__).resolve().parents[1]

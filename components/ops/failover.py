@@ -32,11 +32,13 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from components.mm2_records import Checkpoint, RecordFormatError, decode_checkpoint
+from components.ops.clients import cluster, connect_client, flow, kafka_config
+from components.ops.errors import OpsError
 from components.ops.failback import failback_steps, render_failback
 from components.ops.failover_plan import (
     CheckpointKey,
@@ -47,22 +49,23 @@ from components.ops.failover_plan import (
     latest_checkpoints,
     render_plan,
 )
-from components.ops.stack_outputs import OpsError, connect_client, flow, kafka_config, load_outputs
+from components.outputs.contract import OutputsError, StackExports
+from components.outputs.loader import load_exports
 
 
-def resolve_flow(outputs: Mapping[str, Any], failed: str, to: str, flow_name: str | None) -> str:
-    flows = outputs["flows"]
+def resolve_flow(outputs: StackExports, failed: str, to: str, flow_name: str | None) -> str:
+    flows = outputs.flows
     if flow_name:
         f = flow(outputs, flow_name)
-        if (f.get("source"), f.get("target")) != (failed, to):
+        if (f.source, f.target) != (failed, to):
             raise OpsError(
-                f"flow {flow_name} replicates {f.get('source')} -> {f.get('target')}, not {failed} -> {to}. "
+                f"flow {flow_name} replicates {f.source} -> {f.target}, not {failed} -> {to}. "
                 "Next step: give --failed and --to matching the flow, or another --flow."
             )
         return flow_name
-    matches = [name for name, f in flows.items() if f.get("source") == failed and f.get("target") == to]
+    matches = [name for name, f in flows.items() if f.source == failed and f.target == to]
     if not matches:
-        have = ", ".join(f"{n} ({f.get('source')}->{f.get('target')})" for n, f in sorted(flows.items())) or "none"
+        have = ", ".join(f"{n} ({f.source}->{f.target})" for n, f in sorted(flows.items())) or "none"
         raise OpsError(
             f"no enabled flow replicates {failed} -> {to} in the stack outputs (flows: {have}). "
             "Next step: check --failed/--to; consumers can only fail over to a cluster that receives the flow."
@@ -71,7 +74,7 @@ def resolve_flow(outputs: Mapping[str, Any], failed: str, to: str, flow_name: st
 
 
 def read_checkpoints(
-    outputs: Mapping[str, Any], alias: str, topic: str, timeout_s: float = 30.0
+    outputs: StackExports, alias: str, topic: str, timeout_s: float = 30.0
 ) -> dict[CheckpointKey, Checkpoint] | None:
     """The newest checkpoint per key in `topic` on cluster `alias`; None when the topic is absent."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
@@ -139,7 +142,7 @@ def _group_state(description: Any) -> str:
 
 
 def describe_target_groups(
-    outputs: Mapping[str, Any], alias: str, groups: Sequence[str], remote_topics: Sequence[str], timeout_s: float
+    outputs: StackExports, alias: str, groups: Sequence[str], remote_topics: Sequence[str], timeout_s: float
 ) -> dict[str, TargetGroup]:
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
     from confluent_kafka.admin import AdminClient
@@ -170,7 +173,7 @@ def describe_target_groups(
     return found
 
 
-def probe_source(outputs: Mapping[str, Any], alias: str, timeout_s: float = 5.0) -> str:
+def probe_source(outputs: StackExports, alias: str, timeout_s: float = 5.0) -> str:
     """'' when cluster `alias` answers a metadata request within timeout_s, else why not."""
     from confluent_kafka.admin import AdminClient
 
@@ -182,12 +185,12 @@ def probe_source(outputs: Mapping[str, Any], alias: str, timeout_s: float = 5.0)
     return "" if md.brokers else f"{cluster_bootstrap(outputs, alias)} answered with no brokers"
 
 
-def cluster_bootstrap(outputs: Mapping[str, Any], alias: str) -> str:
-    return str(outputs["clusters"][alias]["bootstrap"])
+def cluster_bootstrap(outputs: StackExports, alias: str) -> str:
+    return cluster(outputs, alias).bootstrap
 
 
 def end_offsets(
-    outputs: Mapping[str, Any], alias: str, topics: Iterable[str], timeout_s: float
+    outputs: StackExports, alias: str, topics: Iterable[str], timeout_s: float
 ) -> tuple[dict[str, int], dict[tuple[str, int], int]]:
     """(partition count per topic, log-end offset per (topic, partition)) on cluster `alias`."""
     from confluent_kafka import Consumer, TopicPartition
@@ -211,7 +214,7 @@ def end_offsets(
 
 
 def source_view(
-    outputs: Mapping[str, Any], alias: str, groups: Sequence[str], topics: Sequence[str], timeout_s: float
+    outputs: StackExports, alias: str, groups: Sequence[str], topics: Sequence[str], timeout_s: float
 ) -> SourceView:
     from confluent_kafka import ConsumerGroupTopicPartitions
     from confluent_kafka.admin import AdminClient
@@ -227,16 +230,16 @@ def source_view(
     return SourceView(committed, ends)
 
 
-def checkpoint_connector_warning(outputs: Mapping[str, Any], flow_name: str) -> str:
+def checkpoint_connector_warning(outputs: StackExports, flow_name: str) -> str:
     """A warning when the flow's checkpoint connector is not RUNNING (its checkpoints may be stale)."""
     f = flow(outputs, flow_name)
-    name = (f.get("connectors") or {}).get("checkpoint")
-    group = f.get("workerGroup")
+    name = f.connectors.get("checkpoint")
+    group = f.worker_group
     if not name or not group:
         return ""
     try:
-        with connect_client(outputs, str(group), retry_budget_s=5.0, timeout=5.0) as client:
-            status = client.get_status(str(name))
+        with connect_client(outputs, group, retry_budget_s=5.0, timeout=5.0) as client:
+            status = client.get_status(name)
     except Exception as exc:
         return f"could not ask Connect for {name}'s status ({exc}); checkpoint freshness unverified"
     states = [((status or {}).get("connector") or {}).get("state")]
@@ -250,7 +253,7 @@ def checkpoint_connector_warning(outputs: Mapping[str, Any], flow_name: str) -> 
 
 
 def observe(
-    outputs: Mapping[str, Any],
+    outputs: StackExports,
     *,
     failed: str,
     to: str,
@@ -264,10 +267,10 @@ def observe(
     say = log or (lambda _msg: None)
     name = resolve_flow(outputs, failed, to, flow_name)
     f = flow(outputs, name)
-    topics = {str(k): str(v) for k, v in (f.get("topics") or {}).items()}
+    topics = dict(f.topics)
     remote_topics = sorted(topics.values())
-    lag_max = int(f.get("offsetLagMax") or 100)
-    cp_topic = str(f.get("checkpointsTopic") or f"{failed}.checkpoints.internal")
+    lag_max = f.offset_lag_max
+    cp_topic = f.checkpoints_topic
 
     say(f"reading checkpoints from {cp_topic} on {to} ...")
     checkpoints = read_checkpoints(outputs, to, cp_topic, timeout_s)
@@ -357,7 +360,7 @@ class CommitResult:
     verified: bool
 
 
-def execute(outputs: Mapping[str, Any], plan: FailoverPlan, timeout_s: float = 30.0) -> list[CommitResult]:
+def execute(outputs: StackExports, plan: FailoverPlan, timeout_s: float = 30.0) -> list[CommitResult]:
     """Commit every group's translated offsets on the DR cluster, then read them back."""
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
@@ -395,7 +398,7 @@ def execute(outputs: Mapping[str, Any], plan: FailoverPlan, timeout_s: float = 3
 
 
 def run_failover(
-    outputs: Mapping[str, Any],
+    outputs: StackExports,
     *,
     failed: str,
     to: str,
@@ -447,18 +450,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        outputs = load_outputs(args.stack, args.outputs)
+        outputs = load_exports(args.stack, args.outputs)
         if args.failback_plan:
             name = resolve_flow(outputs, args.failed, args.to, args.flow)
             f = flow(outputs, name)
-            group = str(f.get("workerGroup", ""))
+            attached = outputs.connect.get(f.worker_group)
             steps = failback_steps(
                 flow_name=name,
                 failed=args.failed,
                 to=args.to,
-                topics={str(k): str(v) for k, v in (f.get("topics") or {}).items()},
-                worker_group=group,
-                worker_group_cluster=str((outputs["connect"].get(group) or {}).get("cluster", args.to)),
+                topics=dict(f.topics),
+                worker_group=f.worker_group,
+                worker_group_cluster=(attached.cluster if attached else "") or args.to,
             )
             text = render_failback(steps, failed=args.failed, to=args.to)
             text = text.replace("<stack>", args.stack or "<stack>")
@@ -481,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         if plan.refused:
             return 2
         return 0 if all(r.verified for r in results) else 1
-    except OpsError as exc:
+    except (OpsError, OutputsError) as exc:
         print(f"failover: {exc}", file=sys.stderr)
         return 1
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from components.ops import failover as fo
-from components.ops.stack_outputs import OpsError
+from components.ops.errors import OpsError
 from tests.unit.ops.helpers import outputs
 
 
@@ -24,7 +24,7 @@ def test_failback_plan_cli_prints_numbered_steps(tmp_path: Any, capsys: Any) -> 
     import json
 
     path = tmp_path / "outputs.json"
-    path.write_text(json.dumps(outputs()))
+    path.write_text(json.dumps(outputs().to_json()))
     code = fo.main(["--outputs", str(path), "--failed", "primary", "--to", "dr", "--failback-plan"])
     out = capsys.readouterr().out
     assert code == 0

@@ -8,6 +8,7 @@ import pytest
 
 from components.mm2_records import Checkpoint
 from components.ops import failover as fo
+from components.ops.errors import OpsError
 from components.ops.failover_plan import (
     Action,
     FailoverPlan,
@@ -19,7 +20,6 @@ from components.ops.failover_plan import (
     plan_partition,
     render_plan,
 )
-from components.ops.stack_outputs import OpsError
 from tests.unit.ops.helpers import cp, outputs
 
 TOPICS = {"orders": "primary.orders"}
