@@ -10,7 +10,7 @@ No Spark, no Kafka I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -150,22 +150,9 @@ def _validated(f: FlowExport) -> bool:
 
 
 def validation_view(exports: StackExports) -> StackOutputs:
+    # FlowSpec's fields are a subset of the contract's FlowExport, with the same names.
     flows = [
-        FlowSpec(
-            name=f.name,
-            source=f.source,
-            target=f.target,
-            topics=dict(f.topics),
-            checkpoints_topic=f.checkpoints_topic,
-            offset_syncs_topic=f.offset_syncs_topic,
-            heartbeats_topic=f.heartbeats_topic,
-            exactly_once=f.exactly_once,
-            offset_lag_max=f.offset_lag_max,
-            groups=f.groups,
-            separator=f.separator,
-            name_preserving=f.name_preserving,
-            offset_syncs_cluster=f.offset_syncs_cluster,
-        )
+        FlowSpec(**{spec.name: getattr(f, spec.name) for spec in fields(FlowSpec)})
         for f in exports.flows.values()
         if _validated(f)
     ]

@@ -8,20 +8,7 @@ import pytest
 
 from components import mm2_records as r
 from components.mm2_records import Checkpoint, RecordFormatError, decode_checkpoint, encode_checkpoint
-
-
-def s(text: str) -> bytes:
-    raw = text.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-CKPT_KEY = s("consumer-group-1") + s("primary.test-topic-1") + struct.pack(">i", 3)
-CKPT_VALUE = struct.pack(">h", 0) + struct.pack(">q", 150) + struct.pack(">q", 251) + s("")
-SYNC_KEY = s("test-topic-1") + struct.pack(">i", 3)
-SYNC_VALUE = struct.pack(">qq", 100, 200)
-HB_KEY = s("backup") + s("primary")
-HB_VALUE = struct.pack(">hq", 0, 1_700_000_000_000)
-
+from tests.unit.components.mm2_record_bytes import CKPT_KEY, CKPT_VALUE, HB_KEY, HB_VALUE, SYNC_KEY, SYNC_VALUE, s
 
 # Checkpoint("consumer-group-1", "primary.test-topic-1", 3, upstream 150, downstream 251, ""), laid out
 # by hand from mm2-internals.md 3.1: STRING = INT16 length + UTF-8, big-endian integers.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,7 +12,6 @@ from components.ops import clients
 from components.ops import connectors as ops
 from components.ops.connectors import Operation
 from components.ops.errors import OpsError
-from components.outputs.contract import ConnectGroupExport, StackExports
 from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
 from tests.unit.ops.helpers import outputs
 
@@ -93,32 +91,3 @@ def test_missing_connector_and_bad_options_fail_with_next_step(fake: FakeConnect
         ops.run(outputs(), Operation.PAUSE, failed_only=True, log=lambda _m: None)
     with pytest.raises(OpsError, match="flow 'a->b' is not in the stack outputs"):
         ops.run(outputs(), Operation.STATUS, flows=["a->b"], log=lambda _m: None)
-
-
-def test_kafka_config_merges_the_cluster_client_settings() -> None:
-    sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "u"}
-    conf = clients.kafka_config(outputs(client=sasl), "primary", **{"group.id": "g"})
-    assert conf == {"bootstrap.servers": "127.0.0.1:19092", **sasl, "group.id": "g"}
-    assert clients.kafka_config(outputs(), "dr") == {
-        "bootstrap.servers": "127.0.0.1:19192",
-        "security.protocol": "PLAINTEXT",
-    }
-
-
-def test_connect_client_verifies_https_against_the_stack_ca(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: dict[str, Any] = {}
-
-    class Spy:
-        def __init__(self, url: str, **kwargs: Any) -> None:
-            seen.update(url=url, **kwargs)
-
-    import components.connect.client as client_module
-
-    monkeypatch.setattr(client_module, "ConnectClient", Spy)
-    group = ConnectGroupExport("mm2", "https://127.0.0.1:18083", ca_pem="PEM")
-    out = StackExports(clusters={}, connect={"mm2": group}, flows={})
-    clients.connect_client(out, "mm2")
-    assert seen["ca_pem"] == "PEM"
-    out = StackExports(clusters={}, connect={"mm2": replace(group, ca_pem=None)}, flows={})
-    clients.connect_client(out, "mm2")
-    assert seen["ca_pem"] is None

@@ -9,19 +9,7 @@ from pyspark.sql import functions as F
 
 from components import mm2_records as r
 from spark import decoders as d
-
-
-def s(text: str) -> bytes:
-    raw = text.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-CKPT_KEY = s("consumer-group-1") + s("primary.test-topic-1") + struct.pack(">i", 3)
-CKPT_VALUE = struct.pack(">h", 0) + struct.pack(">q", 150) + struct.pack(">q", 251) + s("")
-SYNC_KEY = s("test-topic-1") + struct.pack(">i", 3)
-SYNC_VALUE = struct.pack(">qq", 100, 200)
-HB_KEY = s("backup") + s("primary")
-HB_VALUE = struct.pack(">hq", 0, 1_700_000_000_000)
+from tests.unit.components.mm2_record_bytes import CKPT_KEY, CKPT_VALUE, HB_KEY, HB_VALUE, SYNC_KEY, SYNC_VALUE
 
 
 def test_spark_checkpoint_decoder_matches_python(spark: SparkSession) -> None:
