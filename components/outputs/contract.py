@@ -154,7 +154,7 @@ class StackExports:
 def _mapping(where: str, value: Any, problems: list[str]) -> Mapping[str, Any]:
     if value is None:
         return {}
-    if value == HIDDEN or isinstance(value, str):
+    if value == HIDDEN:
         problems.append(
             f"{where} is hidden ({value!r}): write the outputs with `pulumi stack output --json --show-secrets`"
         )
