@@ -15,6 +15,7 @@ import pulumi
 from components.connect_group import ConnectWorkerGroup
 from components.credentials import Credentials
 from components.kafka_cluster import KafkaCluster
+from components.outputs.contract import ClusterExport, ConnectGroupExport
 from components.platform.contract import ContainerPlatforms
 from components.platform.docker.deploy import docker_network
 from components.platform.local.layout import LocalPlatform, run_root
@@ -66,19 +67,27 @@ def local_secrets_files(topology: Topology, local: LocalPlatform) -> Topology:
     return topology
 
 
-def cluster_output(alias: str, topology: Topology, cluster: KafkaCluster, credentials: Credentials) -> dict[str, Any]:
+def cluster_export(alias: str, topology: Topology, cluster: KafkaCluster, credentials: Credentials) -> ClusterExport:
     model = topology.clusters[alias]
     users = cluster_users(topology, alias)
-    return {
-        "bootstrap": bootstrap_servers(model),
-        "securityProtocol": model.security.protocol.value,
-        "saslMechanism": model.security.sasl_mechanism.value if model.security.sasl_mechanism else None,
-        # Secrets: librdkafka settings for the admin, and every user's password.
-        "client": cluster.client,
-        "users": pulumi.Output.secret(credentials.values.apply(lambda v: {u.name: v[u.password.key] for u in users})),
-        # Local TLS: the stack CA as PEM (public), for clients that verify the brokers.
-        "caLocation": cluster.ca_location,
-    }
+    # The Output fields resolve when exported, each keeping its own secrecy: bootstrap stays
+    # readable in `pulumi stack output` while the client settings and passwords are secrets.
+    return ClusterExport(
+        alias=alias,
+        bootstrap=bootstrap_servers(model),
+        security_protocol=model.security.protocol.value,
+        sasl_mechanism=model.security.sasl_mechanism.value if model.security.sasl_mechanism else None,
+        client=cluster.client,  # secret: librdkafka settings for the admin
+        users=pulumi.Output.secret(credentials.values.apply(lambda v: {u.name: v[u.password.key] for u in users})),
+        ca_location=cluster.ca_location,  # local TLS: the stack CA as PEM (public)
+    )
+
+
+def group_export(name: str, topology: Topology, group: ConnectWorkerGroup) -> ConnectGroupExport:
+    # url, auth (secret: {username, password}, or None without restAuth) and caPem are Outputs.
+    return ConnectGroupExport(
+        name=name, url=group.url, cluster=topology.worker_groups[name].cluster, auth=group.auth, ca_pem=group.ca_pem
+    )
 
 
 def container_platforms(stack: str, topology: Topology, secrets: Any) -> ContainerPlatforms:
@@ -145,14 +154,10 @@ def main() -> None:
         for flow in topology.enabled_flows()
     }
 
-    pulumi.export("clusters", {alias: cluster_output(alias, topology, c, credentials) for alias, c in clusters.items()})
     pulumi.export(
-        "connect",
-        {
-            name: {"url": g.url, "cluster": topology.worker_groups[name].cluster, "auth": g.auth, "caPem": g.ca_pem}
-            for name, g in groups.items()
-        },
+        "clusters", {alias: cluster_export(alias, topology, c, credentials).to_json() for alias, c in clusters.items()}
     )
+    pulumi.export("connect", {name: group_export(name, topology, g).to_json() for name, g in groups.items()})
     pulumi.export("flows", {name: f.summary for name, f in flows.items()})
 
 

@@ -16,6 +16,7 @@ import pulumi
 from components.connect.provider import Connector
 from components.connect_group import ConnectWorkerGroup
 from components.kafka_cluster import KafkaCluster
+from components.outputs.contract import FlowExport
 from components.rollout import CredentialRollout
 from components.topology import (
     Flow,
@@ -23,6 +24,7 @@ from components.topology import (
     checkpoints_topic,
     flow_connectors,
     heartbeats_topic,
+    offset_syncs_cluster,
     offset_syncs_topic,
     remote_topic,
 )
@@ -94,20 +96,25 @@ class ReplicationFlow(pulumi.ComponentResource):
             )
         source_topics = [t.name for t in topology.clusters[flow.source].topics]
         self.summary = pulumi.Output.all(**{spec.name: self.connectors[spec.role].state for spec in specs.all()}).apply(
-            lambda states: {
-                "source": flow.source,
-                "target": flow.target,
-                "workerGroup": flow.worker_group,
-                "connectors": {spec.role: spec.name for spec in specs.all()},
-                "states": dict(states),
-                "desiredStates": {spec.role: flow.state_of(spec.role).connect_state for spec in specs.all()},
-                "topics": {t: remote_topic(flow, t) for t in source_topics},
-                "checkpointsTopic": checkpoints_topic(flow),
-                "offsetSyncsTopic": offset_syncs_topic(flow),
-                "heartbeatsTopic": heartbeats_topic(flow),
-                "exactlyOnce": flow.exactly_once,
-                "offsetLagMax": int(flow.settings.get("offset.lag.max", "100")),
-                "groups": list(flow.groups),
-            }
+            lambda states: FlowExport(
+                name=flow.name,
+                source=flow.source,
+                target=flow.target,
+                worker_group=flow.worker_group,
+                connectors={spec.role: spec.name for spec in specs.all()},
+                states=dict(states),
+                desired_states={spec.role: flow.state_of(spec.role).connect_state for spec in specs.all()},
+                topics={t: remote_topic(flow, t) for t in source_topics},
+                checkpoints_topic=checkpoints_topic(flow),
+                offset_syncs_topic=offset_syncs_topic(flow),
+                heartbeats_topic=heartbeats_topic(flow),
+                exactly_once=flow.exactly_once,
+                offset_lag_max=int(flow.settings.get("offset.lag.max", "100")),
+                groups=tuple(flow.groups),
+                separator=policy.separator,
+                name_preserving=policy.preserves_names,
+                offset_syncs_cluster=offset_syncs_cluster(flow),
+                enabled=flow.enabled,
+            ).to_json()
         )
         self.register_outputs({**props, "summary": self.summary})

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark.decoders import DecodeError, decode_heartbeat, decode_offset_sync
+from components.mm2_records import RecordFormatError, decode_heartbeat, decode_offset_sync
 from spark.outputs import ClusterAccess
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class OffsetSyncTracker:
                     continue
                 try:
                     s = decode_offset_sync(m.key() or b"", m.value() or b"")
-                except DecodeError:
+                except RecordFormatError:
                     continue
                 if s.topic in self.topics:
                     self.latest[(s.topic, s.partition)] = (s.upstream_offset, s.downstream_offset)
@@ -176,7 +176,7 @@ def heartbeat_tail(
                         done = True
                     try:
                         hb = decode_heartbeat(m.key() or b"", m.value() or b"")
-                    except DecodeError:
+                    except RecordFormatError:
                         continue
                     if source is None or (hb.source_alias, hb.target_alias) == (source, target):
                         newest = max(newest or 0, hb.timestamp_ms)
@@ -215,7 +215,7 @@ def heartbeat_latencies(cluster: ClusterAccess, topics: Iterable[str], window_s:
                 now_ms = int(time.time() * 1000)
                 try:
                     hb = decode_heartbeat(m.key() or b"", m.value() or b"")
-                except DecodeError:
+                except RecordFormatError:
                     continue
                 out[m.topic()].append(now_ms - hb.timestamp_ms)
         return out

@@ -1,25 +1,23 @@
-"""The stack outputs the validation reads (docs/architecture.md, "Stack outputs").
+"""What the validation reads of the stack outputs: client access per cluster and the flows to check.
 
-Pure: parses the JSON `pulumi stack output --json --show-secrets` prints into frozen
-dataclasses, and turns a cluster's outputs into client settings. No Spark, no Kafka I/O except
-:func:`load_stack_outputs`, which runs `bin/pulumi`.
+A view of the one contract (`components/outputs/contract.py`), read by the one loader
+(`components/outputs/loader.py`): from a saved JSON file the stage needs neither Pulumi nor
+anything else of the program. Here the exported librdkafka client settings become Java client
+properties for Spark's Kafka source, and flows paused or disabled on purpose are left out.
+No Spark, no Kafka I/O.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from components.outputs.contract import ClusterExport, FlowExport, StackExports
+from components.outputs.loader import read_exports_file, read_stack_exports
+
 SECRET_HINTS = ("password", "secret", "jaas", "token", "key.password", "keystore", "truststore.password")
-
-
-class OutputsError(ValueError):
-    """The stack outputs do not match the contract; the message lists every problem."""
 
 
 @dataclass(frozen=True)
@@ -134,126 +132,45 @@ class FlowSpec:
 @dataclass(frozen=True)
 class StackOutputs:
     clusters: Mapping[str, ClusterAccess]
-    flows: tuple[FlowSpec, ...]
+    flows: tuple[FlowSpec, ...]  # the flows to validate: enabled, source connector declared running
 
 
-def _separator(flow_name: str, source: str, checkpoints_topic: str, explicit: Any) -> str:
-    if isinstance(explicit, str) and explicit:
-        return explicit
-    # `<source><sep>checkpoints<sep>internal` names the separator when the outputs do not.
-    rest = checkpoints_topic[len(source) :] if checkpoints_topic.startswith(source) else ""
-    if rest.endswith("internal") and "checkpoints" in rest:
-        sep = rest[: rest.index("checkpoints")]
-        if sep:
-            return sep
-    return "."
+def _cluster_access(c: ClusterExport) -> ClusterAccess:
+    client = java_client_settings({str(k): str(v) for k, v in c.client.items()})
+    if c.sasl.get("mechanism"):
+        client.setdefault("sasl.mechanism", c.sasl["mechanism"])
+    if c.sasl.get("jaasConfig"):
+        client.setdefault("sasl.jaas.config", c.sasl["jaasConfig"])
+    return ClusterAccess(alias=c.alias, bootstrap=c.bootstrap, security_protocol=c.security_protocol, client=client)
 
 
-def _offset_syncs_cluster(topic: str, source: str, target: str, sep: str, explicit: Any) -> str:
-    if isinstance(explicit, str) and explicit:
-        return explicit
-    # The topic names the cluster it does NOT live on (offset-syncs.topic.location).
-    return target if topic == f"mm2-offset-syncs{sep}{source}{sep}internal" else source
+def _validated(f: FlowExport) -> bool:
+    # Paused or stopped on purpose (mm2:flows.<flow>.state): it is not meant to catch up.
+    return f.enabled and f.desired_states.get("source", "RUNNING") == "RUNNING"
+
+
+def validation_view(exports: StackExports) -> StackOutputs:
+    # FlowSpec's fields are a subset of the contract's FlowExport, with the same names.
+    flows = [
+        FlowSpec(**{spec.name: getattr(f, spec.name) for spec in fields(FlowSpec)})
+        for f in exports.flows.values()
+        if _validated(f)
+    ]
+    return StackOutputs(
+        clusters={alias: _cluster_access(c) for alias, c in exports.clusters.items()},
+        flows=tuple(sorted(flows, key=lambda fl: fl.name)),
+    )
 
 
 def parse_outputs(data: Mapping[str, Any]) -> StackOutputs:
-    problems: list[str] = []
-    clusters: dict[str, ClusterAccess] = {}
-    raw_clusters = data.get("clusters")
-    if not isinstance(raw_clusters, Mapping) or not raw_clusters:
-        problems.append('"clusters" is missing or empty')
-        raw_clusters = {}
-    for alias, c in raw_clusters.items():
-        if not isinstance(c, Mapping) or not c.get("bootstrap"):
-            problems.append(f'clusters["{alias}"] has no "bootstrap"')
-            continue
-        client = java_client_settings({str(k): str(v) for k, v in dict(c.get("client") or {}).items()})
-        sasl = c.get("sasl")
-        if isinstance(sasl, Mapping):
-            if sasl.get("mechanism"):
-                client.setdefault("sasl.mechanism", str(sasl["mechanism"]))
-            if sasl.get("jaasConfig"):
-                client.setdefault("sasl.jaas.config", str(sasl["jaasConfig"]))
-        clusters[alias] = ClusterAccess(
-            alias=alias,
-            bootstrap=str(c["bootstrap"]),
-            security_protocol=str(c.get("securityProtocol") or "PLAINTEXT"),
-            client=client,
-        )
-
-    flows: list[FlowSpec] = []
-    raw_flows = data.get("flows")
-    if not isinstance(raw_flows, Mapping):
-        problems.append('"flows" is missing')
-        raw_flows = {}
-    for name, f in raw_flows.items():
-        if not isinstance(f, Mapping):
-            problems.append(f'flows["{name}"] is not an object')
-            continue
-        if f.get("enabled") is False:
-            continue
-        if str(dict(f.get("desiredStates") or {}).get("source", "RUNNING")) != "RUNNING":
-            # Paused or stopped on purpose (mm2:flows.<flow>.state): it is not meant to catch up.
-            continue
-        missing = [
-            k
-            for k in ("source", "target", "topics", "checkpointsTopic", "offsetSyncsTopic", "heartbeatsTopic")
-            if k not in f
-        ]
-        if missing:
-            problems.append(f'flows["{name}"] lacks {", ".join(missing)}')
-            continue
-        source, target = str(f["source"]), str(f["target"])
-        for alias in (source, target):
-            if alias not in clusters and isinstance(raw_clusters, Mapping) and alias not in raw_clusters:
-                problems.append(f'flows["{name}"] refers to cluster "{alias}", which is not in "clusters"')
-        topics = {str(k): str(v) for k, v in dict(f["topics"]).items()}
-        sep = _separator(name, source, str(f["checkpointsTopic"]), f.get("separator"))
-        name_preserving = bool(f.get("namePreserving", bool(topics) and all(k == v for k, v in topics.items())))
-        flows.append(
-            FlowSpec(
-                name=str(name),
-                source=source,
-                target=target,
-                topics=topics,
-                checkpoints_topic=str(f["checkpointsTopic"]),
-                offset_syncs_topic=str(f["offsetSyncsTopic"]),
-                heartbeats_topic=str(f["heartbeatsTopic"]),
-                exactly_once=bool(f.get("exactlyOnce", False)),
-                offset_lag_max=int(f.get("offsetLagMax", 100)),
-                groups=tuple(str(g) for g in f.get("groups") or ()),
-                separator=sep,
-                name_preserving=name_preserving,
-                offset_syncs_cluster=_offset_syncs_cluster(
-                    str(f["offsetSyncsTopic"]), source, target, sep, f.get("offsetSyncsCluster")
-                ),
-            )
-        )
-    if problems:
-        raise OutputsError(
-            "stack outputs do not match the contract in docs/architecture.md:\n  - " + "\n  - ".join(problems)
-        )
-    return StackOutputs(clusters=clusters, flows=tuple(sorted(flows, key=lambda fl: fl.name)))
+    """The view of outputs already parsed from JSON."""
+    return validation_view(StackExports.from_json(data))
 
 
 def read_outputs_file(path: str | Path) -> StackOutputs:
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise OutputsError(f"cannot read stack outputs from {path}: {exc}") from exc
-    return parse_outputs(data)
+    return validation_view(read_exports_file(path))
 
 
 def load_stack_outputs(stack: str) -> StackOutputs:
     """`bin/pulumi stack output --json --show-secrets` for `stack` (secrets stay in memory)."""
-    cmd = [str(ROOT / "bin" / "pulumi"), "stack", "output", "--json", "--show-secrets"]
-    if stack:
-        cmd += ["--stack", stack]  # otherwise the currently selected stack
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
-    if out.returncode != 0:
-        which = f"stack {stack!r}" if stack else "the selected stack"
-        raise OutputsError(f"`pulumi stack output` for {which} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
-    data = json.loads(out.stdout or "{}")
-    if not data:
-        raise OutputsError(f"stack {stack or '(selected)'} has no outputs: run `pulumi up` first")
-    return parse_outputs(data)
+    return validation_view(read_stack_exports(stack))

@@ -30,10 +30,11 @@ if __package__ in (None, ""):
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
+from components.outputs.contract import OutputsError
 from spark import kafka_io, loops
 from spark.flow_validation import FlowRun, log, validate_flow
 from spark.jars import JarResolutionError, KafkaSourceJars, ensure_kafka_source_jars
-from spark.outputs import OutputsError, StackOutputs, load_stack_outputs, read_outputs_file
+from spark.outputs import StackOutputs, load_stack_outputs, read_outputs_file
 from spark.report import Check, Report, Status, render_table
 
 ROOT = Path(__file__).resolve().parents[1]

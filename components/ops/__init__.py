@@ -1,1 +1,1 @@
-"""Operator commands that run against a deployed stack (smoke check, later failover and drills)."""
+"""Operator commands that run against a deployed stack: smoke check, connectors, failover, DR drill."""

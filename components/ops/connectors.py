@@ -28,7 +28,10 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Any
 
-from components.ops.stack_outputs import OpsError, connect_client, flow, load_outputs
+from components.ops.clients import connect_client, flow
+from components.ops.errors import OpsError
+from components.outputs.contract import OutputsError, StackExports
+from components.outputs.loader import load_exports
 
 ROLES = ("source", "checkpoint", "heartbeat")
 POLL_S = 1.0  # between status polls while waiting for a state
@@ -78,21 +81,18 @@ class ConnectorState:
         return self.state == "RUNNING" and all(t.state == "RUNNING" for t in self.tasks)
 
 
-def select_targets(
-    outputs: Mapping[str, Any], flow_names: Sequence[str] = (), roles: Sequence[str] = ()
-) -> list[Target]:
+def select_targets(outputs: StackExports, flow_names: Sequence[str] = (), roles: Sequence[str] = ()) -> list[Target]:
     """The connectors of the named flows (all flows when none), restricted to `roles`."""
-    names = list(flow_names) or sorted(outputs["flows"])
+    names = list(flow_names) or sorted(outputs.flows)
     for role in roles:
         if role not in ROLES:
             raise OpsError(f"--role {role!r}: not a connector role; use one of {', '.join(ROLES)}")
     targets = []
     for name in names:
         f = flow(outputs, name)
-        connectors = dict(f.get("connectors") or {})
         for role in ROLES:
-            if role in connectors and (not roles or role in roles):
-                targets.append(Target(name, role, str(connectors[role]), str(f["workerGroup"])))
+            if role in f.connectors and (not roles or role in roles):
+                targets.append(Target(name, role, f.connectors[role], f.worker_group))
     return targets
 
 
@@ -129,7 +129,7 @@ def render_states(states: Sequence[ConnectorState]) -> str:
 
 
 def run(
-    outputs: Mapping[str, Any],
+    outputs: StackExports,
     op: Operation,
     *,
     flows: Sequence[str] = (),
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     op = Operation(args.operation)
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
     try:
-        outputs = load_outputs(args.stack, args.outputs)
+        outputs = load_exports(args.stack, args.outputs)
         states = run(
             outputs,
             op,
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             wait_s=args.wait,
             log=log,
         )
-    except OpsError as exc:
+    except (OpsError, OutputsError) as exc:
         print(f"connectors: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # ConnectError and friends already name method, path and cause

@@ -21,595 +21,51 @@ failing over never skips a record; it trails by fewer than `offset.lag.max` reco
 near the live end, which consumers re-read. Like MM2's own group offset sync, a DR group is never
 moved backwards: a partition already at or past its translated offset is kept.
 
-Pure planning (decoding, translation, lag estimates, rendering, failback steps) is in plain
-functions at the top, tested with inline data; Kafka I/O is in `observe`, `execute` and `main`.
+Pure planning (translation, lag estimates, rendering) is in `components/ops/failover_plan.py`, the
+failback steps in `failback.py`, both tested with inline data; Kafka I/O is here, in `observe`,
+`execute` and `main`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import struct
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from enum import Enum
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from components.ops.stack_outputs import OpsError, connect_client, flow, kafka_config, load_outputs
-
-CHECKPOINT_VERSION = 0
-# Group states in which members are (or are about to be) consuming: a commit would be refused
-# by the broker (UNKNOWN_MEMBER_ID) or would race the running consumers.
-ACTIVE_STATES = frozenset({"STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING", "ASSIGNING", "RECONCILING"})
-
-# --------------------------------------------------------------------------------------------
-# Checkpoint records (mm2-internals.md 3.1): key = group STRING, topic STRING, partition INT32;
-# value = version INT16 (0), upstream INT64, downstream INT64, metadata STRING. Big-endian,
-# STRING = INT16 length + UTF-8.
-# --------------------------------------------------------------------------------------------
-
-
-class CheckpointFormatError(ValueError):
-    """A record in the checkpoints topic does not follow MM2's Checkpoint layout."""
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    group: str
-    topic: str  # the remote (downstream) topic name, e.g. primary.orders
-    partition: int
-    upstream_offset: int  # the group's committed offset on the source cluster
-    downstream_offset: int  # the translated offset on the target cluster
-    metadata: str = ""
-    timestamp_ms: int = 0  # when MM2 listed the source group's offsets
-
-
-def _take(data: bytes, pos: int, n: int, what: str) -> tuple[bytes, int]:
-    if pos + n > len(data):
-        raise CheckpointFormatError(f"checkpoint {what}: truncated at byte {pos} (need {n}, have {len(data) - pos})")
-    return data[pos : pos + n], pos + n
-
-
-def _string(data: bytes, pos: int, what: str) -> tuple[str, int]:
-    raw, pos = _take(data, pos, 2, what)
-    (n,) = struct.unpack(">h", raw)
-    if n < 0:
-        raise CheckpointFormatError(f"checkpoint {what}: negative string length {n}")
-    raw, pos = _take(data, pos, n, what)
-    return raw.decode("utf-8"), pos
-
-
-def decode_checkpoint(key: bytes, value: bytes, timestamp_ms: int = 0) -> Checkpoint:
-    """One record of `<source>.checkpoints.internal` as a Checkpoint."""
-    group, pos = _string(key, 0, "key")
-    topic, pos = _string(key, pos, "key")
-    raw, pos = _take(key, pos, 4, "key")
-    (partition,) = struct.unpack(">i", raw)
-    if pos != len(key):
-        raise CheckpointFormatError(f"checkpoint key: {len(key) - pos} trailing bytes")
-    raw, vpos = _take(value, 0, 18, "value")
-    version, upstream, downstream = struct.unpack(">hqq", raw)
-    if version != CHECKPOINT_VERSION:
-        raise CheckpointFormatError(f"checkpoint value: unknown version {version} (MM2 writes {CHECKPOINT_VERSION})")
-    metadata, vpos = _string(value, vpos, "value")
-    if vpos != len(value):
-        raise CheckpointFormatError(f"checkpoint value: {len(value) - vpos} trailing bytes")
-    return Checkpoint(group, topic, partition, upstream, downstream, metadata, timestamp_ms)
-
-
-def encode_checkpoint(cp: Checkpoint) -> tuple[bytes, bytes]:
-    """(key, value) bytes as MM2 writes them; used by tests and drills to build records."""
-
-    def string(text: str) -> bytes:
-        raw = text.encode("utf-8")
-        return struct.pack(">h", len(raw)) + raw
-
-    key = string(cp.group) + string(cp.topic) + struct.pack(">i", cp.partition)
-    value = struct.pack(">hqq", CHECKPOINT_VERSION, cp.upstream_offset, cp.downstream_offset) + string(cp.metadata)
-    return key, value
-
-
-CheckpointKey = tuple[str, str, int]  # (group, remote topic, partition)
-
-
-def latest_checkpoints(records: Iterable[Checkpoint]) -> dict[CheckpointKey, Checkpoint]:
-    """The newest checkpoint per key, records given in topic order (what compaction keeps)."""
-    newest: dict[CheckpointKey, Checkpoint] = {}
-    for cp in records:
-        newest[(cp.group, cp.topic, cp.partition)] = cp
-    return newest
-
-
-# --------------------------------------------------------------------------------------------
-# The plan (pure)
-# --------------------------------------------------------------------------------------------
-
-
-class Action(str, Enum):
-    COMMIT = "commit"  # commit the translated offset on DR
-    KEEP = "keep"  # the DR group is already at or past the translated offset
-    NO_CHECKPOINT = "no-checkpoint"  # nothing to commit: consumers fall back to auto.offset.reset
-
-
-@dataclass(frozen=True)
-class TargetGroup:
-    """A consumer group as the DR cluster sees it."""
-
-    state: str  # EMPTY, STABLE, ... or ABSENT (never seen on DR)
-    members: int = 0
-    committed: Mapping[tuple[str, int], int] = field(default_factory=dict)  # (remote topic, partition)
-
-    @property
-    def active(self) -> bool:
-        return self.members > 0 or self.state in ACTIVE_STATES
-
-
-@dataclass(frozen=True)
-class SourceView:
-    """What the source cluster still tells, when it answers."""
-
-    committed: Mapping[tuple[str, str, int], int]  # (group, source topic, partition) -> offset
-    ends: Mapping[tuple[str, int], int]  # (source topic, partition) -> log-end offset
-
-
-@dataclass(frozen=True)
-class PartitionPlan:
-    group: str
-    remote_topic: str
-    partition: int
-    action: Action
-    checkpoint: Checkpoint | None
-    target_committed: int | None
-    start_offset: int | None  # where consumers of the group resume on DR (None: auto.offset.reset)
-    source_committed: int | None
-    reread_min: int | None
-    reread_max: int | None  # None: unknown (the source does not answer)
-
-
-@dataclass(frozen=True)
-class GroupPlan:
-    group: str
-    target_state: str
-    target_members: int
-    partitions: tuple[PartitionPlan, ...]
-
-    @property
-    def active(self) -> bool:
-        return TargetGroup(self.target_state, self.target_members).active
-
-    @property
-    def commits(self) -> tuple[tuple[str, int, int, str], ...]:
-        """(remote topic, partition, offset, metadata) to commit on DR."""
-        return tuple(
-            (p.remote_topic, p.partition, p.start_offset, p.checkpoint.metadata if p.checkpoint else "")
-            for p in self.partitions
-            if p.action is Action.COMMIT and p.start_offset is not None
-        )
-
-    @property
-    def newest_checkpoint_ms(self) -> int | None:
-        stamps = [p.checkpoint.timestamp_ms for p in self.partitions if p.checkpoint and p.checkpoint.timestamp_ms]
-        return max(stamps) if stamps else None
-
-    @property
-    def reread_range(self) -> tuple[int, int | None]:
-        low = sum(p.reread_min or 0 for p in self.partitions if p.checkpoint)
-        highs = [p.reread_max for p in self.partitions if p.checkpoint]
-        return low, (None if any(h is None for h in highs) else sum(h or 0 for h in highs))
-
-
-@dataclass(frozen=True)
-class PartitionLag:
-    source_topic: str
-    remote_topic: str
-    partition: int
-    source_end: int | None
-    remote_end: int | None
-    missing: int | None  # records on the source not (yet) on DR; None: unknown
-
-
-@dataclass(frozen=True)
-class FailoverPlan:
-    flow: str
-    failed: str
-    to: str
-    target_bootstrap: str
-    remote_topics: tuple[str, ...]
-    source_reachable: bool
-    source_error: str
-    offset_lag_max: int
-    now_ms: int
-    groups: tuple[GroupPlan, ...]
-    lag: tuple[PartitionLag, ...]
-    problems: tuple[str, ...] = ()  # any problem refuses the whole failover
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def refused(self) -> bool:
-        return bool(self.problems)
-
-    @property
-    def missing_total(self) -> int | None:
-        values = [entry.missing for entry in self.lag]
-        return None if any(v is None for v in values) else sum(v or 0 for v in values)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        for group in data["groups"]:
-            for part in group["partitions"]:
-                part["action"] = part["action"].value if isinstance(part["action"], Action) else part["action"]
-        data["refused"] = self.refused
-        data["missing_total"] = self.missing_total
-        data["reread"] = {g.group: dict(zip(("min", "max"), g.reread_range, strict=True)) for g in self.groups}
-        return data
-
-
-def estimate_missing(source_end: int, remote_end: int, anchor: Checkpoint | None, offset_lag_max: int) -> int:
-    """Records of a source partition not yet on its remote partition.
-
-    MM2 copies a partition record by record, so downstream offsets are dense and, when the flow
-    started at the source's first offset, equal the upstream ones. A checkpoint pairs an upstream
-    with a downstream offset; if they differ by more than the translation slack the partition is
-    shifted (retention or compaction before the flow started) and the estimate is re-based on it.
-    """
-    shift = 0
-    if anchor is not None and abs(anchor.upstream_offset - anchor.downstream_offset) > offset_lag_max:
-        shift = anchor.upstream_offset - anchor.downstream_offset
-    return max(0, source_end - (remote_end + shift))
-
-
-def plan_partition(
-    group: str,
-    remote_topic: str,
-    partition: int,
-    checkpoint: Checkpoint | None,
-    target_committed: int | None,
-    source_committed: int | None,
-    offset_lag_max: int,
-) -> PartitionPlan:
-    """Where one group resumes on one remote partition, and how much it re-reads there.
-
-    Consumers resuming at the translated offset D re-read what the group consumed on the source
-    after the checkpoint (C - U, known only while the source answers) plus the translation slack
-    (D trails the exact position by 0 to offset.lag.max records). A DR position T already past D
-    is kept, as MM2's own offset sync does, and shortens the re-read by T - D.
-    """
-    if checkpoint is None:
-        return PartitionPlan(
-            group,
-            remote_topic,
-            partition,
-            Action.NO_CHECKPOINT,
-            None,
-            target_committed,
-            target_committed,
-            source_committed,
-            None,
-            None,
-        )
-    d = checkpoint.downstream_offset
-    if target_committed is not None and target_committed >= d:
-        action, start = Action.KEEP, target_committed
-    else:
-        action, start = Action.COMMIT, d
-    ahead = start - d
-    # The slack is below offset.lag.max only if replication had caught up with the group when the
-    # checkpoint was taken; otherwise the translation fell back to an older sync and U - D shows
-    # it (on partitions whose offsets line up, U - D is the slack itself).
-    slack_max = max(offset_lag_max, checkpoint.upstream_offset - d)
-    if source_committed is not None:
-        progressed = max(0, source_committed - checkpoint.upstream_offset)
-        reread_min: int | None = max(0, progressed - ahead)
-        reread_max: int | None = max(0, progressed + slack_max - ahead)
-    else:
-        reread_min, reread_max = 0, None
-    return PartitionPlan(
-        group,
-        remote_topic,
-        partition,
-        action,
-        checkpoint,
-        target_committed,
-        start,
-        source_committed,
-        reread_min,
-        reread_max,
-    )
-
-
-def build_plan(
-    *,
-    flow_name: str,
-    failed: str,
-    to: str,
-    target_bootstrap: str,
-    topics: Mapping[str, str],
-    remote_partitions: Mapping[str, int],
-    checkpoints: Mapping[CheckpointKey, Checkpoint],
-    groups: Sequence[str],
-    groups_requested: bool,
-    target_groups: Mapping[str, TargetGroup],
-    source: SourceView | None,
-    source_error: str,
-    remote_ends: Mapping[tuple[str, int], int],
-    offset_lag_max: int,
-    now_ms: int,
-) -> FailoverPlan:
-    """The whole failover plan from what was observed; no I/O.
-
-    `topics` maps source topic -> remote topic for the flow; `remote_partitions` gives each remote
-    topic's partition count on DR (0 or absent: the topic is not there).
-    """
-    remote_to_source = {remote: src for src, remote in topics.items()}
-    problems: list[str] = []
-    warnings: list[str] = []
-    if source is None:
-        warnings.append(
-            f"source {failed} does not answer ({source_error or 'no reason given'}): the groups' last positions "
-            f"on {failed} and the replication lag at the failure are unknown; records produced to {failed} "
-            "after the last replicated one stay there until it is back (see --failback-plan)"
-        )
-    for remote in sorted(remote_to_source):
-        if not remote_partitions.get(remote):
-            warnings.append(f"remote topic {remote} does not exist on {to}: nothing of it was replicated yet")
-
-    group_plans: list[GroupPlan] = []
-    for group in groups:
-        own = {(t, p): cp for (g, t, p), cp in checkpoints.items() if g == group and t in remote_to_source}
-        if not own:
-            if groups_requested:
-                problems.append(
-                    f"group {group}: no checkpoint for the remote topics {', '.join(sorted(remote_to_source))} in the "
-                    f"flow's checkpoints topic on {to}. MM2 checkpoints only groups that match the flow's groups "
-                    f"filter and have committed offsets on replicated topics. Next step: check the group name, "
-                    f"`bin/connectors status --flow {flow_name}` and the flow's `groups` setting"
-                )
-            continue
-        tgroup = target_groups.get(group, TargetGroup("ABSENT"))
-        parts: list[PartitionPlan] = []
-        for remote in sorted({t for t, _ in own}):
-            for p in range(max(remote_partitions.get(remote, 0), 1 + max(q for t, q in own if t == remote))):
-                src_committed = None
-                if source is not None:
-                    src_committed = source.committed.get((group, remote_to_source[remote], p))
-                parts.append(
-                    plan_partition(
-                        group,
-                        remote,
-                        p,
-                        own.get((remote, p)),
-                        tgroup.committed.get((remote, p)),
-                        src_committed,
-                        offset_lag_max,
-                    )
-                )
-        plan = GroupPlan(group, tgroup.state, tgroup.members, tuple(parts))
-        group_plans.append(plan)
-        if plan.active:
-            problems.append(
-                f"group {group} is active on {to} ({tgroup.state}, {tgroup.members} member(s)): its consumers "
-                f"already read from {to}, and committing under them would fail or rewind them. Next step: stop "
-                f"those consumers and run the failover again, or leave the group out (--group)"
-            )
-        # A partition the group never committed on the source behaves on DR as it did there.
-        blank = [
-            f"{p.remote_topic}-{p.partition}"
-            for p in parts
-            if p.action is Action.NO_CHECKPOINT and (source is None or p.source_committed is not None)
-        ]
-        if blank:
-            warnings.append(
-                f"group {group}: no checkpoint for {', '.join(blank)}; its consumers start there at their "
-                "auto.offset.reset (earliest re-reads the partition, latest may skip records)"
-            )
-        behind = [p for p in parts if p.checkpoint and p.reread_min]
-        if behind:
-            warnings.append(
-                f"group {group}: the newest checkpoint is behind its position on {failed} by "
-                f"{sum(p.reread_min or 0 for p in behind)} records on {len(behind)} partition(s) (checkpoints are "
-                "emitted every emit.checkpoints.interval.seconds); wait for the next one, or accept the re-read"
-            )
-        for p in parts:
-            if (
-                p.action is Action.KEEP
-                and p.checkpoint is not None
-                and p.start_offset is not None
-                and p.start_offset > p.checkpoint.downstream_offset + offset_lag_max
-            ):
-                warnings.append(
-                    f"group {group}: {p.remote_topic}-{p.partition} on {to} is already at {p.start_offset}, "
-                    f"{p.start_offset - p.checkpoint.downstream_offset} past the translated offset; kept "
-                    "(the group consumed there before); reset it by hand if that position is not its own"
-                )
-    if not groups:
-        problems.append(
-            f"flow {flow_name}: the checkpoints topic on {to} holds no checkpoint for any group yet. Next step: "
-            f"check that the checkpoint connector runs (`bin/connectors status --flow {flow_name}`) and that the "
-            "groups committed offsets on the replicated topics"
-        )
-
-    # Replication lag per partition, anchored on the most advanced checkpoint of any group.
-    anchors: dict[tuple[str, int], Checkpoint] = {}
-    for (_, t, p), cp in checkpoints.items():
-        if (t, p) not in anchors or cp.upstream_offset > anchors[(t, p)].upstream_offset:
-            anchors[(t, p)] = cp
-    lag: list[PartitionLag] = []
-    for src, remote in sorted(topics.items()):
-        count = remote_partitions.get(remote, 0)
-        if source is not None:
-            count = max(count, 1 + max((p for (t, p) in source.ends if t == src), default=-1))
-        for p in range(count):
-            s_end = source.ends.get((src, p)) if source is not None else None
-            r_end = remote_ends.get((remote, p))
-            missing = None
-            if s_end is not None:
-                missing = estimate_missing(s_end, r_end or 0, anchors.get((remote, p)), offset_lag_max)
-            lag.append(PartitionLag(src, remote, p, s_end, r_end, missing))
-
-    return FailoverPlan(
-        flow=flow_name,
-        failed=failed,
-        to=to,
-        target_bootstrap=target_bootstrap,
-        remote_topics=tuple(sorted(remote_to_source)),
-        source_reachable=source is not None,
-        source_error=source_error,
-        offset_lag_max=offset_lag_max,
-        now_ms=now_ms,
-        groups=tuple(group_plans),
-        lag=tuple(lag),
-        problems=tuple(problems),
-        warnings=tuple(warnings),
-    )
-
-
-def _range(low: int | None, high: int | None) -> str:
-    if high is None:
-        return f"{low or 0}..? (+ what was consumed after the checkpoint)"
-    return f"{low}" if low == high else f"{low}..{high}"
-
-
-def render_plan(plan: FailoverPlan, *, dry_run: bool) -> str:
-    """The plan as an operator reads it."""
-    lines = [
-        f"Failover plan: consumers of {plan.failed} move to {plan.to} (flow {plan.flow})"
-        + ("  [dry run: nothing will be changed]" if dry_run else ""),
-        f"  source {plan.failed}: "
-        + ("answers" if plan.source_reachable else f"DOES NOT ANSWER ({plan.source_error})"),
-        f"  offset.lag.max {plan.offset_lag_max}: translated offsets are never ahead (nothing is skipped); they "
-        f"trail by fewer than {plan.offset_lag_max} records per partition when replication had caught up with "
-        "the group at the checkpoint, by more when it lagged (checkpoint U -> D below)",
-        "",
-        f"Replication lag (records on {plan.failed} not on {plan.to}; they stay on {plan.failed} until failback):",
-    ]
-    for entry in plan.lag:
-        src = "?" if entry.source_end is None else str(entry.source_end)
-        dst = "absent" if entry.remote_end is None else str(entry.remote_end)
-        missing = "unknown" if entry.missing is None else f"~{entry.missing}"
-        lines.append(
-            f"  {entry.source_topic} -> {entry.remote_topic} p{entry.partition}: "
-            f"end on {plan.failed} {src}, on {plan.to} {dst}, missing {missing}"
-        )
-    total = plan.missing_total
-    lines.append(f"  total possibly missing: {'unknown' if total is None else f'~{total}'}")
-    for group in plan.groups:
-        newest = group.newest_checkpoint_ms
-        age = f"{(plan.now_ms - newest) / 1000:.1f}s old" if newest else "no timestamp"
-        lines += [
-            "",
-            f"Group {group.group} on {plan.to}: {group.target_state}, {group.target_members} member(s); "
-            f"newest checkpoint {age}",
-        ]
-        for p in group.partitions:
-            if p.checkpoint is None:
-                lines.append(f"  {p.remote_topic} p{p.partition}: no checkpoint -> auto.offset.reset")
-                continue
-            have = "none" if p.target_committed is None else str(p.target_committed)
-            src = "" if p.source_committed is None else f", on {plan.failed} at {p.source_committed}"
-            lines.append(
-                f"  {p.remote_topic} p{p.partition}: checkpoint {p.checkpoint.upstream_offset} -> "
-                f"{p.checkpoint.downstream_offset}{src}; {plan.to} has {have}; {p.action.value} {p.start_offset}; "
-                f"re-read {_range(p.reread_min, p.reread_max)}"
-            )
-        low, high = group.reread_range
-        lines.append(f"  expected duplicates (re-read): {_range(low, high)} records")
-    if plan.warnings:
-        lines += ["", "Warnings:", *(f"  - {w}" for w in plan.warnings)]
-    if plan.problems:
-        lines += ["", "REFUSED, nothing committed:", *(f"  - {p}" for p in plan.problems)]
-    elif plan.groups:
-        names = ", ".join(g.group for g in plan.groups)
-        lines += [
-            "",
-            f"Next: start the consumers of {names} against {plan.to} ({plan.target_bootstrap}) subscribed to "
-            f"{', '.join(plan.remote_topics)} (the remote topic names), same group.id; producers go to "
-            f"{plan.to} too. Failback: --failback-plan.",
-        ]
-    return "\n".join(lines)
-
-
-def failback_steps(
-    *,
-    flow_name: str,
-    failed: str,
-    to: str,
-    topics: Mapping[str, str],
-    worker_group: str,
-    worker_group_cluster: str,
-    separator: str = ".",
-) -> list[str]:
-    """Ordered steps to move producers and consumers back to `failed` once it is healthy again.
-
-    The reverse flow must use DefaultReplicationPolicy: with both flows enabled the pair is a
-    cycle, and only renaming remote topics stops records from looping (the policy pack's
-    `no-name-preserving-replication-on-cycles` rule refuses anything else).
-    """
-    reverse = f"{to}->{failed}"
-    local_topics = sorted(topics)
-    back_remote = [f"{to}{separator}{t}" for t in local_topics]
-    group_hint = (
-        f"a worker group attached to {failed} (e.g. mm2:workerGroups.mm2-{failed}: {{cluster: {failed}, workers: 2, "
-        f"restPort: <free port>}}), so MM2 writes into {failed} from Connect next to it"
-        if worker_group_cluster != failed
-        else f"worker group {worker_group} (it is attached to {failed})"
-    )
-    return [
-        f"Keep producers and consumers on {to}. Bring {failed} back: `bin/pulumi refresh --stack <stack> --yes` "
-        f"then `bin/pulumi up --stack <stack> --yes` (restarts its brokers in place, data kept).",
-        f"Let flow {flow_name} catch up: records produced to {failed} before the failure that were not replicated "
-        f"(the 'possibly missing' figure) now arrive in {', '.join(topics[t] for t in local_topics)} on {to}. "
-        f"Check `bin/connectors --stack <stack> status --flow {flow_name}` and that the lag is 0 "
-        f"(`bin/failover --failed {failed} --to {to} --dry-run`). Consumers on {to} read these late records.",
-        f'Add the reverse flow to the stack config: mm2:flows."{reverse}" with topics {local_topics} (what '
-        f'producers now write on {to}), groups [".*"], replicationPolicy {{class: default}} (never identity: '
-        f"{flow_name} + {reverse} is a cycle), disasterRecovery: true, settings "
-        f'{{sync.group.offsets.enabled: "true"}}, workerGroup: {group_hint}.',
-        f"`bin/pulumi preview --stack <stack> --policy-pack policies`, then `bin/pulumi up --stack <stack> --yes`: "
-        f"creates {', '.join(back_remote)} on {failed} and {to}.checkpoints.internal there.",
-        f"Wait until {reverse} has caught up (`bin/connectors status --flow {reverse}`, lag 0 with "
-        f"`bin/failover --failed {to} --to {failed} --flow {reverse} --dry-run`).",
-        f"Maintenance window: stop the producers on {to}; wait until the lag of {reverse} is 0.",
-        f"Stop the consumers on {to}; run `bin/failover --stack <stack> --failed {to} --to {failed} "
-        f"--flow {reverse}` to commit their translated offsets on {failed}. MM2 maps offsets on "
-        f"{', '.join(topics[t] for t in local_topics)} back to {', '.join(local_topics)} on {failed} (checkpoints of "
-        f"topics that came from the target keep their original name), and offsets on {', '.join(local_topics)} "
-        f"to {', '.join(back_remote)}.",
-        f"Start the consumers on {failed} subscribed to {', '.join(local_topics)} and {', '.join(back_remote)} "
-        f"(records written on {to} during the outage), then the producers on {failed} writing "
-        f"{', '.join(local_topics)}.",
-        f"Decide the steady state: keep {reverse} (active/active-ready; {flow_name} keeps protecting {failed}), "
-        f"or, once consumers drained {', '.join(back_remote)}, remove {reverse} from the config and "
-        f"`bin/pulumi up`. Resume {flow_name} if it was paused (`bin/connectors resume --flow {flow_name}`). "
-        "Then run `bin/drill` on a throwaway stack to prove the runbook again.",
-    ]
-
-
-def render_failback(steps: Sequence[str], *, failed: str, to: str) -> str:
-    lines = [f"Failback plan: move producers and consumers from {to} back to {failed}", ""]
-    lines += [f"{i}. {step}" for i, step in enumerate(steps, 1)]
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------------------------
-# I/O: observe the clusters, commit offsets
-# --------------------------------------------------------------------------------------------
-
-
-def resolve_flow(outputs: Mapping[str, Any], failed: str, to: str, flow_name: str | None) -> str:
-    flows = outputs["flows"]
+from components.mm2_records import Checkpoint, RecordFormatError, decode_checkpoint
+from components.ops.clients import cluster, connect_client, flow, kafka_config
+from components.ops.errors import OpsError
+from components.ops.failback import failback_steps, render_failback
+from components.ops.failover_plan import (
+    CheckpointKey,
+    FailoverPlan,
+    SourceView,
+    TargetGroup,
+    build_plan,
+    latest_checkpoints,
+    render_plan,
+)
+from components.outputs.contract import OutputsError, StackExports
+from components.outputs.loader import load_exports
+
+
+def resolve_flow(outputs: StackExports, failed: str, to: str, flow_name: str | None) -> str:
+    flows = outputs.flows
     if flow_name:
         f = flow(outputs, flow_name)
-        if (f.get("source"), f.get("target")) != (failed, to):
+        if (f.source, f.target) != (failed, to):
             raise OpsError(
-                f"flow {flow_name} replicates {f.get('source')} -> {f.get('target')}, not {failed} -> {to}. "
+                f"flow {flow_name} replicates {f.source} -> {f.target}, not {failed} -> {to}. "
                 "Next step: give --failed and --to matching the flow, or another --flow."
             )
         return flow_name
-    matches = [name for name, f in flows.items() if f.get("source") == failed and f.get("target") == to]
+    matches = [name for name, f in flows.items() if f.source == failed and f.target == to]
     if not matches:
-        have = ", ".join(f"{n} ({f.get('source')}->{f.get('target')})" for n, f in sorted(flows.items())) or "none"
+        have = ", ".join(f"{n} ({f.source}->{f.target})" for n, f in sorted(flows.items())) or "none"
         raise OpsError(
             f"no enabled flow replicates {failed} -> {to} in the stack outputs (flows: {have}). "
             "Next step: check --failed/--to; consumers can only fail over to a cluster that receives the flow."
@@ -618,7 +74,7 @@ def resolve_flow(outputs: Mapping[str, Any], failed: str, to: str, flow_name: st
 
 
 def read_checkpoints(
-    outputs: Mapping[str, Any], alias: str, topic: str, timeout_s: float = 30.0
+    outputs: StackExports, alias: str, topic: str, timeout_s: float = 30.0
 ) -> dict[CheckpointKey, Checkpoint] | None:
     """The newest checkpoint per key in `topic` on cluster `alias`; None when the topic is absent."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
@@ -664,7 +120,7 @@ def read_checkpoints(
                 continue  # a tombstone: compaction's delete marker, not a checkpoint
             try:
                 records.append(decode_checkpoint(msg.key(), msg.value(), msg.timestamp()[1]))
-            except CheckpointFormatError as exc:
+            except RecordFormatError as exc:
                 raise OpsError(
                     f"{topic} on {alias}, offset {msg.offset()}: {exc}. This tool reads MM2 checkpoint format "
                     "version 0; next step: check the MM2 version writing the topic."
@@ -686,7 +142,7 @@ def _group_state(description: Any) -> str:
 
 
 def describe_target_groups(
-    outputs: Mapping[str, Any], alias: str, groups: Sequence[str], remote_topics: Sequence[str], timeout_s: float
+    outputs: StackExports, alias: str, groups: Sequence[str], remote_topics: Sequence[str], timeout_s: float
 ) -> dict[str, TargetGroup]:
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
     from confluent_kafka.admin import AdminClient
@@ -717,7 +173,7 @@ def describe_target_groups(
     return found
 
 
-def probe_source(outputs: Mapping[str, Any], alias: str, timeout_s: float = 5.0) -> str:
+def probe_source(outputs: StackExports, alias: str, timeout_s: float = 5.0) -> str:
     """'' when cluster `alias` answers a metadata request within timeout_s, else why not."""
     from confluent_kafka.admin import AdminClient
 
@@ -729,12 +185,12 @@ def probe_source(outputs: Mapping[str, Any], alias: str, timeout_s: float = 5.0)
     return "" if md.brokers else f"{cluster_bootstrap(outputs, alias)} answered with no brokers"
 
 
-def cluster_bootstrap(outputs: Mapping[str, Any], alias: str) -> str:
-    return str(outputs["clusters"][alias]["bootstrap"])
+def cluster_bootstrap(outputs: StackExports, alias: str) -> str:
+    return cluster(outputs, alias).bootstrap
 
 
 def end_offsets(
-    outputs: Mapping[str, Any], alias: str, topics: Iterable[str], timeout_s: float
+    outputs: StackExports, alias: str, topics: Iterable[str], timeout_s: float
 ) -> tuple[dict[str, int], dict[tuple[str, int], int]]:
     """(partition count per topic, log-end offset per (topic, partition)) on cluster `alias`."""
     from confluent_kafka import Consumer, TopicPartition
@@ -758,7 +214,7 @@ def end_offsets(
 
 
 def source_view(
-    outputs: Mapping[str, Any], alias: str, groups: Sequence[str], topics: Sequence[str], timeout_s: float
+    outputs: StackExports, alias: str, groups: Sequence[str], topics: Sequence[str], timeout_s: float
 ) -> SourceView:
     from confluent_kafka import ConsumerGroupTopicPartitions
     from confluent_kafka.admin import AdminClient
@@ -774,16 +230,16 @@ def source_view(
     return SourceView(committed, ends)
 
 
-def checkpoint_connector_warning(outputs: Mapping[str, Any], flow_name: str) -> str:
+def checkpoint_connector_warning(outputs: StackExports, flow_name: str) -> str:
     """A warning when the flow's checkpoint connector is not RUNNING (its checkpoints may be stale)."""
     f = flow(outputs, flow_name)
-    name = (f.get("connectors") or {}).get("checkpoint")
-    group = f.get("workerGroup")
+    name = f.connectors.get("checkpoint")
+    group = f.worker_group
     if not name or not group:
         return ""
     try:
-        with connect_client(outputs, str(group), retry_budget_s=5.0, timeout=5.0) as client:
-            status = client.get_status(str(name))
+        with connect_client(outputs, group, retry_budget_s=5.0, timeout=5.0) as client:
+            status = client.get_status(name)
     except Exception as exc:
         return f"could not ask Connect for {name}'s status ({exc}); checkpoint freshness unverified"
     states = [((status or {}).get("connector") or {}).get("state")]
@@ -797,7 +253,7 @@ def checkpoint_connector_warning(outputs: Mapping[str, Any], flow_name: str) -> 
 
 
 def observe(
-    outputs: Mapping[str, Any],
+    outputs: StackExports,
     *,
     failed: str,
     to: str,
@@ -811,10 +267,10 @@ def observe(
     say = log or (lambda _msg: None)
     name = resolve_flow(outputs, failed, to, flow_name)
     f = flow(outputs, name)
-    topics = {str(k): str(v) for k, v in (f.get("topics") or {}).items()}
+    topics = dict(f.topics)
     remote_topics = sorted(topics.values())
-    lag_max = int(f.get("offsetLagMax") or 100)
-    cp_topic = str(f.get("checkpointsTopic") or f"{failed}.checkpoints.internal")
+    lag_max = f.offset_lag_max
+    cp_topic = f.checkpoints_topic
 
     say(f"reading checkpoints from {cp_topic} on {to} ...")
     checkpoints = read_checkpoints(outputs, to, cp_topic, timeout_s)
@@ -904,7 +360,7 @@ class CommitResult:
     verified: bool
 
 
-def execute(outputs: Mapping[str, Any], plan: FailoverPlan, timeout_s: float = 30.0) -> list[CommitResult]:
+def execute(outputs: StackExports, plan: FailoverPlan, timeout_s: float = 30.0) -> list[CommitResult]:
     """Commit every group's translated offsets on the DR cluster, then read them back."""
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
@@ -942,7 +398,7 @@ def execute(outputs: Mapping[str, Any], plan: FailoverPlan, timeout_s: float = 3
 
 
 def run_failover(
-    outputs: Mapping[str, Any],
+    outputs: StackExports,
     *,
     failed: str,
     to: str,
@@ -994,18 +450,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        outputs = load_outputs(args.stack, args.outputs)
+        outputs = load_exports(args.stack, args.outputs)
         if args.failback_plan:
             name = resolve_flow(outputs, args.failed, args.to, args.flow)
             f = flow(outputs, name)
-            group = str(f.get("workerGroup", ""))
+            attached = outputs.connect.get(f.worker_group)
             steps = failback_steps(
                 flow_name=name,
                 failed=args.failed,
                 to=args.to,
-                topics={str(k): str(v) for k, v in (f.get("topics") or {}).items()},
-                worker_group=group,
-                worker_group_cluster=str((outputs["connect"].get(group) or {}).get("cluster", args.to)),
+                topics=dict(f.topics),
+                worker_group=f.worker_group,
+                worker_group_cluster=(attached.cluster if attached else "") or args.to,
             )
             text = render_failback(steps, failed=args.failed, to=args.to)
             text = text.replace("<stack>", args.stack or "<stack>")
@@ -1028,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         if plan.refused:
             return 2
         return 0 if all(r.verified for r in results) else 1
-    except OpsError as exc:
+    except (OpsError, OutputsError) as exc:
         print(f"failover: {exc}", file=sys.stderr)
         return 1
 

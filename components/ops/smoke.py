@@ -11,43 +11,34 @@ remote topic. Exit code 0 when it arrived, 1 otherwise with what was seen.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import uuid
-from typing import Any
+
+from components.ops.clients import cluster, flow, kafka_config
+from components.outputs.contract import OutputsError, StackExports
+from components.outputs.loader import read_exports_file
 
 
-def client_conf(outputs: dict[str, Any], alias: str, **extra: Any) -> dict[str, Any]:
-    """confluent-kafka settings for cluster `alias`: bootstrap plus its `client` settings."""
-    cluster = outputs["clusters"][alias]
-    client = cluster.get("client")
-    if client == "[secret]" or isinstance(client, str):
-        raise SystemExit(
-            f"cluster {alias}: its client settings are hidden. Fix: write the outputs with "
-            "`pulumi stack output --json --show-secrets`."
-        )
-    return {"bootstrap.servers": cluster["bootstrap"], **(client or {}), "log_level": 0, **extra}
-
-
-def check(outputs: dict[str, Any], flow_name: str | None, topic: str | None, timeout_s: float) -> str:
+def check(outputs: StackExports, flow_name: str | None, topic: str | None, timeout_s: float) -> str:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    flows = outputs["flows"]
-    name = flow_name or sorted(flows)[0]
-    flow = flows[name]
-    topic = topic or sorted(flow["topics"])[0]
-    remote = flow["topics"][topic]
-    source = outputs["clusters"][flow["source"]]["bootstrap"]
+    name = flow_name or sorted(outputs.flows)[0]
+    f = flow(outputs, name)
+    topic = topic or sorted(f.topics)[0]
+    remote = f.topics[topic]
+    source = cluster(outputs, f.source).bootstrap
     key = f"smoke-{uuid.uuid4()}".encode()
 
-    producer = Producer(client_conf(outputs, flow["source"], **{"enable.idempotence": True}))
+    producer = Producer(kafka_config(outputs, f.source, **{"log_level": 0, "enable.idempotence": True}))
     producer.produce(topic, key=key, value=b"smoke check", headers=[("mm2-smoke", b"1")])
     if producer.flush(30) != 0:
-        raise SystemExit(f"could not produce to {topic} on {flow['source']} ({source}) within 30s")
+        raise SystemExit(f"could not produce to {topic} on {f.source} ({source}) within 30s")
 
     consumer = Consumer(
-        client_conf(outputs, flow["target"], **{"group.id": f"mm2-smoke-{uuid.uuid4()}", "enable.auto.commit": False})
+        kafka_config(
+            outputs, f.target, **{"log_level": 0, "group.id": f"mm2-smoke-{uuid.uuid4()}", "enable.auto.commit": False}
+        )
     )
     try:
         md = consumer.list_topics(timeout=10)
@@ -56,9 +47,7 @@ def check(outputs: dict[str, Any], flow_name: str | None, topic: str | None, tim
             time.sleep(1)
             md = consumer.list_topics(timeout=10)
         if remote not in md.topics:
-            raise SystemExit(
-                f"{name}: remote topic {remote} never appeared on {flow['target']} within {timeout_s:.0f}s"
-            )
+            raise SystemExit(f"{name}: remote topic {remote} never appeared on {f.target} within {timeout_s:.0f}s")
         # Only the tail of each partition can hold the new record: start near the end.
         parts = []
         for p in md.topics[remote].partitions:
@@ -83,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topic")
     parser.add_argument("--timeout", type=float, default=90.0)
     args = parser.parse_args(argv)
-    with open(args.outputs) as fh:
-        outputs = json.load(fh)
+    try:
+        outputs = read_exports_file(args.outputs)
+    except OutputsError as exc:
+        raise SystemExit(f"smoke: {exc}") from None
     print(check(outputs, args.flow, args.topic, args.timeout))
     return 0
 

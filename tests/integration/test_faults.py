@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 
 from components.connect.client import ConnectClient
-from components.ops.stack_outputs import connect_auth, kafka_config
+from components.ops.clients import connect_auth, kafka_config
+from components.outputs.contract import StackExports
 from components.platform.local import process as proc
 from tests.integration.harness import ROOT, TestStack, deployed, running, wait_until
 
@@ -86,7 +87,9 @@ def _worker_url(s: TestStack, index: int) -> str:
 
 
 def _client(s: TestStack, out: dict[str, Any], url: str | None = None) -> ConnectClient:
-    return ConnectClient(url or out["connect"][GROUP]["url"], auth=connect_auth(out, GROUP), retry_budget_s=30)
+    return ConnectClient(
+        url or out["connect"][GROUP]["url"], auth=connect_auth(StackExports.from_json(out), GROUP), retry_budget_s=30
+    )
 
 
 def _statuses(s: TestStack, out: dict[str, Any], url: str | None = None) -> dict[str, Any]:
@@ -129,7 +132,7 @@ def _produce(out: dict[str, Any], run: str, count: int, rate: float | None = Non
 
     producer = Producer(
         kafka_config(
-            out,
+            StackExports.from_json(out),
             "primary",
             **{"linger.ms": 20, "batch.size": 262144, "enable.idempotence": True, "compression.type": "lz4"},
         )
@@ -155,7 +158,7 @@ def _produce(out: dict[str, Any], run: str, count: int, rate: float | None = Non
 def _remote_total(out: dict[str, Any], remote: str = "primary.orders") -> int:
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer(kafka_config(out, "dr", **{"group.id": "faults-probe", "log_level": 0}))
+    c = Consumer(kafka_config(StackExports.from_json(out), "dr", **{"group.id": "faults-probe", "log_level": 0}))
     try:
         md = c.list_topics(remote, timeout=10).topics.get(remote)
         if md is None or not md.partitions:
@@ -174,7 +177,11 @@ def _read_remote(
     wanted = set(expected)
     seen: Counter[bytes] = Counter()
     c = Consumer(
-        kafka_config(out, "dr", **{"group.id": f"faults-verify-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False})
+        kafka_config(
+            StackExports.from_json(out),
+            "dr",
+            **{"group.id": f"faults-verify-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False},
+        )
     )
     try:
         parts = c.list_topics("primary.orders", timeout=30).topics["primary.orders"].partitions
@@ -371,7 +378,7 @@ def _restart_worker(s: TestStack, out: dict[str, Any], index: int) -> None:
             start_new_session=True,
         )  # fmt: skip
     url = _worker_url(s, index)
-    auth = connect_auth(out, GROUP)
+    auth = connect_auth(StackExports.from_json(out), GROUP)
     wait_until(lambda: child.poll() is None and _probe_connect(url, auth) is None, WAIT_S, f"worker-{index} ready")
 
 

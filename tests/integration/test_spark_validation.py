@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from components import mm2_records as d
 from components.platform.local import process as proc
 from components.platform.local.provider import _probe_kafka
-from spark import decoders as d
 from spark import validate
 from tests.integration.harness import free_port_block, kafka_retrying, wait_until
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.ops.failover import Checkpoint
+from components.mm2_records import Checkpoint
+from components.outputs.contract import StackExports
 
 
-def outputs(*, client: dict[str, str] | None = None, auth: str = "") -> dict[str, Any]:
+def outputs(*, client: dict[str, str] | None = None, auth: str = "") -> StackExports:
     """auth: "" none, "nested" as the program exports it ({auth: {username, password}}), "flat"."""
     connect: dict[str, Any] = {"url": "http://connect.test:8083", "cluster": "dr", "auth": None}
     if auth == "nested":
@@ -17,25 +18,29 @@ def outputs(*, client: dict[str, str] | None = None, auth: str = "") -> dict[str
     primary: dict[str, Any] = {"bootstrap": "127.0.0.1:19092", "securityProtocol": "PLAINTEXT"}
     if client:
         primary["client"] = client
-    return {
-        "clusters": {"primary": primary, "dr": {"bootstrap": "127.0.0.1:19192", "securityProtocol": "PLAINTEXT"}},
-        "connect": {"mm2": connect},
-        "flows": {
-            "primary->dr": {
-                "source": "primary",
-                "target": "dr",
-                "workerGroup": "mm2",
-                "connectors": {
-                    "source": "mm2-primary-to-dr-source",
-                    "checkpoint": "mm2-primary-to-dr-checkpoint",
-                    "heartbeat": "mm2-primary-to-dr-heartbeat",
-                },
-                "topics": {"orders": "primary.orders", "payments": "primary.payments"},
-                "checkpointsTopic": "primary.checkpoints.internal",
-                "offsetLagMax": 100,
-            }
-        },
-    }
+    return StackExports.from_json(
+        {
+            "clusters": {"primary": primary, "dr": {"bootstrap": "127.0.0.1:19192", "securityProtocol": "PLAINTEXT"}},
+            "connect": {"mm2": connect},
+            "flows": {
+                "primary->dr": {
+                    "source": "primary",
+                    "target": "dr",
+                    "workerGroup": "mm2",
+                    "connectors": {
+                        "source": "mm2-primary-to-dr-source",
+                        "checkpoint": "mm2-primary-to-dr-checkpoint",
+                        "heartbeat": "mm2-primary-to-dr-heartbeat",
+                    },
+                    "topics": {"orders": "primary.orders", "payments": "primary.payments"},
+                    "checkpointsTopic": "primary.checkpoints.internal",
+                    "offsetSyncsTopic": "mm2-offset-syncs.dr.internal",
+                    "heartbeatsTopic": "heartbeats",
+                    "offsetLagMax": 100,
+                }
+            },
+        }
+    )
 
 
 def cp(group: str, topic: str, partition: int, upstream: int, downstream: int, ts: int = 1_000) -> Checkpoint:

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from components.connect.client import ConnectClient
+from components.ops import clients
 from components.ops import connectors as ops
-from components.ops import stack_outputs
 from components.ops.connectors import Operation
+from components.ops.errors import OpsError
 from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
 from tests.unit.ops.helpers import outputs
 
@@ -22,7 +23,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeConnect:
     connect = FakeConnect(connectors={n: {"connector.class": "x"} for n in NAMES})
 
     def client(out: Any, group: str, **kwargs: Any) -> ConnectClient:
-        return stack_outputs.connect_client(out, group, transport=connect.transport(), sleep=FakeSleep(), **kwargs)
+        return clients.connect_client(out, group, transport=connect.transport(), sleep=FakeSleep(), **kwargs)
 
     monkeypatch.setattr(ops, "connect_client", client)
     monkeypatch.setattr(ops, "POLL_S", 0.0)
@@ -84,37 +85,9 @@ def test_no_auth_in_the_outputs_sends_none(fake: FakeConnect) -> None:
 
 def test_missing_connector_and_bad_options_fail_with_next_step(fake: FakeConnect) -> None:
     del fake.connectors[NAMES[2]]
-    with pytest.raises(stack_outputs.OpsError, match=r"does not exist on worker group mm2.*bin/pulumi up"):
+    with pytest.raises(OpsError, match=r"does not exist on worker group mm2.*bin/pulumi up"):
         ops.run(outputs(), Operation.RESUME, roles=["heartbeat"], log=lambda _m: None)
-    with pytest.raises(stack_outputs.OpsError, match="--failed-only applies to status and restart"):
+    with pytest.raises(OpsError, match="--failed-only applies to status and restart"):
         ops.run(outputs(), Operation.PAUSE, failed_only=True, log=lambda _m: None)
-    with pytest.raises(stack_outputs.OpsError, match="flow 'a->b' is not in the stack outputs"):
+    with pytest.raises(OpsError, match="flow 'a->b' is not in the stack outputs"):
         ops.run(outputs(), Operation.STATUS, flows=["a->b"], log=lambda _m: None)
-
-
-def test_kafka_config_merges_the_cluster_client_settings() -> None:
-    sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "u"}
-    conf = stack_outputs.kafka_config(outputs(client=sasl), "primary", **{"group.id": "g"})
-    assert conf == {"bootstrap.servers": "127.0.0.1:19092", **sasl, "group.id": "g"}
-    assert stack_outputs.kafka_config(outputs(), "dr") == {
-        "bootstrap.servers": "127.0.0.1:19192",
-        "security.protocol": "PLAINTEXT",
-    }
-
-
-def test_connect_client_verifies_https_against_the_stack_ca(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: dict[str, Any] = {}
-
-    class Spy:
-        def __init__(self, url: str, **kwargs: Any) -> None:
-            seen.update(url=url, **kwargs)
-
-    import components.connect.client as client_module
-
-    monkeypatch.setattr(client_module, "ConnectClient", Spy)
-    out = {"connect": {"mm2": {"url": "https://127.0.0.1:18083", "caPem": "PEM", "auth": None}}}
-    stack_outputs.connect_client(out, "mm2")
-    assert seen["ca_pem"] == "PEM"
-    out["connect"]["mm2"].pop("caPem")
-    stack_outputs.connect_client(out, "mm2")
-    assert seen["ca_pem"] is None

@@ -1,71 +1,19 @@
-"""MM2's byte layouts, built by hand with struct (per the notes), decoded in Python and in Spark SQL."""
+"""MM2's byte layouts, built by hand with struct (per the notes), decoded in Spark SQL as the Python codec does."""
 
 from __future__ import annotations
 
 import struct
 
-import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from components import mm2_records as r
 from spark import decoders as d
-
-
-def s(text: str) -> bytes:
-    raw = text.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-CKPT_KEY = s("consumer-group-1") + s("primary.test-topic-1") + struct.pack(">i", 3)
-CKPT_VALUE = struct.pack(">h", 0) + struct.pack(">q", 150) + struct.pack(">q", 251) + s("")
-SYNC_KEY = s("test-topic-1") + struct.pack(">i", 3)
-SYNC_VALUE = struct.pack(">qq", 100, 200)
-HB_KEY = s("backup") + s("primary")
-HB_VALUE = struct.pack(">hq", 0, 1_700_000_000_000)
-
-
-def test_checkpoint_layout() -> None:
-    assert len(CKPT_VALUE) == 20
-    c = d.decode_checkpoint(CKPT_KEY, CKPT_VALUE)
-    assert c == d.Checkpoint("consumer-group-1", "primary.test-topic-1", 3, 150, 251, "")
-    assert d.encode_checkpoint(c) == (CKPT_KEY, CKPT_VALUE)
-
-
-def test_checkpoint_with_metadata_and_unicode() -> None:
-    c = d.Checkpoint("gruppe-ü", "dr.orders", 0, 2**40, 7, "meta")
-    key, value = d.encode_checkpoint(c)
-    assert value[18:] == s("meta") and len(value) == 24
-    assert d.decode_checkpoint(key, value) == c
-
-
-def test_offset_sync_layout_has_no_version() -> None:
-    assert len(SYNC_VALUE) == 16
-    assert d.decode_offset_sync(SYNC_KEY, SYNC_VALUE) == d.OffsetSync("test-topic-1", 3, 100, 200)
-    assert d.encode_offset_sync(d.OffsetSync("test-topic-1", 3, 100, 200)) == (SYNC_KEY, SYNC_VALUE)
-
-
-def test_heartbeat_layout() -> None:
-    assert d.decode_heartbeat(HB_KEY, HB_VALUE) == d.Heartbeat("backup", "primary", 1_700_000_000_000)
-    assert d.encode_heartbeat(d.Heartbeat("backup", "primary", 1_700_000_000_000)) == (HB_KEY, HB_VALUE)
-
-
-@pytest.mark.parametrize(
-    ("decode", "key", "value", "message"),
-    [
-        (d.decode_checkpoint, CKPT_KEY, struct.pack(">h", 1) + CKPT_VALUE[2:], "unknown version 1"),
-        (d.decode_checkpoint, CKPT_KEY[:-1], CKPT_VALUE, "truncated"),
-        (d.decode_offset_sync, SYNC_KEY, SYNC_VALUE + b"\0", "trailing"),
-        (d.decode_heartbeat, HB_KEY, HB_VALUE[:9], "truncated"),
-        (d.decode_heartbeat, struct.pack(">h", -1) + s("x"), HB_VALUE, "negative string length"),
-    ],
-)
-def test_malformed_records_are_rejected(decode, key: bytes, value: bytes, message: str) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(d.DecodeError, match=message):
-        decode(key, value)
+from tests.unit.components.mm2_record_bytes import CKPT_KEY, CKPT_VALUE, HB_KEY, HB_VALUE, SYNC_KEY, SYNC_VALUE
 
 
 def test_spark_checkpoint_decoder_matches_python(spark: SparkSession) -> None:
-    other = d.encode_checkpoint(d.Checkpoint("g", "dr.orders", 12, 5, 2**33, "x"))
+    other = r.encode_checkpoint(r.Checkpoint("g", "dr.orders", 12, 5, 2**33, "x"))
     bad = (CKPT_KEY, struct.pack(">h", 1) + CKPT_VALUE[2:])
     df = spark.createDataFrame([(CKPT_KEY, CKPT_VALUE), other, bad], "key binary, value binary")
     cols = d.checkpoint_columns(F.col("key"), F.col("value"))
@@ -90,7 +38,7 @@ def test_spark_checkpoint_decoder_matches_python(spark: SparkSession) -> None:
 
 
 def test_spark_offset_sync_decoder(spark: SparkSession) -> None:
-    neg = d.encode_offset_sync(d.OffsetSync("t", -1, -5, 2**62))
+    neg = r.encode_offset_sync(r.OffsetSync("t", -1, -5, 2**62))
     df = spark.createDataFrame([(SYNC_KEY, SYNC_VALUE), neg, (SYNC_KEY, SYNC_VALUE[:8])], "key binary, value binary")
     cols = d.offset_sync_columns(F.col("key"), F.col("value"))
     rows = [tuple(r) for r in df.select(*[c.alias(n) for n, c in cols.items()]).collect()]

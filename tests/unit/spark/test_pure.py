@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from components.outputs.contract import OutputsError
 from spark.catchup import partition_lag
 from spark.jars import artifact_name, jars_to_add
 from spark.loops import illegal_topics
-from spark.outputs import OutputsError, parse_outputs
+from spark.outputs import parse_outputs
 from spark.report import Check, FlowReport, Report, Status, TopicReport, render_table
 
 FLOW: dict[str, Any] = {

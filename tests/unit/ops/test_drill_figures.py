@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.ops.drill import DrillReport, DrillSettings, compute_figures, max_in_window, render_report
+from components.ops.drill_figures import DrillReport, DrillSettings, compute_figures, max_in_window, render_report
 
 
 def k(i: int) -> bytes:

@@ -1,0 +1,1 @@
+"""What the Pulumi program exports, and the one way to read it back: `contract` (pure) and `loader`."""

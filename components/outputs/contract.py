@@ -1,0 +1,253 @@
+"""The stack-outputs contract: what the program exports, as frozen dataclasses with a JSON encoding.
+
+Pure (no pulumi, no I/O): the program builds its exports with it (`__main__.py`,
+`ReplicationFlow`), and the operator commands and the Spark stage decode what
+`pulumi stack output --json --show-secrets` prints with it (`components/outputs/loader.py`).
+
+    {"clusters": {alias: ClusterExport}, "connect": {group: ConnectGroupExport}, "flows": {name: FlowExport}}
+
+The program fills some fields with pulumi Outputs (connector states, secrets): `to_json` only
+places each value under its key, so `pulumi.export` resolves them, each keeping its own secrecy.
+
+Secrets (`clusters.*.client`, `clusters.*.users`, `connect.*.auth`) are exported as Pulumi
+secrets; decoded, they stay in memory and no `repr` here shows them. Stacks deployed before
+`separator`, `offsetSyncsCluster` and `namePreserving` were exported decode too: those are then
+inferred from the internal topic names, as the Spark stage always did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+HIDDEN = "[secret]"  # what `pulumi stack output --json` prints for a secret without --show-secrets
+FLOW_KEYS = ("source", "target", "topics", "checkpointsTopic", "offsetSyncsTopic", "heartbeatsTopic")
+
+
+class OutputsError(ValueError):
+    """The stack outputs cannot be read or do not match the contract; the message lists every problem."""
+
+
+@dataclass(frozen=True)
+class ClusterExport:
+    alias: str
+    bootstrap: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    # librdkafka settings of the stack's admin (`security.protocol`, `sasl.username`, ...). Secret.
+    client: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    users: Mapping[str, str] = field(default_factory=dict, repr=False)  # user -> password. Secret.
+    ca_location: str | None = None  # local TLS: the stack CA as PEM file (public)
+    # Java SASL settings {mechanism, jaasConfig} of hand-written outputs; the program exports `client`.
+    sasl: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "bootstrap": self.bootstrap,
+            "securityProtocol": self.security_protocol,
+            "saslMechanism": self.sasl_mechanism,
+            "client": self.client,
+            "users": self.users,
+            "caLocation": self.ca_location,
+        }
+        if self.sasl:
+            data["sasl"] = self.sasl
+        return data
+
+
+@dataclass(frozen=True)
+class ConnectGroupExport:
+    name: str
+    url: str
+    cluster: str = ""  # alias of the cluster the workers are attached to
+    auth: Mapping[str, str] | None = field(default=None, repr=False)  # REST basic auth {username, password}. Secret.
+    ca_pem: str | None = None  # the stack CA an https:// REST listener is verified against (restTls)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"url": self.url, "cluster": self.cluster, "auth": self.auth, "caPem": self.ca_pem}
+
+
+@dataclass(frozen=True)
+class FlowExport:
+    name: str  # "primary->dr"
+    source: str
+    target: str
+    topics: Mapping[str, str]  # source topic -> remote topic on the target
+    checkpoints_topic: str
+    offset_syncs_topic: str
+    heartbeats_topic: str
+    worker_group: str = ""
+    connectors: Mapping[str, str] = field(default_factory=dict)  # role -> connector name
+    states: Mapping[str, str] = field(default_factory=dict)  # connector name -> state at the last `up`
+    desired_states: Mapping[str, str] = field(default_factory=dict)  # role -> declared state
+    exactly_once: bool = False
+    offset_lag_max: int = 100
+    groups: tuple[str, ...] = ()
+    separator: str = "."  # the replication policy's: remote topics are `<source><separator><topic>`
+    name_preserving: bool = False  # IdentityReplicationPolicy: remote names equal source names
+    offset_syncs_cluster: str = ""  # alias of the cluster holding the offset-syncs topic
+    enabled: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "target": self.target,
+            "workerGroup": self.worker_group,
+            "connectors": dict(self.connectors),
+            "states": dict(self.states),
+            "desiredStates": dict(self.desired_states),
+            "topics": dict(self.topics),
+            "checkpointsTopic": self.checkpoints_topic,
+            "offsetSyncsTopic": self.offset_syncs_topic,
+            "heartbeatsTopic": self.heartbeats_topic,
+            "exactlyOnce": self.exactly_once,
+            "offsetLagMax": self.offset_lag_max,
+            "groups": list(self.groups),
+            "separator": self.separator,
+            "namePreserving": self.name_preserving,
+            "offsetSyncsCluster": self.offset_syncs_cluster,
+            "enabled": self.enabled,
+        }
+
+
+@dataclass(frozen=True)
+class StackExports:
+    clusters: Mapping[str, ClusterExport]
+    connect: Mapping[str, ConnectGroupExport]
+    flows: Mapping[str, FlowExport]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "clusters": {alias: c.to_json() for alias, c in self.clusters.items()},
+            "connect": {name: g.to_json() for name, g in self.connect.items()},
+            "flows": {name: f.to_json() for name, f in self.flows.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> StackExports:
+        """Decode what `pulumi stack output --json --show-secrets` printed; one error lists every problem."""
+        problems: list[str] = []
+        if not isinstance(data, Mapping):
+            raise OutputsError(f"stack outputs: expected a JSON object, got {type(data).__name__}")
+        raw_clusters = data.get("clusters")
+        if not isinstance(raw_clusters, Mapping) or not raw_clusters:
+            problems.append('"clusters" is missing or empty')
+            raw_clusters = {}
+        clusters = {str(alias): c for alias, raw in raw_clusters.items() if (c := _cluster(str(alias), raw, problems))}
+        raw_connect = data.get("connect") or {}
+        connect = {str(name): _connect_group(str(name), raw, problems) for name, raw in raw_connect.items()}
+        raw_flows = data.get("flows")
+        if not isinstance(raw_flows, Mapping):
+            problems.append('"flows" is missing')
+            raw_flows = {}
+        flows = {
+            str(name): f for name, raw in raw_flows.items() if (f := _flow(str(name), raw, raw_clusters, problems))
+        }
+        if problems:
+            raise OutputsError(
+                "stack outputs do not match the contract in docs/architecture.md:\n  - " + "\n  - ".join(problems)
+            )
+        return cls(clusters=clusters, connect=connect, flows=flows)
+
+
+def _mapping(where: str, value: Any, problems: list[str]) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if value == HIDDEN:
+        problems.append(
+            f"{where} is hidden ({value!r}): write the outputs with `pulumi stack output --json --show-secrets`"
+        )
+        return {}
+    if not isinstance(value, Mapping):
+        problems.append(f"{where} is not an object")
+        return {}
+    return value
+
+
+def _cluster(alias: str, raw: Any, problems: list[str]) -> ClusterExport | None:
+    if not isinstance(raw, Mapping) or not raw.get("bootstrap"):
+        problems.append(f'clusters["{alias}"] has no "bootstrap"')
+        return None
+    where = f'clusters["{alias}"]'
+    return ClusterExport(
+        alias=alias,
+        bootstrap=str(raw["bootstrap"]),
+        security_protocol=str(raw.get("securityProtocol") or "PLAINTEXT"),
+        sasl_mechanism=str(raw["saslMechanism"]) if raw.get("saslMechanism") else None,
+        client={str(k): v for k, v in _mapping(f"{where}.client", raw.get("client"), problems).items()},
+        users={str(k): str(v) for k, v in _mapping(f"{where}.users", raw.get("users"), problems).items()},
+        ca_location=str(raw["caLocation"]) if raw.get("caLocation") else None,
+        sasl={str(k): str(v) for k, v in _mapping(f"{where}.sasl", raw.get("sasl"), problems).items()},
+    )
+
+
+def _connect_group(name: str, raw: Any, problems: list[str]) -> ConnectGroupExport:
+    entry = _mapping(f'connect["{name}"]', raw, problems)
+    # `auth: {username, password}` as the program exports it, or top-level username/password.
+    auth = _mapping(f'connect["{name}"].auth', entry.get("auth"), problems) or entry
+    user, password = auth.get("username"), auth.get("password")
+    return ConnectGroupExport(
+        name=name,
+        url=str(entry.get("url") or ""),
+        cluster=str(entry.get("cluster") or ""),
+        auth={"username": str(user), "password": str(password)} if user and password is not None else None,
+        ca_pem=str(entry["caPem"]) if entry.get("caPem") else None,
+    )
+
+
+def _flow(name: str, raw: Any, clusters: Mapping[str, Any], problems: list[str]) -> FlowExport | None:
+    if not isinstance(raw, Mapping):
+        problems.append(f'flows["{name}"] is not an object')
+        return None
+    missing = [k for k in FLOW_KEYS if k not in raw]
+    if missing:
+        problems.append(f'flows["{name}"] lacks {", ".join(missing)}')
+        return None
+    source, target = str(raw["source"]), str(raw["target"])
+    for alias in (source, target):
+        if alias not in clusters:
+            problems.append(f'flows["{name}"] refers to cluster "{alias}", which is not in "clusters"')
+    topics = {str(k): str(v) for k, v in dict(raw["topics"]).items()}
+    sep = _separator(source, str(raw["checkpointsTopic"]), raw.get("separator"))
+    return FlowExport(
+        name=name,
+        source=source,
+        target=target,
+        topics=topics,
+        checkpoints_topic=str(raw["checkpointsTopic"]),
+        offset_syncs_topic=str(raw["offsetSyncsTopic"]),
+        heartbeats_topic=str(raw["heartbeatsTopic"]),
+        worker_group=str(raw.get("workerGroup") or ""),
+        connectors={str(k): str(v) for k, v in dict(raw.get("connectors") or {}).items()},
+        states={str(k): str(v) for k, v in dict(raw.get("states") or {}).items()},
+        desired_states={str(k): str(v) for k, v in dict(raw.get("desiredStates") or {}).items()},
+        exactly_once=bool(raw.get("exactlyOnce", False)),
+        offset_lag_max=int(raw["offsetLagMax"]) if raw.get("offsetLagMax") is not None else 100,
+        groups=tuple(str(g) for g in raw.get("groups") or ()),
+        separator=sep,
+        name_preserving=bool(raw.get("namePreserving", bool(topics) and all(k == v for k, v in topics.items()))),
+        offset_syncs_cluster=_offset_syncs_cluster(
+            str(raw["offsetSyncsTopic"]), source, target, sep, raw.get("offsetSyncsCluster")
+        ),
+        enabled=raw.get("enabled") is not False,
+    )
+
+
+def _separator(source: str, checkpoints_topic: str, explicit: Any) -> str:
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    # `<source><sep>checkpoints<sep>internal` names the separator when the outputs do not.
+    rest = checkpoints_topic[len(source) :] if checkpoints_topic.startswith(source) else ""
+    if rest.endswith("internal") and "checkpoints" in rest:
+        sep = rest[: rest.index("checkpoints")]
+        if sep:
+            return sep
+    return "."
+
+
+def _offset_syncs_cluster(topic: str, source: str, target: str, sep: str, explicit: Any) -> str:
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    # The topic names the cluster it does NOT live on (offset-syncs.topic.location).
+    return target if topic == f"mm2-offset-syncs{sep}{source}{sep}internal" else source

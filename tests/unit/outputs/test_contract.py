@@ -1,0 +1,121 @@
+"""The stack-outputs contract: JSON round trip, inference for older stacks, every problem listed, secrets hidden."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.outputs.contract import (
+    ClusterExport,
+    ConnectGroupExport,
+    FlowExport,
+    OutputsError,
+    StackExports,
+)
+
+FLOW = FlowExport(
+    name="primary->dr",
+    source="primary",
+    target="dr",
+    topics={"orders": "primary.orders"},
+    checkpoints_topic="primary.checkpoints.internal",
+    offset_syncs_topic="mm2-offset-syncs.dr.internal",
+    heartbeats_topic="heartbeats",
+    worker_group="mm2",
+    connectors={"source": "mm2-primary-to-dr-source"},
+    states={"mm2-primary-to-dr-source": "RUNNING"},
+    desired_states={"source": "RUNNING"},
+    groups=("app",),
+    separator=".",
+    offset_syncs_cluster="primary",
+)
+EXPORTS = StackExports(
+    clusters={
+        "primary": ClusterExport("primary", "127.0.0.1:19092", client={"sasl.password": "s3cret"}, users={"u": "pw"}),
+        "dr": ClusterExport("dr", "127.0.0.1:19192"),
+    },
+    connect={"mm2": ConnectGroupExport("mm2", "http://127.0.0.1:18083", "dr", {"username": "u", "password": "p"})},
+    flows={"primary->dr": FLOW},
+)
+
+
+def test_json_round_trip_keeps_every_field() -> None:
+    assert StackExports.from_json(EXPORTS.to_json()) == EXPORTS
+
+
+def test_exported_keys_stay_those_existing_stacks_have() -> None:
+    data = EXPORTS.to_json()
+    assert set(data) == {"clusters", "connect", "flows"}
+    assert set(data["clusters"]["dr"]) == {
+        "bootstrap",
+        "securityProtocol",
+        "saslMechanism",
+        "client",
+        "users",
+        "caLocation",
+    }
+    assert set(data["connect"]["mm2"]) == {"url", "cluster", "auth", "caPem"}
+    old_flow_keys = {
+        "source", "target", "workerGroup", "connectors", "states", "desiredStates", "topics", "checkpointsTopic",
+        "offsetSyncsTopic", "heartbeatsTopic", "exactlyOnce", "offsetLagMax", "groups",
+    }  # fmt: skip
+    assert set(data["flows"]["primary->dr"]) - old_flow_keys == {
+        "separator",
+        "namePreserving",
+        "offsetSyncsCluster",
+        "enabled",
+    }
+
+
+def _older_flow(**changes: Any) -> dict[str, Any]:
+    data = FLOW.to_json()
+    for key in ("separator", "namePreserving", "offsetSyncsCluster", "enabled"):
+        data.pop(key)
+    return {**data, **changes}
+
+
+def _decode_flow(flow: dict[str, Any]) -> FlowExport:
+    data = {**EXPORTS.to_json(), "flows": {"primary->dr": flow}}
+    return StackExports.from_json(data).flows["primary->dr"]
+
+
+def test_older_stacks_infer_separator_offset_syncs_cluster_and_identity() -> None:
+    assert _decode_flow(_older_flow()) == FLOW
+    dashed = _decode_flow(_older_flow(checkpointsTopic="primary-checkpoints-internal"))
+    assert dashed.separator == "-"
+    on_target = _decode_flow(_older_flow(offsetSyncsTopic="mm2-offset-syncs.primary.internal"))
+    assert on_target.offset_syncs_cluster == "dr"
+    assert _decode_flow(_older_flow(topics={"orders": "orders"})).name_preserving
+
+
+def test_explicit_fields_win_over_inference() -> None:
+    flow = _decode_flow(_older_flow(separator="_", offsetSyncsCluster="dr", namePreserving=False))
+    assert (flow.separator, flow.offset_syncs_cluster, flow.name_preserving) == ("_", "dr", False)
+
+
+def test_every_problem_is_listed_together() -> None:
+    with pytest.raises(OutputsError) as err:
+        StackExports.from_json({"clusters": {"primary": {}}, "flows": {"a->b": {"source": "a"}, "x": 1}})
+    text = str(err.value)
+    assert 'clusters["primary"] has no "bootstrap"' in text
+    assert 'flows["a->b"] lacks target, topics' in text
+    assert 'flows["x"] is not an object' in text
+
+
+def test_hidden_secrets_say_how_to_show_them() -> None:
+    data = EXPORTS.to_json()
+    data["clusters"]["primary"]["client"] = "[secret]"
+    with pytest.raises(OutputsError, match=r'clusters\["primary"\].client is hidden .*--show-secrets'):
+        StackExports.from_json(data)
+
+
+def test_connect_auth_nested_or_flat() -> None:
+    nested = StackExports.from_json(EXPORTS.to_json()).connect["mm2"]
+    assert nested.auth == {"username": "u", "password": "p"}
+    flat = {**EXPORTS.to_json(), "connect": {"mm2": {"url": "http://c", "auth": None, "username": "v", "password": ""}}}
+    assert StackExports.from_json(flat).connect["mm2"].auth == {"username": "v", "password": ""}
+
+
+def test_repr_never_shows_secrets() -> None:
+    assert "s3cret" not in repr(EXPORTS) and "pw" not in repr(EXPORTS.clusters) and "'p'" not in repr(EXPORTS)
