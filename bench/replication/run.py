@@ -62,7 +62,7 @@ from components.kafka_cluster import KAFKA_MAIN  # noqa: E402
 from components.local import process as proc  # noqa: E402
 from components.local.provider import _probe_connect, _probe_kafka  # noqa: E402
 from components.platform.manifests import kraft_cluster_id  # noqa: E402
-from components.topology.mm2config import flow_connectors  # noqa: E402
+from components.topology.connectors import flow_connectors  # noqa: E402
 from components.topology.model import Topology  # noqa: E402
 from components.topology.parse import parse_topology  # noqa: E402
 from components.topology.runtime_config import broker_properties, worker_properties  # noqa: E402

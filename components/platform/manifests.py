@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from components.topology.connectors import remote_topic
 from components.topology.k8s_config import (
     BROKER_DATA_DIR,
     BROKER_SECRETS_FILE,
@@ -39,7 +40,6 @@ from components.topology.k8s_config import (
     properties_text,
     scram_credentials,
 )
-from components.topology.mm2config import remote_topic
 from components.topology.model import Cluster, Platform, Topology, WorkerGroup
 from components.topology.runtime_config import KUBERNETES_REST_PORT, worker_properties
 
@@ -1392,7 +1392,7 @@ def docker_kafka_ui_spec(topology: Topology, stack: str, settings: DockerSetting
     path = "/etc/kafkaui/mm2.yaml"
 
     def render(values: Mapping[str, str]) -> str:
-        from components.topology.mm2config import bootstrap_servers, security_properties
+        from components.topology.connectors import bootstrap_servers, security_properties
 
         missing = [k for k in keys if k not in values]
         if missing:

@@ -5,7 +5,7 @@ No pulumi, httpx, pyspark or confluent-kafka imports and no I/O anywhere in this
 
 from __future__ import annotations
 
-from components.topology.mm2config import (
+from components.topology.connectors import (
     BYTE_ARRAY_CONVERTER,
     CONNECTOR_CLASSES,
     ConnectorSpec,

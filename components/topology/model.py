@@ -191,7 +191,7 @@ class Flow:
     # Fully merged project default < global < cluster < flow MM2 settings (string values,
     # MM2 connector keys only; typed fields above own their keys).
     settings: Mapping[str, str]
-    # None: one task per replicated partition, derived by mm2config.flow_tasks_max.
+    # None: one task per replicated partition, derived by connectors.flow_tasks_max.
     tasks_max: int | None = None
     exactly_once: bool = False
     # Desired state per connector role (source, checkpoint, heartbeat); a missing role runs.

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from components.topology import settings as known
-from components.topology.mm2config import ROLES
+from components.topology.connectors import ROLES
 from components.topology.model import (
     DEFAULT_MM2_USER,
     DEFAULT_POLICY_CLASS,
@@ -167,7 +167,7 @@ class _Defaults:
     settings: Mapping[str, str]
     lists: Mapping[str, tuple[str, ...] | None]
     policy: ReplicationPolicy
-    tasks_max: int | None  # None: derived per flow by mm2config.flow_tasks_max
+    tasks_max: int | None  # None: derived per flow by connectors.flow_tasks_max
     exactly_once: bool
     disaster_recovery: bool
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from components.topology.mm2config import (
+from components.topology.connectors import (
     BYTE_ARRAY_CONVERTER,
     _jaas_quote,
     bootstrap_servers,

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from components.topology import Problem, TopologyError, parse_topology
-from components.topology.mm2props import stack_config_from_yaml
+from components.topology.mm2_properties import stack_config_from_yaml
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 

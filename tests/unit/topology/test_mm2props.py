@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components.topology import TopologyError, flow_connectors, parse_topology
-from components.topology.mm2props import (
+from components.topology.mm2_properties import (
     export_properties,
     import_properties,
     parse_properties,

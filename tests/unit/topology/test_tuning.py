@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from components.topology import Topology, flow_connectors, parse_topology
-from components.topology.mm2config import (
+from components.topology.connectors import (
     MAX_TASKS_PER_WORKER,
     TUNED_SOURCE_CLIENT,
     flow_tasks_max,

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from components.topology import settings as known
-from components.topology.mm2config import bootstrap_servers, flow_tasks_max, security_properties
+from components.topology.connectors import bootstrap_servers, flow_tasks_max, security_properties
 from components.topology.model import (
     DEFAULT_POLICY_CLASS,
     DEFAULT_SECRETS_FILE,
