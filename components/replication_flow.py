@@ -18,6 +18,7 @@ from components.connect_group import ConnectWorkerGroup
 from components.kafka_cluster import KafkaCluster
 from components.rollout import CredentialRollout
 from components.topology import (
+    ConnectorRole,
     Flow,
     Topology,
     checkpoints_topic,
@@ -32,7 +33,7 @@ from components.topology.security import flow_secret_keys
 class ReplicationFlow(pulumi.ComponentResource):
     """The three MM2 connectors of one flow, and what the flow produces on the target."""
 
-    connectors: dict[str, Connector]
+    connectors: dict[ConnectorRole, Connector]
     summary: pulumi.Output[dict[str, Any]]
 
     def __init__(
@@ -98,9 +99,9 @@ class ReplicationFlow(pulumi.ComponentResource):
                 "source": flow.source,
                 "target": flow.target,
                 "workerGroup": flow.worker_group,
-                "connectors": {spec.role: spec.name for spec in specs.all()},
+                "connectors": {spec.role.value: spec.name for spec in specs.all()},
                 "states": dict(states),
-                "desiredStates": {spec.role: flow.state_of(spec.role).connect_state for spec in specs.all()},
+                "desiredStates": {spec.role.value: flow.state_of(spec.role).connect_state for spec in specs.all()},
                 "topics": {t: remote_topic(flow, t) for t in source_topics},
                 "checkpointsTopic": checkpoints_topic(flow),
                 "offsetSyncsTopic": offset_syncs_topic(flow),

@@ -84,6 +84,23 @@ class ConnectorState(str, Enum):
         return self.value.upper()
 
 
+class ConnectorRole(str, Enum):
+    """The three connectors MM2 runs for every flow, as connector names and `connectorStates` spell them.
+
+    source: copies records, topic configs and ACLs, writes offset syncs; checkpoint: translates
+    consumer-group offsets; heartbeat: emits heartbeats.
+    """
+
+    SOURCE = "source"
+    CHECKPOINT = "checkpoint"
+    HEARTBEAT = "heartbeat"
+
+    def __str__(self) -> str:
+        # The plain word in str() and f-strings on every Python version (3.12 changed how
+        # mixed-in Enums format), so names, keys and JSON built from a role never change.
+        return self.value
+
+
 class PolicyKind(str, Enum):
     DEFAULT = "default"
     IDENTITY = "identity"
@@ -195,13 +212,13 @@ class Flow:
     tasks_max: int | None = None
     exactly_once: bool = False
     # Desired state per connector role (source, checkpoint, heartbeat); a missing role runs.
-    connector_states: Mapping[str, ConnectorState] = field(default_factory=lambda: MappingProxyType({}))
+    connector_states: Mapping[ConnectorRole, ConnectorState] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def name(self) -> str:
         return f"{self.source}->{self.target}"
 
-    def state_of(self, role: str) -> ConnectorState:
+    def state_of(self, role: ConnectorRole) -> ConnectorState:
         return self.connector_states.get(role, ConnectorState.RUNNING)
 
     @property

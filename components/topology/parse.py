@@ -19,13 +19,13 @@ from types import MappingProxyType
 from typing import Any
 
 from components.topology import settings as known
-from components.topology.connectors import ROLES
 from components.topology.model import (
     DEFAULT_MM2_USER,
     DEFAULT_POLICY_CLASS,
     DEFAULT_SECRETS_FILE,
     IDENTITY_POLICY_CLASS,
     Cluster,
+    ConnectorRole,
     ConnectorState,
     Flow,
     Platform,
@@ -131,6 +131,8 @@ _LOCAL_TLS_KEYS = {
     "keystorePassword": "{alias}.ssl.keystore.password",
     "keyPassword": "{alias}.ssl.keystore.password",
 }
+# Roles as `connectorStates` keys spell them (raw config keys are plain strings).
+ROLE_NAMES: tuple[str, ...] = tuple(role.value for role in ConnectorRole)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 _SECRET_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 _JAVA_CLASS = re.compile(r"^([A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*$")
@@ -1167,7 +1169,7 @@ class _Parser:
             connector_states=MappingProxyType(states),
         )
 
-    def connector_states(self, mapping: Mapping[str, Any], where: str) -> dict[str, ConnectorState] | None:
+    def connector_states(self, mapping: Mapping[str, Any], where: str) -> dict[ConnectorRole, ConnectorState] | None:
         """`state` for the whole flow, `connectorStates` per role on top; only non-running kept."""
         ok = True
 
@@ -1187,24 +1189,24 @@ class _Parser:
                 return None
 
         flow_state = one(mapping["state"], f"{where}.state") if "state" in mapping else ConnectorState.RUNNING
-        states = dict.fromkeys(ROLES, flow_state or ConnectorState.RUNNING)
+        states = dict.fromkeys(ConnectorRole, flow_state or ConnectorState.RUNNING)
         raw = mapping.get("connectorStates")
         if raw is not None:
             per_role = self.as_mapping(raw, f"{where}.connectorStates")
             if per_role is None:
                 return None
             for role, value in per_role.items():
-                if role not in ROLES:
+                if role not in ROLE_NAMES:
                     ok = False
                     self.problem(
                         f"{where}.connectorStates.{role}",
                         f"unknown connector role {role!r}.",
-                        f"Use one of: {', '.join(ROLES)}.",
+                        f"Use one of: {', '.join(ROLE_NAMES)}.",
                     )
                     continue
                 state = one(value, f"{where}.connectorStates.{role}")
                 if state is not None:
-                    states[role] = state
+                    states[ConnectorRole(role)] = state
         if not ok:
             return None
         return {role: state for role, state in states.items() if state is not ConnectorState.RUNNING}

@@ -30,6 +30,8 @@ import difflib
 import re
 from collections.abc import Iterable
 
+from components.topology.model import ConnectorRole
+
 SOURCE_ONLY: frozenset[str] = frozenset(
     {
         "refresh.topics.enabled",
@@ -104,10 +106,10 @@ KNOWN_SETTINGS: frozenset[str] = (
 )
 
 # role -> the free-form settings that connector receives
-ROLE_SETTINGS: dict[str, frozenset[str]] = {
-    "source": SOURCE_ONLY | SOURCE_AND_CHECKPOINT | ALL_CONNECTORS | SOURCE_CLIENT_TUNING,
-    "checkpoint": CHECKPOINT_ONLY | SOURCE_AND_CHECKPOINT | ALL_CONNECTORS,
-    "heartbeat": HEARTBEAT_ONLY | ALL_CONNECTORS,
+ROLE_SETTINGS: dict[ConnectorRole, frozenset[str]] = {
+    ConnectorRole.SOURCE: SOURCE_ONLY | SOURCE_AND_CHECKPOINT | ALL_CONNECTORS | SOURCE_CLIENT_TUNING,
+    ConnectorRole.CHECKPOINT: CHECKPOINT_ONLY | SOURCE_AND_CHECKPOINT | ALL_CONNECTORS,
+    ConnectorRole.HEARTBEAT: HEARTBEAT_ONLY | ALL_CONNECTORS,
 }
 
 # Flows into one target share these through that cluster: the remote-topic naming every
