@@ -37,7 +37,8 @@ from components.topology.model import (
     Topology,
     TopologyError,
 )
-from components.topology.parse import NAMESPACE, parse_topology
+from components.topology.parse import parse_topology
+from components.topology.parse.problems import NAMESPACE
 
 # Dedicated-mode keys with no meaning for connectors on a Connect worker group.
 WORKER_ONLY_KEYS: frozenset[str] = frozenset(
