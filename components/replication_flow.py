@@ -19,6 +19,7 @@ from components.kafka_cluster import KafkaCluster
 from components.outputs.contract import FlowExport
 from components.rollout import CredentialRollout
 from components.topology import (
+    ConnectorRole,
     Flow,
     Topology,
     checkpoints_topic,
@@ -34,7 +35,7 @@ from components.topology.security import flow_secret_keys
 class ReplicationFlow(pulumi.ComponentResource):
     """The three MM2 connectors of one flow, and what the flow produces on the target."""
 
-    connectors: dict[str, Connector]
+    connectors: dict[ConnectorRole, Connector]
     summary: pulumi.Output[dict[str, Any]]
 
     def __init__(
@@ -101,9 +102,9 @@ class ReplicationFlow(pulumi.ComponentResource):
                 source=flow.source,
                 target=flow.target,
                 worker_group=flow.worker_group,
-                connectors={spec.role: spec.name for spec in specs.all()},
+                connectors={spec.role.value: spec.name for spec in specs.all()},
                 states=dict(states),
-                desired_states={spec.role: flow.state_of(spec.role).connect_state for spec in specs.all()},
+                desired_states={spec.role.value: flow.state_of(spec.role).connect_state for spec in specs.all()},
                 topics={t: remote_topic(flow, t) for t in source_topics},
                 checkpoints_topic=checkpoints_topic(flow),
                 offset_syncs_topic=offset_syncs_topic(flow),

@@ -61,7 +61,7 @@ from components.platform.local import process as proc  # noqa: E402
 from components.platform.local.deploy import CONNECT_MAIN, KAFKA_MAIN  # noqa: E402
 from components.platform.local.provider import _probe_connect, _probe_kafka  # noqa: E402
 from components.platform.topology_facts import kraft_cluster_id  # noqa: E402
-from components.topology.mm2config import flow_connectors  # noqa: E402
+from components.topology.connectors import flow_connectors  # noqa: E402
 from components.topology.model import Topology  # noqa: E402
 from components.topology.parse import parse_topology  # noqa: E402
 from components.topology.runtime_config import broker_properties, worker_properties  # noqa: E402

@@ -3,7 +3,7 @@
 Pure: no pulumi calls and no I/O. `ConnectorInputs` is the known, plain form of a connector's
 properties (engine values unwrapped through `components.rpc_values`); `input_failures` is the
 local check run before Connect is asked anything. Not to be confused with
-`components.topology.mm2config.ConnectorInputs`, which says what a flow's connector is.
+`components.topology.connectors.ConnectorSpec`, which says what a flow's connector is.
 """
 
 from __future__ import annotations

@@ -32,8 +32,10 @@ from components.ops.clients import connect_client, flow
 from components.ops.errors import OpsError
 from components.outputs.contract import OutputsError, StackExports
 from components.outputs.loader import load_exports
+from components.topology import ConnectorRole
 
-ROLES = ("source", "checkpoint", "heartbeat")
+# The stack outputs key connectors by the role's value, in the model's order.
+ROLES = tuple(role.value for role in ConnectorRole)
 POLL_S = 1.0  # between status polls while waiting for a state
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from components.topology.mm2config import remote_topic
+from components.topology.connectors import remote_topic
 from components.topology.model import Cluster, Topology, WorkerGroup
 
 

@@ -5,7 +5,7 @@ No pulumi, httpx, pyspark or confluent-kafka imports and no I/O anywhere in this
 
 from __future__ import annotations
 
-from components.topology.mm2config import (
+from components.topology.connectors import (
     BYTE_ARRAY_CONVERTER,
     CONNECTOR_CLASSES,
     ConnectorSpec,
@@ -27,6 +27,7 @@ from components.topology.model import (
     DEFAULT_SECRETS_FILE,
     IDENTITY_POLICY_CLASS,
     Cluster,
+    ConnectorRole,
     ConnectorState,
     Flow,
     Platform,
@@ -57,6 +58,7 @@ __all__ = [
     "DEFAULT_SECRETS_FILE",
     "IDENTITY_POLICY_CLASS",
     "Cluster",
+    "ConnectorRole",
     "ConnectorSpec",
     "ConnectorState",
     "Flow",

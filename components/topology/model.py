@@ -84,6 +84,23 @@ class ConnectorState(str, Enum):
         return self.value.upper()
 
 
+class ConnectorRole(str, Enum):
+    """The three connectors MM2 runs for every flow, as connector names and `connectorStates` spell them.
+
+    source: copies records, topic configs and ACLs, writes offset syncs; checkpoint: translates
+    consumer-group offsets; heartbeat: emits heartbeats.
+    """
+
+    SOURCE = "source"
+    CHECKPOINT = "checkpoint"
+    HEARTBEAT = "heartbeat"
+
+    def __str__(self) -> str:
+        # The plain word in str() and f-strings on every Python version (3.12 changed how
+        # mixed-in Enums format), so names, keys and JSON built from a role never change.
+        return self.value
+
+
 class PolicyKind(str, Enum):
     DEFAULT = "default"
     IDENTITY = "identity"
@@ -191,17 +208,17 @@ class Flow:
     # Fully merged project default < global < cluster < flow MM2 settings (string values,
     # MM2 connector keys only; typed fields above own their keys).
     settings: Mapping[str, str]
-    # None: one task per replicated partition, derived by mm2config.flow_tasks_max.
+    # None: one task per replicated partition, derived by connectors.flow_tasks_max.
     tasks_max: int | None = None
     exactly_once: bool = False
     # Desired state per connector role (source, checkpoint, heartbeat); a missing role runs.
-    connector_states: Mapping[str, ConnectorState] = field(default_factory=lambda: MappingProxyType({}))
+    connector_states: Mapping[ConnectorRole, ConnectorState] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def name(self) -> str:
         return f"{self.source}->{self.target}"
 
-    def state_of(self, role: str) -> ConnectorState:
+    def state_of(self, role: ConnectorRole) -> ConnectorState:
         return self.connector_states.get(role, ConnectorState.RUNNING)
 
     @property

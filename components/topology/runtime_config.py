@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from components.topology.mm2config import (
+from components.topology.connectors import (
     BYTE_ARRAY_CONVERTER,
     _jaas_quote,
     bootstrap_servers,
@@ -255,11 +255,28 @@ def worker_properties(
     """
     if not 0 <= index < group.workers:
         raise ValueError(f"worker index {index} is outside 0..{group.workers - 1} for group {group.name}")
+    own_secrets = worker_secrets_file or group.secrets_file
+    props = _worker_storage_properties(topology, group, own_secrets)
+    props.update(_rest_listener_properties(group, index, own_secrets, tls))
+    if group.rest_auth:
+        # Credentials come from the JAAS file the platform passes with
+        # -Djava.security.auth.login.config (KafkaConnect login module section).
+        props["rest.extension.classes"] = BASIC_AUTH_EXTENSION
+    if _group_flows_need_override(topology, group):
+        props["connector.client.config.override.policy"] = "All"
+    if any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name):
+        props["exactly.once.source.support"] = "enabled"
+    _reject_owned(group.worker_config, WORKER_OWNED, WORKER_OWNED_PREFIXES, f"worker group {group.name} workerConfig")
+    props.update(group.worker_config)
+    return props
+
+
+def _worker_storage_properties(topology: Topology, group: WorkerGroup, own_secrets: str) -> dict[str, str]:
+    """How a worker reaches its cluster (as its own user) and where it keeps the group's state."""
     cluster = topology.clusters[group.cluster]
-    secrets = group.secrets_file
     rf = str(min(3, cluster.brokers))
-    security = security_properties(worker_security(topology, group), worker_secrets_file or secrets)
-    props: dict[str, str] = {
+    security = security_properties(worker_security(topology, group), own_secrets)
+    return {
         "bootstrap.servers": bootstrap_servers(cluster),
         **security,
         **{f"{client}.{k}": v for client in ("producer", "consumer", "admin") for k, v in security.items()},
@@ -281,42 +298,35 @@ def worker_properties(
         "config.providers": "file",
         "config.providers.file.class": FILE_CONFIG_PROVIDER,
     }
-    if group.platform in (Platform.LOCAL, Platform.DOCKER):
-        if group.rest_port is None:
-            raise ValueError(f"worker group {group.name} has no restPort")
-        port = group.rest_port + index
-        scheme = "https" if local_rest_tls(group) else "http"
+
+
+def _rest_listener_properties(
+    group: WorkerGroup, index: int, own_secrets: str, tls: TlsLayout | None
+) -> dict[str, str]:
+    """Where worker `index` serves the REST API: 127.0.0.1:restPort+i locally (HTTPS with
+    restTls), one port on all interfaces in a pod."""
+    if group.platform not in (Platform.LOCAL, Platform.DOCKER):
+        return {"listeners": f"http://0.0.0.0:{KUBERNETES_REST_PORT}"}
+    if group.rest_port is None:
+        raise ValueError(f"worker group {group.name} has no restPort")
+    port = group.rest_port + index
+    scheme = "https" if local_rest_tls(group) else "http"
+    props = {
+        "listeners": f"{scheme}://127.0.0.1:{port}",
+        "rest.advertised.host.name": "127.0.0.1",
+        "rest.advertised.port": str(port),
+    }
+    if local_rest_tls(group):
+        if tls is None:
+            raise ValueError(f"worker group {group.name} has restTls: give the stack's TLS layout")
+        password = rest_keystore_password(group.name).placeholder(own_secrets)
+        # `listeners.https.` holds all of it: Connect then ignores the top-level ssl.* (the
+        # worker's Kafka client settings) for the REST server and for the client it forwards
+        # requests to the leader with, which must trust the stack CA too.
+        props["rest.advertised.listener"] = "https"
         props.update(
-            {
-                "listeners": f"{scheme}://127.0.0.1:{port}",
-                "rest.advertised.host.name": "127.0.0.1",
-                "rest.advertised.port": str(port),
-            }
+            _store_properties("listeners.https.", tls.keystore(rest_leaf_name(group.name)), password, tls, own_secrets)
         )
-        if local_rest_tls(group):
-            if tls is None:
-                raise ValueError(f"worker group {group.name} has restTls: give the stack's TLS layout")
-            own = worker_secrets_file or secrets
-            password = rest_keystore_password(group.name).placeholder(own)
-            # `listeners.https.` holds all of it: Connect then ignores the top-level ssl.* (the
-            # worker's Kafka client settings) for the REST server and for the client it forwards
-            # requests to the leader with, which must trust the stack CA too.
-            props["rest.advertised.listener"] = "https"
-            props.update(
-                _store_properties("listeners.https.", tls.keystore(rest_leaf_name(group.name)), password, tls, own)
-            )
-    else:
-        props["listeners"] = f"http://0.0.0.0:{KUBERNETES_REST_PORT}"
-    if group.rest_auth:
-        # Credentials come from the JAAS file the platform passes with
-        # -Djava.security.auth.login.config (KafkaConnect login module section).
-        props["rest.extension.classes"] = BASIC_AUTH_EXTENSION
-    if _group_flows_need_override(topology, group):
-        props["connector.client.config.override.policy"] = "All"
-    if any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name):
-        props["exactly.once.source.support"] = "enabled"
-    _reject_owned(group.worker_config, WORKER_OWNED, WORKER_OWNED_PREFIXES, f"worker group {group.name} workerConfig")
-    props.update(group.worker_config)
     return props
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from components.topology.mm2config import (
+from components.topology.connectors import (
     checkpoints_topic,
     connector_name,
     heartbeats_topic,

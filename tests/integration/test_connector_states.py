@@ -16,12 +16,13 @@ from typing import Any
 import httpx
 import pytest
 
+from components.topology import ConnectorRole
 from tests.integration.harness import TestStack, connect_auth, kafka_conf, running, stays_false, wait_until
 
 pytestmark = pytest.mark.integration
 
 FLOW = "primary->dr"
-ROLES = ("source", "checkpoint", "heartbeat")
+ROLES = tuple(role.value for role in ConnectorRole)
 CONVERGE_S = 180  # generous: two shared cores; a rebalance round is seconds
 
 

@@ -172,7 +172,7 @@ def docker_kafka_ui_spec(topology: Topology, stack: str, settings: DockerSetting
     path = "/etc/kafkaui/mm2.yaml"
 
     def render(values: Mapping[str, str]) -> str:
-        from components.topology.mm2config import bootstrap_servers, security_properties
+        from components.topology.connectors import bootstrap_servers, security_properties
 
         missing = [k for k in keys if k not in values]
         if missing:

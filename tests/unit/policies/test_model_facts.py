@@ -31,9 +31,9 @@ from model_facts import (
 from stack_view import connector_from_props, split_list
 from topic_filter_rules import DEFAULT_INTERNAL_TOPICS
 
-from components.topology import Flow, Topology, mm2config, model, parse_topology, settings
-from components.topology.mm2props import stack_config_from_yaml
-from components.topology.parse import MM2_SETTING_DEFAULTS, MM2_TOPICS_EXCLUDE_DEFAULT
+from components.topology import ConnectorRole, Flow, Topology, connectors, model, parse_topology, settings
+from components.topology.mm2_properties import stack_config_from_yaml
+from components.topology.parse.mm2_settings import MM2_SETTING_DEFAULTS, MM2_TOPICS_EXCLUDE_DEFAULT
 
 ROOT = Path(__file__).resolve().parents[3]
 # Every free-form target-shared key set explicitly, so each connector that receives it shows it.
@@ -98,15 +98,18 @@ def test_type_tokens_are_the_ones_the_components_register(token: str, class_name
 
 
 def test_connector_kinds_are_the_model_roles_with_their_classes() -> None:
-    assert [kind.value for kind in ConnectorKind] == list(mm2config.ROLES)
+    assert [kind.value for kind in ConnectorKind] == [role.value for role in ConnectorRole]
     for kind in ConnectorKind:
-        assert mm2config.CONNECTOR_CLASSES[kind.value] == f"org.apache.kafka.connect.mirror.{kind.class_name}"
+        assert (
+            connectors.CONNECTOR_CLASSES[ConnectorRole(kind.value)]
+            == f"org.apache.kafka.connect.mirror.{kind.class_name}"
+        )
 
 
 def test_connector_names_are_the_model_names_and_parse_back(topology: Topology) -> None:
     for flow in topology.flows:
         for kind in ConnectorKind:
-            name = mm2config.connector_name(flow, kind.value)
+            name = connectors.connector_name(flow, ConnectorRole(kind.value))
             assert connector_name(flow.source, flow.target, kind) == name
             match = CONNECTOR_NAME.match(name)
             assert match is not None and match["kind"] == kind.value
@@ -115,7 +118,7 @@ def test_connector_names_are_the_model_names_and_parse_back(topology: Topology) 
 
 def test_the_view_reads_the_model_connector_configs(topology: Topology) -> None:
     for flow in topology.flows:
-        for spec in mm2config.flow_connectors(topology, flow).all():
+        for spec in connectors.flow_connectors(topology, flow).all():
             connector = connector_from_props("urn", spec.name, {"name": spec.name, "config": dict(spec.config)})
             assert (connector.kind, connector.flow) == (ConnectorKind(spec.role), (flow.source, flow.target))
 
@@ -129,9 +132,9 @@ def test_shared_target_keys_are_the_model_target_shared_keys() -> None:
 
 def test_each_shared_key_is_read_from_the_connectors_the_model_gives_it(topology: Topology) -> None:
     for flow in topology.flows:
-        connectors = mm2config.flow_connectors(topology, flow).all()
+        specs = connectors.flow_connectors(topology, flow).all()
         for key, kinds in SHARED_TARGET_KEYS.items():
-            assert {c.role for c in connectors if key in c.config} == {k.value for k in kinds}, key
+            assert {c.role for c in specs if key in c.config} == {k.value for k in kinds}, key
 
 
 # --- MM2 defaults and known keys ------------------------------------------------------------
@@ -173,7 +176,7 @@ def test_internal_topic_samples_include_the_model_names_on_the_source(topology: 
     reverse = replace(forward, source=forward.target, target=forward.source)
     source, target = forward.source, forward.target
     samples = {s.replace("{source}", source).replace("{target}", target) for s in DEFAULT_INTERNAL_TOPICS}
-    assert mm2config.offset_syncs_topic(forward) in samples  # on the source by default
-    assert mm2config.checkpoints_topic(reverse) in samples
-    assert mm2config.heartbeats_topic(reverse) in samples
-    assert mm2config.remote_topic(reverse, mm2config.heartbeats_topic(forward)) in samples
+    assert connectors.offset_syncs_topic(forward) in samples  # on the source by default
+    assert connectors.checkpoints_topic(reverse) in samples
+    assert connectors.heartbeats_topic(reverse) in samples
+    assert connectors.remote_topic(reverse, connectors.heartbeats_topic(forward)) in samples

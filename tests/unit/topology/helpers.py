@@ -9,7 +9,8 @@ from typing import Any
 import yaml
 
 from components.topology import Problem, TopologyError, parse_topology
-from components.topology.mm2props import stack_config_from_yaml
+from components.topology.mm2_properties import stack_config_from_yaml
+from components.topology.tls import TlsLayout, with_local_tls
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -77,3 +78,31 @@ def example_names() -> list[str]:
 
 def load_yaml(text: str) -> Any:
     return yaml.safe_load(text)
+
+
+FLOW = "mm2:flows.primary->dr"
+# The stack's TLS material and the worker group's secrets file in the TLS configs below.
+LAYOUT = TlsLayout("/run/unit/tls")
+SECRETS = "/run/unit/connect-mm2/secrets.properties"
+
+
+def secure_config() -> dict:
+    """The dev topology with both clusters on the secure default (no `security` block)."""
+    config = dev_config()
+    for cluster in config["clusters"].values():
+        cluster.pop("security", None)
+    config["workerGroups"]["mm2"]["restAuth"] = True
+    config["flows"]["primary->dr"]["settings"] = {"sync.group.offsets.enabled": "true"}
+    return config
+
+
+def tls_config(primary: str = "SASL_SSL", dr: str = "SSL", rest_tls: bool = True) -> dict[str, Any]:
+    config = dev_config()
+    config["clusters"]["primary"]["security"] = {"protocol": primary}
+    config["clusters"]["dr"]["security"] = {"protocol": dr}
+    config["workerGroups"]["mm2"].update({"restAuth": True, "restTls": rest_tls, "secretsFile": SECRETS})
+    return config
+
+
+def tls_topology(**kwargs: Any) -> Any:
+    return with_local_tls(parse_topology(tls_config(**kwargs)), LAYOUT)

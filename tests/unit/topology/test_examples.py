@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.topology import flow_connectors, needs_producer_override, parse_topology, remote_topic
-from components.topology.mm2config import TUNED_SOURCE_CLIENT
+from components.topology.connectors import TUNED_SOURCE_CLIENT
 from tests.unit.topology.helpers import example, example_names
 
 EXPECTED_FLOWS = {

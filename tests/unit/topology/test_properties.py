@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.topology import flow_connectors, parse_topology, worker_properties
-from components.topology.mm2props import export_properties, import_properties
+from components.topology.mm2_properties import export_properties, import_properties
 
 ALIASES = ["primary", "dr", "west-1", "west-2", "east-1", "east-2", "edge_a", "k"]
 AGREE = (  # source and checkpoint must read the same offset syncs and the same topics

@@ -20,7 +20,10 @@ from components.topology.security import (
     security_problems,
     worker_acls,
 )
-from tests.unit.topology.helpers import dev_config
+from tests.unit.topology.helpers import secure_config
+
+LIT, PRE = AclPattern.LITERAL, AclPattern.PREFIXED
+
 
 R, W, C, D, DC = (
     AclOperation.READ,
@@ -29,38 +32,18 @@ R, W, C, D, DC = (
     AclOperation.DESCRIBE,
     AclOperation.DESCRIBE_CONFIGS,
 )
-LIT, PRE = AclPattern.LITERAL, AclPattern.PREFIXED
-
-
-def secure_config() -> dict:
-    """The dev topology with both clusters on the secure default (no `security` block)."""
-    config = dev_config()
-    for cluster in config["clusters"].values():
-        cluster.pop("security", None)
-    config["workerGroups"]["mm2"]["restAuth"] = True
-    config["flows"]["primary->dr"]["settings"] = {"sync.group.offsets.enabled": "true"}
-    return config
-
-
-def topic(principal: str, name: str, pattern: AclPattern, *ops: AclOperation) -> set[Acl]:
-    return {Acl(principal, AclResource.TOPIC, name, pattern, op) for op in ops}
-
-
-def group(principal: str, name: str, pattern: AclPattern, *ops: AclOperation) -> set[Acl]:
-    return {Acl(principal, AclResource.GROUP, name, pattern, op) for op in ops}
 
 
 def cluster(principal: str, *ops: AclOperation) -> set[Acl]:
     return {Acl(principal, AclResource.CLUSTER, "kafka-cluster", LIT, op) for op in ops}
 
 
-def test_local_clusters_default_to_scram_with_a_generated_mm2_password() -> None:
-    topology = parse_topology(secure_config())
-    security = topology.clusters["primary"].security
-    assert security.protocol.value == "SASL_PLAINTEXT"
-    assert security.sasl_mechanism is not None and security.sasl_mechanism.value == "SCRAM-SHA-512"
-    assert security.username == "mm2"
-    assert security.password is not None and security.password.key == "primary.mm2.password"
+def group(principal: str, name: str, pattern: AclPattern, *ops: AclOperation) -> set[Acl]:
+    return {Acl(principal, AclResource.GROUP, name, pattern, op) for op in ops}
+
+
+def topic(principal: str, name: str, pattern: AclPattern, *ops: AclOperation) -> set[Acl]:
+    return {Acl(principal, AclResource.TOPIC, name, pattern, op) for op in ops}
 
 
 def test_plaintext_only_when_asked_and_external_clusters_keep_their_default() -> None:

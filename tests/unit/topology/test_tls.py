@@ -1,9 +1,8 @@
-"""TLS in the pure model: what the stack CA issues, where it lives, what configs reference, bad input."""
+"""TLS in the pure model: what the stack CA issues, where it lives, what configs reference."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from components.topology import (
     SecurityProtocol,
@@ -24,27 +23,10 @@ from components.topology.security import (
 )
 from components.topology.tls import (
     LOOPBACK_SANS,
-    TlsLayout,
     needs_renewal,
     tls_plan,
-    with_local_tls,
 )
-from tests.unit.topology.helpers import dev_config, problem_at
-
-LAYOUT = TlsLayout("/run/unit/tls")
-SECRETS = "/run/unit/connect-mm2/secrets.properties"
-
-
-def tls_config(primary: str = "SASL_SSL", dr: str = "SSL", rest_tls: bool = True) -> dict[str, Any]:
-    config = dev_config()
-    config["clusters"]["primary"]["security"] = {"protocol": primary}
-    config["clusters"]["dr"]["security"] = {"protocol": dr}
-    config["workerGroups"]["mm2"].update({"restAuth": True, "restTls": rest_tls, "secretsFile": SECRETS})
-    return config
-
-
-def tls_topology(**kwargs: Any) -> Any:
-    return with_local_tls(parse_topology(tls_config(**kwargs)), LAYOUT)
+from tests.unit.topology.helpers import LAYOUT, SECRETS, dev_config, tls_config, tls_topology
 
 
 def test_plan_issues_one_certificate_per_tls_cluster_and_https_group() -> None:
@@ -180,46 +162,6 @@ def test_renewal_window() -> None:
     assert needs_renewal(now + timedelta(days=29), now)
     assert needs_renewal(now - timedelta(days=1), now)  # expired
     assert not needs_renewal(now + timedelta(days=31), now)
-
-
-# ---- bad input at preview -------------------------------------------------------------------
-
-
-def test_local_tls_rejects_stores_and_passwords_from_config() -> None:
-    config = tls_config()
-    config["clusters"]["primary"]["security"] = {"protocol": "SASL_SSL", "keystoreLocation": "/k.p12"}
-    problem = problem_at(config, "mm2:clusters.primary.security.keystoreLocation")
-    assert "platform: external" in problem.fix
-    config["clusters"]["primary"]["security"] = {
-        "protocol": "SSL",
-        "truststorePassword": {"secret": "my.ts.password"},
-    }
-    problem = problem_at(config, "mm2:clusters.primary.security.truststorePassword")
-    assert 'mm2:secrets["tls.truststore.password"]' in problem.fix
-
-
-def test_external_truststore_password_needs_a_location() -> None:
-    config = dev_config()
-    config["clusters"]["dr"] = {
-        "platform": "external",
-        "brokers": 3,
-        "bootstrap": "dr:9093",
-        "security": {"protocol": "SSL", "truststorePassword": {"secret": "dr.ssl.truststore.password"}},
-    }
-    config["workerGroups"]["mm2"] = {"cluster": "dr", "url": "https://connect.dr:8443"}
-    assert "truststoreLocation" in problem_at(config, "mm2:clusters.dr.security.truststorePassword").fix
-
-
-def test_rest_tls_on_an_adopted_connect_is_rejected() -> None:
-    config = dev_config()
-    config["workerGroups"]["mm2"] = {"cluster": "dr", "url": "http://connect.dr:8083", "restTls": True}
-    assert "https://" in problem_at(config, "mm2:workerGroups.mm2.restTls").fix
-
-
-def test_rest_tls_must_be_a_bool() -> None:
-    config = tls_config()
-    config["workerGroups"]["mm2"]["restTls"] = "maybe"
-    problem_at(config, "mm2:workerGroups.mm2.restTls")
 
 
 def test_local_tls_cluster_needs_workers_that_can_read_its_truststore() -> None:

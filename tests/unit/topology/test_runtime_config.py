@@ -1,4 +1,4 @@
-"""Topic names under each replication policy; broker and worker properties."""
+"""components/topology/runtime_config.py: broker and Connect worker properties."""
 
 from __future__ import annotations
 
@@ -7,83 +7,14 @@ from dataclasses import replace
 import pytest
 
 from components.topology import (
-    ReplicationPolicy,
     SecretRef,
-    bootstrap_servers,
-    broker_ports,
     broker_properties,
-    checkpoints_topic,
-    flow_connectors,
-    heartbeats_topic,
-    offset_syncs_cluster,
-    offset_syncs_topic,
     parse_topology,
-    remote_topic,
-    with_secrets_file,
     worker_properties,
     worker_rest_urls,
 )
-from components.topology.model import Flow, PolicyKind, frozen_map
+from components.topology.model import frozen_map
 from tests.unit.topology.helpers import dev_config, example
-
-
-def dev_flow() -> Flow:
-    return parse_topology(dev_config()).flows[0]
-
-
-def test_default_policy_names() -> None:
-    flow = dev_flow()
-    assert remote_topic(flow, "orders") == "primary.orders"
-    assert checkpoints_topic(flow) == "primary.checkpoints.internal"
-    assert heartbeats_topic(flow) == "heartbeats"
-    assert offset_syncs_topic(flow) == "mm2-offset-syncs.dr.internal"
-    assert offset_syncs_cluster(flow) == "primary"
-
-
-def test_custom_separator_applies_to_internal_topics_unless_switched_off() -> None:
-    flow = replace(dev_flow(), replication_policy=ReplicationPolicy(separator="_"))
-    assert remote_topic(flow, "orders") == "primary_orders"
-    assert checkpoints_topic(flow) == "primary_checkpoints_internal"
-    assert offset_syncs_topic(flow) == "mm2-offset-syncs_dr_internal"
-    off = replace(flow, settings=frozen_map({"replication.policy.internal.topic.separator.enabled": "false"}))
-    assert checkpoints_topic(off) == "primary.checkpoints.internal"
-    assert remote_topic(off, "orders") == "primary_orders"
-
-
-def test_identity_keeps_names_except_heartbeats() -> None:
-    flow = replace(dev_flow(), replication_policy=ReplicationPolicy(kind=PolicyKind.IDENTITY, preserves_names=True))
-    assert remote_topic(flow, "orders") == "orders"
-    assert remote_topic(flow, "heartbeats") == "primary.heartbeats"
-    assert checkpoints_topic(flow) == "primary.checkpoints.internal"
-
-
-def test_custom_policy_declared_name_preserving() -> None:
-    config = dev_config()
-    config["flows"]["primary->dr"]["replicationPolicy"] = {"class": "com.example.KeepNames", "preservesNames": True}
-    flow = parse_topology(config).flows[0]
-    assert flow.replication_policy.kind is PolicyKind.CUSTOM
-    assert flow.replication_policy.class_name == "com.example.KeepNames"
-    assert remote_topic(flow, "orders") == "orders"
-
-
-def test_offset_syncs_on_target() -> None:
-    config = dev_config()
-    config["flows"]["primary->dr"]["settings"] = {"offset-syncs.topic.location": "target"}
-    flow = parse_topology(config).flows[0]
-    assert offset_syncs_topic(flow) == "mm2-offset-syncs.primary.internal"
-    assert offset_syncs_cluster(flow) == "dr"
-
-
-def test_bootstrap_servers_per_platform() -> None:
-    config = dev_config()
-    config["clusters"]["primary"]["brokers"] = 3
-    config["clusters"]["k8s"] = {"platform": "kubernetes"}
-    config["clusters"]["ext"] = {"platform": "external", "brokers": 3, "bootstrap": "a:9092,b:9092"}
-    topology = parse_topology(config)
-    assert bootstrap_servers(topology.clusters["primary"]) == "127.0.0.1:19092,127.0.0.1:19094,127.0.0.1:19096"
-    assert bootstrap_servers(topology.clusters["k8s"]) == "k8s-kafka-bootstrap:9092"
-    assert bootstrap_servers(topology.clusters["ext"]) == "a:9092,b:9092"
-    assert broker_ports(topology.clusters["primary"]) == ((19092, 19093), (19094, 19095), (19096, 19097))
 
 
 def test_broker_properties_three_node_local_cluster() -> None:
@@ -215,23 +146,3 @@ def test_worker_properties_exactly_once_rest_auth_and_overrides() -> None:
     assert props["rest.extension.classes"].endswith("BasicAuthSecurityRestExtension")
     assert props["plugin.path"] == "/opt/plugins"
     assert group.rest_password is not None and group.rest_password.key == "mm2.rest.password"
-
-
-def test_with_secrets_file_changes_every_placeholder() -> None:
-    config = dev_config()
-    config["clusters"]["dr"]["security"] = {
-        "protocol": "SASL_PLAINTEXT",
-        "saslMechanism": "SCRAM-SHA-256",
-        "username": "mm2",
-        "password": {"secret": "dr.mm2.password"},
-    }
-    topology = with_secrets_file(parse_topology(config), "mm2", "/tmp/run/secrets.properties")
-    props = worker_properties(topology, topology.worker_groups["mm2"], 0)
-    # The worker connects as its own user, connectors as the MM2 user: both through the file.
-    assert 'username="connect-mm2"' in props["sasl.jaas.config"]
-    assert "${file:/tmp/run/secrets.properties:mm2.worker.password}" in props["sasl.jaas.config"]
-    assert props["producer.sasl.jaas.config"] == props["sasl.jaas.config"]
-    source = flow_connectors(topology, topology.flows[0]).source.config
-    assert "${file:/tmp/run/secrets.properties:dr.mm2.password}" in source["target.cluster.sasl.jaas.config"]
-    own = worker_properties(topology, topology.worker_groups["mm2"], 0, worker_secrets_file="/w/secrets.properties")
-    assert "${file:/w/secrets.properties:mm2.worker.password}" in own["sasl.jaas.config"]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from components.topology.model import (
     Cluster,
+    ConnectorRole,
     Flow,
     Platform,
     PolicyKind,
@@ -39,12 +40,11 @@ from components.topology.model import (
 from components.topology.settings import ROLE_SETTINGS
 
 BYTE_ARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
-CONNECTOR_CLASSES: dict[str, str] = {
-    "source": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
-    "checkpoint": "org.apache.kafka.connect.mirror.MirrorCheckpointConnector",
-    "heartbeat": "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector",
+CONNECTOR_CLASSES: dict[ConnectorRole, str] = {
+    ConnectorRole.SOURCE: "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+    ConnectorRole.CHECKPOINT: "org.apache.kafka.connect.mirror.MirrorCheckpointConnector",
+    ConnectorRole.HEARTBEAT: "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector",
 }
-ROLES: tuple[str, ...] = ("source", "checkpoint", "heartbeat")
 HEARTBEATS_TOPIC = "heartbeats"
 # Strimzi's naming for a Kafka cluster's bootstrap Service, in the namespace of the workers.
 KUBERNETES_BOOTSTRAP = "{alias}-kafka-bootstrap:9092"
@@ -79,7 +79,7 @@ MAX_TASKS_PER_WORKER = 4
 @dataclass(frozen=True)
 class ConnectorSpec:
     name: str
-    role: str  # "source" | "checkpoint" | "heartbeat"
+    role: ConnectorRole
     connector_class: str
     config: Mapping[str, str]
 
@@ -94,8 +94,8 @@ class FlowConnectors:
         return (self.source, self.checkpoint, self.heartbeat)
 
 
-def connector_name(flow: Flow, role: str) -> str:
-    return f"mm2-{flow.source}-to-{flow.target}-{role}"
+def connector_name(flow: Flow, role: ConnectorRole) -> str:
+    return f"mm2-{flow.source}-to-{flow.target}-{role.value}"
 
 
 def bootstrap_servers(cluster: Cluster) -> str:
@@ -229,19 +229,19 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
         "topics.exclude": ",".join(flow.topics_exclude),
     }
     tasks_max = str(flow_tasks_max(topology, flow))
-    per_role: dict[str, dict[str, str]] = {
-        "source": {**topic_filter, "tasks.max": tasks_max},
-        "checkpoint": {
+    per_role: dict[ConnectorRole, dict[str, str]] = {
+        ConnectorRole.SOURCE: {**topic_filter, "tasks.max": tasks_max},
+        ConnectorRole.CHECKPOINT: {
             **topic_filter,
             "groups": ",".join(flow.groups),
             "groups.exclude": ",".join(flow.groups_exclude),
             "tasks.max": tasks_max,
         },
         # MirrorHeartbeatConnector only ever runs one task.
-        "heartbeat": {"tasks.max": "1"},
+        ConnectorRole.HEARTBEAT: {"tasks.max": "1"},
     }
     if flow.exactly_once:
-        per_role["source"].update(
+        per_role[ConnectorRole.SOURCE].update(
             {
                 "exactly.once.support": "required",
                 "transaction.boundary": "poll",
@@ -250,12 +250,12 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
             }
         )
 
-    specs: dict[str, ConnectorSpec] = {}
-    for role in ROLES:
+    specs: dict[ConnectorRole, ConnectorSpec] = {}
+    for role in ConnectorRole:
         name = connector_name(flow, role)
         config = {
             # Tuning first: cluster client overrides (in common) and settings win over it.
-            **(TUNED_SOURCE_CLIENT if role == "source" else {}),
+            **(TUNED_SOURCE_CLIENT if role is ConnectorRole.SOURCE else {}),
             **common,
             **{k: v for k, v in flow.settings.items() if k in ROLE_SETTINGS[role]},
             **per_role[role],
@@ -265,7 +265,11 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
         specs[role] = ConnectorSpec(
             name=name, role=role, connector_class=CONNECTOR_CLASSES[role], config=frozen_map(config)
         )
-    return FlowConnectors(source=specs["source"], checkpoint=specs["checkpoint"], heartbeat=specs["heartbeat"])
+    return FlowConnectors(
+        source=specs[ConnectorRole.SOURCE],
+        checkpoint=specs[ConnectorRole.CHECKPOINT],
+        heartbeat=specs[ConnectorRole.HEARTBEAT],
+    )
 
 
 # ---- names MM2 gives topics -------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""mm2.properties syntax, import, export and round trips."""
+"""components/topology/mm2_properties.py: mm2.properties syntax, import, export and round trips."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components.topology import TopologyError, flow_connectors, parse_topology
-from components.topology.mm2props import (
+from components.topology.mm2_properties import (
     export_properties,
     import_properties,
     parse_properties,
@@ -20,8 +20,6 @@ from components.topology.mm2props import (
     stack_yaml,
 )
 from tests.unit.topology.helpers import EXAMPLES, dev_config, example, example_names
-
-ROOT = Path(__file__).resolve().parents[3]
 
 ACTIVE_PASSIVE = r"""
 # ── Cluster aliases
@@ -48,6 +46,9 @@ us-east->us-west.sync.group.offsets.enabled = true
 emit.checkpoints.interval.seconds = 10
 listeners = http://localhost:8080
 """
+
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_java_properties_syntax() -> None:
@@ -241,3 +242,18 @@ def test_bin_mm2props_exports_an_example() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "primary->dr.enabled = true" in done.stdout.splitlines()
+
+
+def test_bin_mm2props_import_writes_yaml_that_ends_with_one_newline(tmp_path: Path) -> None:
+    # Redirected into Pulumi.<stack>.yaml, the output must be a complete text file.
+    source = tmp_path / "mm2.properties"
+    source.write_text(ACTIVE_PASSIVE, encoding="utf-8")
+    done = subprocess.run(
+        [str(ROOT / "bin" / "mm2props"), "import", str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith("\n") and not done.stdout.endswith("\n\n")

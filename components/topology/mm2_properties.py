@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from components.topology import settings as known
-from components.topology.mm2config import bootstrap_servers, flow_tasks_max, security_properties
+from components.topology.connectors import bootstrap_servers, flow_tasks_max, security_properties
 from components.topology.model import (
     DEFAULT_POLICY_CLASS,
     DEFAULT_SECRETS_FILE,
@@ -37,7 +37,8 @@ from components.topology.model import (
     Topology,
     TopologyError,
 )
-from components.topology.parse import NAMESPACE, parse_topology
+from components.topology.parse import parse_topology
+from components.topology.parse.problems import NAMESPACE
 
 # Dedicated-mode keys with no meaning for connectors on a Connect worker group.
 WORKER_ONLY_KEYS: frozenset[str] = frozenset(

@@ -1,10 +1,31 @@
-"""Complete connector configs for representative flows, written out literally."""
+"""components/topology/connectors.py: complete connector configs for representative flows (written out
+literally), generated throughput tuning and tasks.max, topic names under each replication policy."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from components.topology import flow_connectors, parse_topology
+from components.topology import (
+    ReplicationPolicy,
+    Topology,
+    bootstrap_servers,
+    broker_ports,
+    checkpoints_topic,
+    flow_connectors,
+    heartbeats_topic,
+    offset_syncs_cluster,
+    offset_syncs_topic,
+    parse_topology,
+    remote_topic,
+)
+from components.topology.connectors import (
+    MAX_TASKS_PER_WORKER,
+    TUNED_SOURCE_CLIENT,
+    flow_tasks_max,
+    replicated_partitions,
+)
+from components.topology.model import Flow, PolicyKind, frozen_map
 from tests.unit.topology.helpers import dev_config
 
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
@@ -97,6 +118,15 @@ COMMON = {
     "replication.policy.class": "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
     "replication.policy.separator": ".",
 }
+
+
+def dev_flow() -> Flow:
+    return parse_topology(dev_config()).flows[0]
+
+
+def derived(topology: Topology) -> Topology:
+    """The topology with tasks.max left to the generator, as when a flow gives no tasksMax."""
+    return replace(topology, flows=tuple(replace(f, tasks_max=None) for f in topology.flows))
 
 
 def test_cross_cluster_sasl_flow_source_connector() -> None:
@@ -222,15 +252,158 @@ def test_identity_policy_and_custom_separator_reach_every_connector() -> None:
         assert spec.config["replication.policy.separator"] == "_"
 
 
-def test_settings_merge_flow_beats_cluster_beats_defaults() -> None:
+def test_default_policy_names() -> None:
+    flow = dev_flow()
+    assert remote_topic(flow, "orders") == "primary.orders"
+    assert checkpoints_topic(flow) == "primary.checkpoints.internal"
+    assert heartbeats_topic(flow) == "heartbeats"
+    assert offset_syncs_topic(flow) == "mm2-offset-syncs.dr.internal"
+    assert offset_syncs_cluster(flow) == "primary"
+
+
+def test_custom_separator_applies_to_internal_topics_unless_switched_off() -> None:
+    flow = replace(dev_flow(), replication_policy=ReplicationPolicy(separator="_"))
+    assert remote_topic(flow, "orders") == "primary_orders"
+    assert checkpoints_topic(flow) == "primary_checkpoints_internal"
+    assert offset_syncs_topic(flow) == "mm2-offset-syncs_dr_internal"
+    off = replace(flow, settings=frozen_map({"replication.policy.internal.topic.separator.enabled": "false"}))
+    assert checkpoints_topic(off) == "primary.checkpoints.internal"
+    assert remote_topic(off, "orders") == "primary_orders"
+
+
+def test_identity_keeps_names_except_heartbeats() -> None:
+    flow = replace(dev_flow(), replication_policy=ReplicationPolicy(kind=PolicyKind.IDENTITY, preserves_names=True))
+    assert remote_topic(flow, "orders") == "orders"
+    assert remote_topic(flow, "heartbeats") == "primary.heartbeats"
+    assert checkpoints_topic(flow) == "primary.checkpoints.internal"
+
+
+def test_custom_policy_declared_name_preserving() -> None:
     config = dev_config()
-    config["defaults"]["settings"] = {"offset.lag.max": "1", "admin.timeout.ms": "1000"}
-    config["clusters"]["primary"]["settings"] = {"offset.lag.max": "2", "consumer.poll.timeout.ms": "700"}
-    config["flows"]["primary->dr"]["settings"] = {"offset.lag.max": "3"}
+    config["flows"]["primary->dr"]["replicationPolicy"] = {"class": "com.example.KeepNames", "preservesNames": True}
     flow = parse_topology(config).flows[0]
-    assert flow.settings["offset.lag.max"] == "3"
-    assert flow.settings["consumer.poll.timeout.ms"] == "700"
-    assert flow.settings["admin.timeout.ms"] == "1000"
-    # the cluster level applies to flows whose *source* is that cluster only
-    config["clusters"]["dr"]["settings"] = {"offset.lag.max": "9"}
-    assert parse_topology(config).flows[0].settings["offset.lag.max"] == "3"
+    assert flow.replication_policy.kind is PolicyKind.CUSTOM
+    assert flow.replication_policy.class_name == "com.example.KeepNames"
+    assert remote_topic(flow, "orders") == "orders"
+
+
+def test_offset_syncs_on_target() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["settings"] = {"offset-syncs.topic.location": "target"}
+    flow = parse_topology(config).flows[0]
+    assert offset_syncs_topic(flow) == "mm2-offset-syncs.primary.internal"
+    assert offset_syncs_cluster(flow) == "dr"
+
+
+def test_bootstrap_servers_per_platform() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["brokers"] = 3
+    config["clusters"]["k8s"] = {"platform": "kubernetes"}
+    config["clusters"]["ext"] = {"platform": "external", "brokers": 3, "bootstrap": "a:9092,b:9092"}
+    topology = parse_topology(config)
+    assert bootstrap_servers(topology.clusters["primary"]) == "127.0.0.1:19092,127.0.0.1:19094,127.0.0.1:19096"
+    assert bootstrap_servers(topology.clusters["k8s"]) == "k8s-kafka-bootstrap:9092"
+    assert bootstrap_servers(topology.clusters["ext"]) == "a:9092,b:9092"
+    assert broker_ports(topology.clusters["primary"]) == ((19092, 19093), (19094, 19095), (19096, 19097))
+
+
+def test_source_connector_gets_the_tuning_and_the_others_do_not() -> None:
+    topology = parse_topology(dev_config())
+    connectors = flow_connectors(topology, topology.flows[0])
+    source = dict(connectors.source.config)
+    assert {k: source[k] for k in TUNED_SOURCE_CLIENT} == {
+        "producer.override.enable.idempotence": "true",
+        "producer.override.max.in.flight.requests.per.connection": "5",
+        "producer.override.linger.ms": "10",
+        "producer.override.batch.size": "262144",
+        "producer.override.compression.type": "lz4",
+        "source.consumer.fetch.min.bytes": "65536",
+        "source.consumer.fetch.max.wait.ms": "100",
+        "source.consumer.max.poll.records": "2000",
+        "source.consumer.max.partition.fetch.bytes": "2097152",
+    }
+    for spec in (connectors.checkpoint, connectors.heartbeat):
+        assert not set(spec.config) & set(TUNED_SOURCE_CLIENT)
+
+
+def test_cluster_client_overrides_beat_the_tuning() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["client"] = {"consumer.fetch.min.bytes": "1"}
+    config["clusters"]["dr"]["client"] = {"producer.linger.ms": "0", "producer.compression.type": "zstd"}
+    topology = parse_topology(config)
+    source = flow_connectors(topology, topology.flows[0]).source.config
+    assert source["source.consumer.fetch.min.bytes"] == "1"
+    assert source["producer.override.linger.ms"] == "0"
+    assert source["producer.override.compression.type"] == "zstd"
+    assert source["producer.override.batch.size"] == "262144"
+
+
+def test_flow_settings_override_the_tuning_for_that_flow_only() -> None:
+    config = dev_config()
+    config["clusters"]["dr"]["client"] = {"producer.compression.type": "zstd"}
+    config["flows"]["primary->dr"]["settings"] = {
+        "producer.override.compression.type": "none",
+        "source.consumer.max.poll.records": "500",
+    }
+    config["clusters"]["other"] = {
+        "platform": "local",
+        "brokers": 1,
+        "port": 19292,
+        "security": {"protocol": "PLAINTEXT"},
+    }
+    config["flows"]["other->dr"] = {"workerGroup": "mm2", "topics": ["t"]}
+    topology = parse_topology(config)
+    tuned = flow_connectors(topology, topology.flow("primary->dr")).source.config
+    assert tuned["producer.override.compression.type"] == "none"
+    assert tuned["source.consumer.max.poll.records"] == "500"
+    assert tuned["producer.override.linger.ms"] == "10"
+    untouched = flow_connectors(topology, topology.flow("other->dr")).source.config
+    assert untouched["producer.override.compression.type"] == "zstd"
+    assert untouched["source.consumer.max.poll.records"] == "2000"
+
+
+def test_defaults_level_can_switch_tuning_off_everywhere() -> None:
+    config = dev_config()
+    config["defaults"]["settings"]["producer.override.linger.ms"] = "0"
+    topology = parse_topology(config)
+    assert flow_connectors(topology, topology.flows[0]).source.config["producer.override.linger.ms"] == "0"
+
+
+def test_tasks_max_defaults_to_the_replicated_partitions() -> None:
+    # dev: orders 3 + payments 3 partitions, two workers.
+    topology = derived(parse_topology(dev_config()))
+    flow = topology.flows[0]
+    assert replicated_partitions(topology, flow) == 6
+    connectors = flow_connectors(topology, flow)
+    assert connectors.source.config["tasks.max"] == "6"
+    assert connectors.checkpoint.config["tasks.max"] == "6"
+    assert connectors.heartbeat.config["tasks.max"] == "1"
+
+
+def test_tasks_max_counts_only_topics_the_filter_replicates() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["topics"]["audit.internal"] = {"partitions": 5}
+    config["clusters"]["primary"]["topics"]["orders-eu"] = {"partitions": 2}
+    config["flows"]["primary->dr"]["topics"] = ["orders.*", "audit.*"]
+    topology = derived(parse_topology(config))
+    # orders (3) and orders-eu (2); payments is not included, audit.internal is excluded by default.
+    assert flow_tasks_max(topology, topology.flows[0]) == 5
+
+
+def test_tasks_max_is_capped_per_worker() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["topics"]["orders"] = {"partitions": 64}
+    topology = derived(parse_topology(config))
+    assert flow_tasks_max(topology, topology.flows[0]) == MAX_TASKS_PER_WORKER * 2
+
+
+def test_tasks_max_is_one_per_worker_when_no_topic_is_declared() -> None:
+    config = dev_config()
+    del config["clusters"]["primary"]["topics"]
+    topology = derived(parse_topology(config))
+    assert flow_tasks_max(topology, topology.flows[0]) == 2
+
+
+def test_explicit_tasks_max_wins_over_the_derived_value() -> None:
+    topology = parse_topology(dev_config())  # tasksMax: 3
+    assert flow_connectors(topology, topology.flows[0]).source.config["tasks.max"] == "3"

@@ -1,0 +1,53 @@
+"""components/topology/parse/clusters.py: cluster problems name the key path and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.topology.helpers import FLOW, dev_config, problem_at
+
+
+def test_other_client_keys_still_belong_to_the_cluster_client_map() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["settings"] = {"producer.override.buffer.memory": "1"}
+    problem = problem_at(config, f'{FLOW}.settings["producer.override.buffer.memory"]')
+    assert "owned by a typed field" in problem.message
+    assert "clusters.<target>.client" in problem.fix
+
+
+def test_topic_spec_replication_factor_above_brokers() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["topics"]["orders"]["replicationFactor"] = 2
+    problem_at(config, "mm2:clusters.primary.topics.orders.replicationFactor")
+
+
+def test_external_cluster_requires_broker_count_and_bootstrap() -> None:
+    config = dev_config()
+    config["clusters"]["dr"] = {"platform": "external"}
+    problem_at(config, "mm2:clusters.dr.brokers")
+    problem_at(config, "mm2:clusters.dr.bootstrap")
+
+
+@pytest.mark.parametrize(
+    ("where", "key"),
+    [
+        ("settings", "basic.auth.password"),
+        ("client", "producer.my.secret"),
+    ],
+)
+def test_plain_text_secret_in_free_form_cluster_config(where: str, key: str) -> None:
+    config = dev_config()
+    config["clusters"]["primary"][where] = {key: "hunter2"}
+    assert "plain text" in problem_at(config, f'mm2:clusters.primary.{where}["{key}"]').message
+
+
+def test_local_cluster_without_port() -> None:
+    config = dev_config()
+    del config["clusters"]["dr"]["port"]
+    assert "port+2i" in problem_at(config, "mm2:clusters.dr.port").fix
+
+
+def test_client_override_without_client_prefix() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["client"] = {"fetch.min.bytes": "1"}
+    assert "producer., consumer. or admin." in problem_at(config, 'mm2:clusters.primary.client["fetch.min.bytes"]').fix
