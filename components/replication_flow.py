@@ -8,6 +8,7 @@ state the flow declares (`state` / `connectorStates`: running unless paused or s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -95,27 +96,34 @@ class ReplicationFlow(pulumi.ComponentResource):
                 states={spec.name: flow.state_of(spec.role).connect_state for spec in specs.all()},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.connectors.values())),
             )
-        source_topics = [t.name for t in topology.clusters[flow.source].topics]
         self.summary = pulumi.Output.all(**{spec.name: self.connectors[spec.role].state for spec in specs.all()}).apply(
-            lambda states: FlowExport(
-                name=flow.name,
-                source=flow.source,
-                target=flow.target,
-                worker_group=flow.worker_group,
-                connectors={spec.role.value: spec.name for spec in specs.all()},
-                states=dict(states),
-                desired_states={spec.role.value: flow.state_of(spec.role).connect_state for spec in specs.all()},
-                topics={t: remote_topic(flow, t) for t in source_topics},
-                checkpoints_topic=checkpoints_topic(flow),
-                offset_syncs_topic=offset_syncs_topic(flow),
-                heartbeats_topic=heartbeats_topic(flow),
-                exactly_once=flow.exactly_once,
-                offset_lag_max=int(flow.settings.get("offset.lag.max", "100")),
-                groups=tuple(flow.groups),
-                separator=policy.separator,
-                name_preserving=policy.preserves_names,
-                offset_syncs_cluster=offset_syncs_cluster(flow),
-                enabled=flow.enabled,
-            ).to_json()
+            functools.partial(flow_export, flow, topology)
         )
         self.register_outputs({**props, "summary": self.summary})
+
+
+def flow_export(flow: Flow, topology: Topology, states: Mapping[str, str]) -> dict[str, Any]:
+    """The flow's entry in the stack outputs (the contract's `FlowExport`), given the live state
+    of each of its connectors by connector name."""
+    specs = flow_connectors(topology, flow)
+    policy = flow.replication_policy
+    return FlowExport(
+        name=flow.name,
+        source=flow.source,
+        target=flow.target,
+        worker_group=flow.worker_group,
+        connectors={spec.role.value: spec.name for spec in specs.all()},
+        states=dict(states),
+        desired_states={spec.role.value: flow.state_of(spec.role).connect_state for spec in specs.all()},
+        topics={t.name: remote_topic(flow, t.name) for t in topology.clusters[flow.source].topics},
+        checkpoints_topic=checkpoints_topic(flow),
+        offset_syncs_topic=offset_syncs_topic(flow),
+        heartbeats_topic=heartbeats_topic(flow),
+        exactly_once=flow.exactly_once,
+        offset_lag_max=int(flow.settings.get("offset.lag.max", "100")),
+        groups=tuple(flow.groups),
+        separator=policy.separator,
+        name_preserving=policy.preserves_names,
+        offset_syncs_cluster=offset_syncs_cluster(flow),
+        enabled=flow.enabled,
+    ).to_json()
