@@ -25,7 +25,7 @@ from components.rpc_values import plain
 _MAY_RUN_WITHOUT_TASKS = ("-checkpoint",)
 
 
-class RolloutError(RuntimeError):
+class RolloutError(ConnectError):
     """Connectors could not be restarted after a credential change."""
 
 

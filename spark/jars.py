@@ -22,13 +22,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from spark import StageError
+
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
 MAVEN_SETTINGS = HERE / "maven-settings.xml"
 READY_MARKER = ".resolved"
 
 
-class JarResolutionError(RuntimeError):
+class JarResolutionError(StageError):
     """Maven could not provide Spark's Kafka source."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components.mm2_records import RecordFormatError, decode_heartbeat, decode_offset_sync
+from spark import StageError
 from spark.outputs import ClusterAccess
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ TIMEOUT_S = 15.0
 _PARTITION_EOF = -191  # KafkaError._PARTITION_EOF: the consumer reached the current end
 
 
-class KafkaAccessError(RuntimeError):
+class KafkaAccessError(StageError):
     """A cluster did not answer a metadata request."""
 
 

@@ -15,11 +15,11 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
-from components.kafka.admin import ADMIN_TIMEOUT_S, READ_TIMEOUT_S, admin_client
+from components.kafka.admin import ADMIN_TIMEOUT_S, READ_TIMEOUT_S, KafkaAdminError, admin_client
 from components.rpc_values import plain
 
 
-class AclError(RuntimeError):
+class AclError(KafkaAdminError):
     """ACL bindings could not be created or deleted."""
 
 

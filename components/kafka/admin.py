@@ -12,6 +12,12 @@ from typing import Any
 from components.rpc_values import plain
 
 ADMIN_TIMEOUT_S = 30.0
+
+
+class KafkaAdminError(RuntimeError):
+    """Base of every error the Kafka Admin API providers (topics, ACLs, SCRAM users) raise."""
+
+
 # Refresh only reads: a cluster that does not answer within this leaves the state as it was.
 READ_TIMEOUT_S = 10.0
 

@@ -14,12 +14,12 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
-from components.kafka.admin import ADMIN_TIMEOUT_S, READ_TIMEOUT_S, admin_client, plain
+from components.kafka.admin import ADMIN_TIMEOUT_S, READ_TIMEOUT_S, KafkaAdminError, admin_client, plain
 
 ITERATIONS = 8192  # Kafka's minimum is 4096; 8192 is what kafka-configs uses by default
 
 
-class ScramError(RuntimeError):
+class ScramError(KafkaAdminError):
     """SCRAM users could not be created, changed or deleted."""
 
 

@@ -22,11 +22,11 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from components.kafka.admin import ADMIN_TIMEOUT_S, admin_client
+from components.kafka.admin import ADMIN_TIMEOUT_S, KafkaAdminError, admin_client
 from components.rpc_values import plain
 
 
-class TopicError(RuntimeError):
+class TopicError(KafkaAdminError):
     """A topic could not be created, read, changed or deleted."""
 
 

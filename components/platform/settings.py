@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from components.platform.errors import PlatformError
+
 DEFAULT_KAFKA_IMAGE = "apache/kafka:4.3.1"
 DEFAULT_KAFKA_UI_IMAGE = "provectuslabs/kafka-ui:v0.7.2"
 # Prometheus JMX exporter java agent, fetched by an init container (override with a mirror).
@@ -112,7 +114,7 @@ class DockerSettings:
     connect_heap: str = "768m"
 
 
-class PlatformSettingsError(ValueError):
+class PlatformSettingsError(PlatformError, ValueError):
     """Every problem in the `mm2-platform` config, reported at once."""
 
     def __init__(self, problems: list[str]) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from components.platform.errors import PlatformError
 from components.platform.local.layout import CONFIG_DIR, LOG4J2_FILE, LOGS_DIR, PROCESS_PROPERTIES
 
 LOG_TAIL_LINES = 25
@@ -56,7 +57,7 @@ JVM_FLAGS = (
 )
 
 
-class ProcessError(RuntimeError):
+class ProcessError(PlatformError):
     """A local process could not be started, probed or stopped."""
 
 

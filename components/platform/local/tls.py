@@ -36,6 +36,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 from pulumi.runtime import rpc
 
+from components.platform.errors import PlatformError
 from components.platform.local.layout import tls_dir
 from components.platform.local.process import find_java
 from components.topology.model import Topology
@@ -56,7 +57,7 @@ _KEY = ("-keyalg", "EC", "-groupname", "secp256r1", "-sigalg", "SHA256withECDSA"
 EXPIRED = "1970-01-01T00:00:00+00:00"
 
 
-class TlsError(RuntimeError):
+class TlsError(PlatformError):
     """keytool could not make the stack's TLS material."""
 
 
