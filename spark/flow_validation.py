@@ -15,9 +15,10 @@ from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
 
+from components.outputs.contract import FlowExport
 from spark import catchup, checks, kafka_io
 from spark.catchup import Range
-from spark.outputs import FlowSpec, StackOutputs
+from spark.outputs import ValidationScope
 from spark.report import Check, FlowReport, Status, TopicReport
 from spark.topic_checks import checkpoint_check, offset_sync_check, partition_rows, record_checks
 
@@ -29,7 +30,7 @@ def log(msg: str) -> None:
 class FlowRun:
     """What the stage captured for one flow before waiting: its cut and the topics present."""
 
-    def __init__(self, flow: FlowSpec, outputs: StackOutputs, topics: dict[str, dict[str, int]]) -> None:
+    def __init__(self, flow: FlowExport, outputs: ValidationScope, topics: dict[str, dict[str, int]]) -> None:
         self.flow = flow
         self.src = outputs.clusters[flow.source]
         self.tgt = outputs.clusters[flow.target]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from spark.outputs import FlowSpec
+from components.outputs.contract import FlowExport
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class IllegalTopic:
 
 
 def _verdict(
-    name: str, cluster: str, flows: list[FlowSpec], aliases: set[str], seps: set[str], seen: tuple[str, ...]
+    name: str, cluster: str, flows: list[FlowExport], aliases: set[str], seps: set[str], seen: tuple[str, ...]
 ) -> str | None:
     """None if some chain of declared flows can put `name` on `cluster`, else the reason why not."""
     for sep in sorted(seps):
@@ -41,7 +41,7 @@ def _verdict(
     return None  # not a remote-looking name: a local topic
 
 
-def illegal_topics(topics_by_cluster: Mapping[str, Iterable[str]], flows: Iterable[FlowSpec]) -> list[IllegalTopic]:
+def illegal_topics(topics_by_cluster: Mapping[str, Iterable[str]], flows: Iterable[FlowExport]) -> list[IllegalTopic]:
     """Alias-prefixed topics on a cluster that no declared flow (or chain of flows) produces."""
     flows = list(flows)
     aliases = set(topics_by_cluster) | {f.source for f in flows} | {f.target for f in flows}

@@ -10,7 +10,7 @@ No Spark, no Kafka I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -102,37 +102,12 @@ def _jaas_credentials(jaas: str) -> tuple[str | None, str | None]:
 
 
 @dataclass(frozen=True)
-class FlowSpec:
-    name: str  # "primary->dr"
-    source: str
-    target: str
-    topics: Mapping[str, str]  # source topic -> remote topic on the target
-    checkpoints_topic: str
-    offset_syncs_topic: str
-    heartbeats_topic: str
-    exactly_once: bool = False
-    offset_lag_max: int = 100
-    groups: tuple[str, ...] = ()
-    separator: str = "."
-    name_preserving: bool = False  # IdentityReplicationPolicy: remote names equal source names
-    offset_syncs_cluster: str = ""  # alias of the cluster holding the offset-syncs topic
+class ValidationScope:
+    """What one validation run covers: Java client access per cluster, and the flows to check
+    (enabled, source connector declared running), as the contract exports them."""
 
-    @property
-    def replicated_heartbeats_topic(self) -> str:
-        # Every policy, Identity included, renames heartbeats: `<source><sep>heartbeats`.
-        return f"{self.source}{self.separator}heartbeats"
-
-    def source_topic_of(self, remote: str) -> str | None:
-        for src, rem in self.topics.items():
-            if rem == remote:
-                return src
-        return None
-
-
-@dataclass(frozen=True)
-class StackOutputs:
     clusters: Mapping[str, ClusterAccess]
-    flows: tuple[FlowSpec, ...]  # the flows to validate: enabled, source connector declared running
+    flows: tuple[FlowExport, ...]
 
 
 def _cluster_access(c: ClusterExport) -> ClusterAccess:
@@ -149,28 +124,23 @@ def _validated(f: FlowExport) -> bool:
     return f.enabled and f.desired_states.get("source", "RUNNING") == "RUNNING"
 
 
-def validation_view(exports: StackExports) -> StackOutputs:
-    # FlowSpec's fields are a subset of the contract's FlowExport, with the same names.
-    flows = [
-        FlowSpec(**{spec.name: getattr(f, spec.name) for spec in fields(FlowSpec)})
-        for f in exports.flows.values()
-        if _validated(f)
-    ]
-    return StackOutputs(
+def validation_view(exports: StackExports) -> ValidationScope:
+    flows = [f for f in exports.flows.values() if _validated(f)]
+    return ValidationScope(
         clusters={alias: _cluster_access(c) for alias, c in exports.clusters.items()},
         flows=tuple(sorted(flows, key=lambda fl: fl.name)),
     )
 
 
-def parse_outputs(data: Mapping[str, Any]) -> StackOutputs:
+def parse_outputs(data: Mapping[str, Any]) -> ValidationScope:
     """The view of outputs already parsed from JSON."""
     return validation_view(StackExports.from_json(data))
 
 
-def read_outputs_file(path: str | Path) -> StackOutputs:
+def read_outputs_file(path: str | Path) -> ValidationScope:
     return validation_view(read_exports_file(path))
 
 
-def load_stack_outputs(stack: str) -> StackOutputs:
+def load_stack_outputs(stack: str) -> ValidationScope:
     """`bin/pulumi stack output --json --show-secrets` for `stack` (secrets stay in memory)."""
     return validation_view(read_stack_exports(stack))

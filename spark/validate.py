@@ -34,7 +34,7 @@ from components.outputs.contract import OutputsError
 from spark import kafka_io, loops
 from spark.flow_validation import FlowRun, log, validate_flow
 from spark.jars import JarResolutionError, KafkaSourceJars, ensure_kafka_source_jars
-from spark.outputs import StackOutputs, load_stack_outputs, read_outputs_file
+from spark.outputs import ValidationScope, load_stack_outputs, read_outputs_file
 from spark.report import Check, Report, Status, render_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +123,7 @@ def build_session(args: argparse.Namespace, jars: KafkaSourceJars) -> Any:
 # --- across the stack -------------------------------------------------------------------------------------
 
 
-def check_loops(outputs: StackOutputs, topics: dict[str, dict[str, int]]) -> tuple[Check, list[dict[str, str]]]:
+def check_loops(outputs: ValidationScope, topics: dict[str, dict[str, int]]) -> tuple[Check, list[dict[str, str]]]:
     found = loops.illegal_topics({a: list(t) for a, t in topics.items()}, outputs.flows)
     rows = [{"cluster": f.cluster, "topic": f.topic, "reason": f.reason} for f in found]
     if found:

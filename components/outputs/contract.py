@@ -89,6 +89,18 @@ class FlowExport:
     offset_syncs_cluster: str = ""  # alias of the cluster holding the offset-syncs topic
     enabled: bool = True
 
+    @property
+    def replicated_heartbeats_topic(self) -> str:
+        # Every policy, Identity included, renames heartbeats: `<source><sep>heartbeats`.
+        return f"{self.source}{self.separator}heartbeats"
+
+    def source_topic_of(self, remote: str) -> str | None:
+        """The source topic replicated into `remote` on the target, if this flow has one."""
+        for src, rem in self.topics.items():
+            if rem == remote:
+                return src
+        return None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
