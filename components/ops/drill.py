@@ -59,28 +59,19 @@ from components.ops.drill_figures import DrillReport, DrillSettings, compute_fig
 from components.ops.errors import OpsError
 from components.outputs.contract import OutputsError, StackExports
 from components.outputs.loader import load_exports
+from components.platform.local import process as proc
+from components.platform.local.layout import brokers_path, process_marker
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def source_broker_markers(stack: str, alias: str) -> list[str]:
     """Markers of the running JVMs of cluster `alias` in `stack` (local platform)."""
-    prefix = f"-Dmm2.process={stack}/{alias}/broker-".encode()
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        found.update(a.decode()[len("-Dmm2.process=") :] for a in args if a.startswith(prefix))
-    return sorted(found)
+    return proc.running_markers(process_marker(stack, brokers_path(alias)))
 
 
 def stop_brokers(stack: str, alias: str, sig: str, log: Log) -> float:
     """Signal every broker of `alias`; returns the monotonic time of the signal. Waits until gone."""
-    from components.platform.local import process as proc
 
     markers = source_broker_markers(stack, alias)
     pids = {m: proc.find_pids(m) for m in markers}
@@ -142,8 +133,9 @@ def _drill_target(outputs: StackExports, stack: str, flow_name: str | None, topi
         raise OpsError(f"drill: topic {topic} is not replicated by flow {name} (topics: {', '.join(sorted(topics))})")
     markers = source_broker_markers(stack, source)
     if not markers:
+        pattern = process_marker(stack, brokers_path(source)) + "N"
         raise OpsError(
-            f"drill: no running broker of cluster {source} in stack {stack} (markers {stack}/{source}/broker-N). "
+            f"drill: no running broker of cluster {source} in stack {stack} (markers {pattern}). "
             "The drill stops the source by its local-platform processes; next step: deploy the stack on the "
             "local platform (`bin/pulumi up`), or run `bin/pulumi refresh` + `up` if the brokers are down."
         )

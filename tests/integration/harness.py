@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from components.platform.local import process as proc
-from components.platform.local.layout import run_root
+from components.platform.local.layout import process_marker, run_root
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSPHRASE = "mm2-test-only-passphrase"
@@ -154,7 +154,7 @@ class TestStack:
         return ports
 
     def markers(self) -> list[str]:
-        return [m for m in _all_markers() if m.startswith(f"{self.name}/")]
+        return proc.running_markers(process_marker(self.name, ""))
 
     def destroy(self) -> None:
         try:
@@ -171,19 +171,6 @@ class TestStack:
                 capture_output=True,
                 check=False,
             )
-
-
-def _all_markers() -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        found += [a.decode()[len("-Dmm2.process=") :] for a in args if a.startswith(b"-Dmm2.process=")]
-    return found
 
 
 @contextmanager

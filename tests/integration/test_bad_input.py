@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from components.platform.local import process as proc
+from components.platform.local.layout import broker_path, process_marker
 from tests.integration.harness import ROOT, TestStack, deployed, dev_config_with_free_ports, free_port_block
 
 pytestmark = pytest.mark.integration
@@ -62,7 +63,7 @@ def test_port_in_use_names_component_port_and_fix(tmp_path: Path) -> None:
         assert f"{port}" in text and "already in use" in text and "Fix:" in text, text[-3000:]
         assert "mm2:clusters.primary.port" in text
         # The failed broker left no process and no directory behind.
-        assert not proc.find_pids(f"{stack.name}/primary/broker-0")
+        assert not proc.find_pids(process_marker(stack.name, broker_path("primary", 0)))
         assert not (stack.run_dir / "primary").exists()
 
 

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from components.platform.local import process as proc
+from components.platform.local.layout import process_marker, worker_path
 from tests.integration.harness import TestStack, connect_auth, kafka_conf, kafka_retrying, running, wait_until
 
 pytestmark = pytest.mark.integration
@@ -214,7 +215,7 @@ def test_one_setting_change_is_one_in_place_update(stack: TestStack) -> None:
 
 
 def test_killed_worker_is_reported_by_refresh_and_restored_by_up(stack: TestStack) -> None:
-    marker = f"{stack.name}/connect-mm2/worker-1"
+    marker = process_marker(stack.name, worker_path("mm2", 1))
     pids = proc.find_pids(marker)
     assert pids, "worker-1 not running"
     for pid in pids:

@@ -29,6 +29,7 @@ from components.connect.client import ConnectClient
 from components.ops.clients import connect_auth, kafka_config
 from components.outputs.contract import StackExports
 from components.platform.local import process as proc
+from components.platform.local.layout import LOGS_DIR, broker_path, process_marker, worker_path
 from tests.integration.harness import ROOT, TestStack, deployed, running, wait_until
 
 pytestmark = pytest.mark.integration
@@ -61,12 +62,12 @@ def whole(stack: TestStack) -> TestStack:
 def _expected_markers(s: TestStack) -> list[str]:
     cfg = s.config["config"]
     found = [
-        f"{s.name}/{alias}/broker-{i}"
+        process_marker(s.name, broker_path(alias, i))
         for alias, c in cfg["mm2:clusters"].items()
         for i in range(int(c.get("brokers", 1)))
     ]
     found += [
-        f"{s.name}/connect-{name}/worker-{i}"
+        process_marker(s.name, worker_path(name, i))
         for name, g in cfg["mm2:workerGroups"].items()
         for i in range(g["workers"])
     ]
@@ -227,7 +228,7 @@ def test_sigkill_one_connect_worker_while_100k_records_replicate(whole: TestStac
     on_worker = Counter(_worker_of(t["worker_id"], s) for t in source_tasks)
     victim = on_worker.most_common(1)[0][0]  # the worker running the most replication tasks
     survivor = 1 - victim
-    marker = f"{s.name}/connect-{GROUP}/worker-{victim}"
+    marker = process_marker(s.name, worker_path(GROUP, victim))
     baseline = _remote_total(out)
 
     result: dict[str, Any] = {}
@@ -273,7 +274,7 @@ def test_target_broker_restart_mid_stream_loses_nothing(whole: TestStack) -> Non
     out = s.outputs()
     records = 50_000
     run = f"broker-{uuid.uuid4().hex[:6]}"
-    marker = f"{s.name}/dr/broker-0"
+    marker = process_marker(s.name, broker_path("dr", 0))
     baseline = _remote_total(out)
 
     result: dict[str, Any] = {}
@@ -360,7 +361,7 @@ def _restart_worker(s: TestStack, out: dict[str, Any], index: int) -> None:
     """SIGTERM one worker and start it again with its exact command line, as a supervisor would."""
     from components.platform.local.provider import _probe_connect
 
-    marker = f"{s.name}/connect-{GROUP}/worker-{index}"
+    marker = process_marker(s.name, worker_path(GROUP, index))
     pids = proc.find_pids(marker)
     assert len(pids) == 1, f"worker-{index}: expected one process, found {pids}"
     argv = [a.decode() for a in Path(f"/proc/{pids[0]}/cmdline").read_bytes().split(b"\0") if a]
@@ -369,10 +370,10 @@ def _restart_worker(s: TestStack, out: dict[str, Any], index: int) -> None:
         for line in Path(f"/proc/{pids[0]}/environ").read_bytes().split(b"\0")
         if b"=" in line
     )
-    run_dir = s.run_dir / f"connect-{GROUP}" / f"worker-{index}"
+    run_dir = s.run_dir / worker_path(GROUP, index)
     os.kill(pids[0], signal.SIGTERM)
     wait_until(lambda: not proc.find_pids(marker), 120, f"worker-{index} to shut down", poll_s=0.2)
-    with open(run_dir / "logs" / "stdout.log", "ab") as log:
+    with open(run_dir / LOGS_DIR / "stdout.log", "ab") as log:
         child = subprocess.Popen(
             argv, cwd=run_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,

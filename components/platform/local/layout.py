@@ -41,8 +41,13 @@ def tls_dir(run_root: str) -> str:
     return f"{run_root}/tls"
 
 
+def brokers_path(alias: str) -> str:
+    """What the paths of every broker of cluster `alias` start with."""
+    return f"{alias}/broker-"
+
+
 def broker_path(alias: str, node_id: int) -> str:
-    return f"{alias}/broker-{node_id}"
+    return f"{brokers_path(alias)}{node_id}"
 
 
 def group_path(group: str) -> str:
@@ -51,6 +56,12 @@ def group_path(group: str) -> str:
 
 def worker_path(group: str, index: int) -> str:
     return f"{group_path(group)}/worker-{index}"
+
+
+def process_marker(stack: str, path: str) -> str:
+    """The command-line marker of the process at `path` (`broker_path`, `worker_path`) in
+    `stack`, unique per stack; a prefix of it (`brokers_path`, or "") matches a set of them."""
+    return f"{stack}/{path}"
 
 
 @dataclass(frozen=True)
@@ -67,7 +78,7 @@ class LocalPlatform:
 
     def marker(self, path: str) -> str:
         """The command-line marker of the process at `path`, unique per stack."""
-        return f"{self.stack}/{path}"
+        return process_marker(self.stack, path)
 
     def group_secrets_file(self, group: str) -> str:
         return f"{self.run_root}/{group_path(group)}/{GROUP_SECRETS}"

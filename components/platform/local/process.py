@@ -57,6 +57,10 @@ JVM_FLAGS = (
 )
 
 
+# The system property every local JVM carries, so its process is found by marker, not by pid.
+MARKER_FLAG = "-Dmm2.process="
+
+
 class ProcessError(PlatformError):
     """A local process could not be started, probed or stopped."""
 
@@ -195,7 +199,7 @@ def _jvm_command(spec: JvmSpec, main_class: str, args: list[str], heap: str) -> 
         f"-Xms{heap}" if heap else "-Xms128m",
         f"-Xmx{heap}" if heap else "-Xmx512m",
         *JVM_FLAGS,
-        f"-Dmm2.process={spec.marker}",
+        f"{MARKER_FLAG}{spec.marker}",
         f"-Dkafka.logs.dir={spec.logs_dir}",
         f"-Dlog4j2.configurationFile={Path(spec.run_dir) / LOG4J2_FILE}",
         *spec.jvm_options,
@@ -210,7 +214,7 @@ def format_storage(spec: JvmSpec, cluster_id: str, timeout_s: float = 120.0) -> 
     """Format a KRaft log directory; a directory already formatted with this id is kept as is."""
     cmd = _jvm_command(spec, "kafka.tools.StorageTool", [], "256m")
     # The marker must not be on the format tool's command line: it is not the long-lived process.
-    cmd = [c for c in cmd if not c.startswith("-Dmm2.process=")]
+    cmd = [c for c in cmd if not c.startswith(MARKER_FLAG)]
     # `--cluster-id=<id>` in one argument: an id may begin with '-' (older stacks' ids did).
     cmd += ["format", f"--cluster-id={cluster_id}", "-c", str(spec.properties_file), "--ignore-formatted"]
     try:
@@ -265,7 +269,22 @@ def is_running(pid: int | None, marker: str) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return is_alive(pid) and f"-Dmm2.process={marker}".encode() in cmdline
+    return is_alive(pid) and f"{MARKER_FLAG}{marker}".encode() in cmdline
+
+
+def running_markers(prefix: str = "") -> list[str]:
+    """The markers of every live process whose marker starts with `prefix`, sorted."""
+    flag = MARKER_FLAG.encode()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        found.update(a[len(flag) :].decode() for a in args if a.startswith(flag + prefix.encode()))
+    return sorted(found)
 
 
 def find_pids(marker: str) -> list[int]:

@@ -16,7 +16,7 @@ from components.platform.local import process as proc
 @pytest.fixture
 def marked() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     marker = f"unit/{uuid.uuid4().hex[:8]}"
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"-Dmm2.process={marker}"])
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"{proc.MARKER_FLAG}{marker}"])
     try:
         # Popen may return before the exec: wait (bounded) for the child's own command line.
         deadline = time.monotonic() + 10

@@ -50,3 +50,10 @@ def test_jvm_options_reach_the_command_line_before_the_main_class() -> None:
     )
     cmd = proc._jvm_command(spec, "Main", [], "256m")
     assert cmd.index("-Djava.security.auth.login.config=/r/config/rest-jaas.conf") < cmd.index("Main")
+
+
+def test_running_markers_match_by_prefix(marked: tuple[subprocess.Popen[bytes], str]) -> None:
+    _, marker = marked  # unique per test run: unit/<random hex>
+    assert proc.running_markers(marker[:-2]) == [marker]
+    assert marker in proc.running_markers()
+    assert proc.running_markers(marker + "0") == []
