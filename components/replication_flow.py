@@ -22,6 +22,7 @@ from components.rollout import CredentialRollout
 from components.topology import (
     ConnectorRole,
     Flow,
+    FlowConnectors,
     Topology,
     checkpoints_topic,
     flow_connectors,
@@ -97,15 +98,14 @@ class ReplicationFlow(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.connectors.values())),
             )
         self.summary = pulumi.Output.all(**{spec.name: self.connectors[spec.role].state for spec in specs.all()}).apply(
-            functools.partial(flow_export, flow, topology)
+            functools.partial(flow_export, flow, topology, specs)
         )
         self.register_outputs({**props, "summary": self.summary})
 
 
-def flow_export(flow: Flow, topology: Topology, states: Mapping[str, str]) -> dict[str, Any]:
-    """The flow's entry in the stack outputs (the contract's `FlowExport`), given the live state
-    of each of its connectors by connector name."""
-    specs = flow_connectors(topology, flow)
+def flow_export(flow: Flow, topology: Topology, specs: FlowConnectors, states: Mapping[str, str]) -> dict[str, Any]:
+    """The flow's entry in the stack outputs (the contract's `FlowExport`), given its connectors
+    and the live state of each by connector name."""
     policy = flow.replication_policy
     return FlowExport(
         name=flow.name,
