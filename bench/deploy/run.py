@@ -37,6 +37,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from components.platform.local.layout import process_marker  # noqa: E402
+from components.platform.local.process import MARKER_FLAG  # noqa: E402
 from tests.integration.harness import TestStack, free_port_block  # noqa: E402
 
 CLUSTERS = ["a", "b", "c", "d", "e"]
@@ -70,11 +72,12 @@ def jvm_cpu_s(stack: TestStack) -> float:
     """CPU seconds used so far by the stack's live JVMs (brokers, controllers, workers)."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
+    flag = f"{MARKER_FLAG}{process_marker(stack.name, '')}".encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if f"-Dmm2.process={stack.name}/".encode() not in (entry / "cmdline").read_bytes():
+            if flag not in (entry / "cmdline").read_bytes():
                 continue
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
