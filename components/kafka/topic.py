@@ -22,8 +22,11 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from components.kafka.admin import ADMIN_TIMEOUT_S, KafkaAdminError, admin_client
+from components.kafka.admin import ADMIN_TIMEOUT_S, READ_TIMEOUT_S, KafkaAdminError, admin_client
 from components.rpc_values import plain
+
+# The one metadata error that means "no such topic"; any other is a failure to find out.
+_UNKNOWN_TOPIC = "UNKNOWN_TOPIC_OR_PART"
 
 
 class TopicError(KafkaAdminError):
@@ -34,43 +37,80 @@ def _admin(props: Mapping[str, Any]) -> Any:
     return admin_client(props)
 
 
-def _describe(props: Mapping[str, Any]) -> dict[str, Any] | None:
+def _describe(props: Mapping[str, Any], timeout_s: float = ADMIN_TIMEOUT_S) -> dict[str, Any] | None:
+    """The topic's live shape, None when the cluster says it does not exist; raises TopicError otherwise."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     admin = _admin(props)
-    md = admin.list_topics(topic=props["name"], timeout=ADMIN_TIMEOUT_S)
+    md = admin.list_topics(topic=props["name"], timeout=timeout_s)
     topic = md.topics.get(props["name"])
-    if topic is None or topic.error is not None:
+    if topic is None:
         return None
+    if topic.error is not None:
+        if _error_name(topic.error) == _UNKNOWN_TOPIC:
+            return None
+        raise TopicError(
+            f"{_where(props)}: the cluster could not describe it: {topic.error}. "
+            "Fix: check that the stack's admin user may DESCRIBE the topic and the brokers are healthy."
+        )
     partitions = len(topic.partitions)
     rf = max((len(p.replicas) for p in topic.partitions.values()), default=0)
     wanted = dict(props.get("config") or {})
     config: dict[str, str] = {}
     if wanted:
         res = ConfigResource(ResourceType.TOPIC, props["name"])
-        entries = admin.describe_configs([res])[res].result(timeout=ADMIN_TIMEOUT_S)
+        entries = admin.describe_configs([res])[res].result(timeout=timeout_s)
         config = {k: entries[k].value for k in wanted if k in entries}
     return {"partitions": partitions, "replication_factor": rf, "config": config}
 
 
+def _error_name(error: Any) -> str:
+    name = getattr(error, "name", None)
+    return name() if callable(name) else str(error)
+
+
 def _where(props: Mapping[str, Any]) -> str:
-    return f"topic {props['name']!r} on cluster {props.get('cluster', '?')!r}"
+    return f"topic {props.get('name', '?')!r} on cluster {props.get('cluster', '?')!r}"
+
+
+def _count(props: Mapping[str, Any], key: str) -> int | None:
+    """`props[key]` as an int, None when absent or not a whole number."""
+    try:
+        return int(props[key])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 class TopicProvider(ResourceProvider):
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        partitions, rf = _count(news, "partitions"), _count(news, "replication_factor")
         failures = []
-        if int(news.get("partitions", 0)) < 1:
-            failures.append(CheckFailure("partitions", f"{_where(news)}: partitions must be at least 1"))
-        if olds and "partitions" in olds and int(news["partitions"]) < int(olds["partitions"]):
+        if partitions is None or partitions < 1:
             failures.append(
                 CheckFailure(
                     "partitions",
-                    f"{_where(news)}: Kafka cannot reduce partitions ({olds['partitions']} -> {news['partitions']}) "
+                    f"{_where(news)}: partitions must be a whole number of at least 1, got "
+                    f"{news.get('partitions')!r}. Fix: set topics.<name>.partitions to e.g. 3.",
+                )
+            )
+        if rf is None or rf < 1:
+            failures.append(
+                CheckFailure(
+                    "replication_factor",
+                    f"{_where(news)}: the replication factor must be a whole number of at least 1, got "
+                    f"{news.get('replication_factor')!r}. Fix: set it to at most the cluster's broker count.",
+                )
+            )
+        old_partitions, old_rf = _count(olds, "partitions"), _count(olds, "replication_factor")
+        if partitions is not None and old_partitions is not None and partitions < old_partitions:
+            failures.append(
+                CheckFailure(
+                    "partitions",
+                    f"{_where(news)}: Kafka cannot reduce partitions ({old_partitions} -> {partitions}) "
                     "without deleting the topic and its data. Fix: keep the partition count, or create a new topic.",
                 )
             )
-        if olds and "replication_factor" in olds and int(news["replication_factor"]) != int(olds["replication_factor"]):
+        if rf is not None and old_rf is not None and rf != old_rf:
             failures.append(
                 CheckFailure(
                     "replication_factor",
@@ -118,27 +158,16 @@ class TopicProvider(ResourceProvider):
         return DiffResult(changes=bool(changed or replaces), replaces=replaces, delete_before_replace=True)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, ResourceType
-
         admin = _admin(news)
         if int(news["partitions"]) > int(olds["partitions"]):
-            fut = admin.create_partitions([NewPartitions(news["name"], int(news["partitions"]))])[news["name"]]
-            fut.result(timeout=ADMIN_TIMEOUT_S)
+            _apply(news, "adding partitions", lambda: _add_partitions(admin, news))
         if olds.get("config") != news.get("config"):
-            old_cfg, new_cfg = dict(olds.get("config") or {}), dict(news.get("config") or {})
-            ops = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in new_cfg.items()]
-            ops += [
-                ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
-                for k in old_cfg
-                if k not in new_cfg
-            ]
-            res = ConfigResource(ResourceType.TOPIC, news["name"], incremental_configs=ops)
-            admin.incremental_alter_configs([res])[res].result(timeout=ADMIN_TIMEOUT_S)
+            _apply(news, "changing its config", lambda: _alter_config(admin, olds, news))
         return UpdateResult(outs=news)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         try:
-            live = _describe(props)
+            live = _describe(props, READ_TIMEOUT_S)
         except Exception:
             return ReadResult(id_=id_, outs=props)
         if live is None:
@@ -153,6 +182,35 @@ class TopicProvider(ResourceProvider):
         except Exception as exc:
             if "UNKNOWN_TOPIC" not in str(exc):
                 raise TopicError(f"{_where(props)}: delete failed: {exc}") from exc
+
+
+def _apply(props: Mapping[str, Any], what: str, change: Any) -> None:
+    """Run one Admin change; a refusal becomes a TopicError naming the topic, the step and the fix."""
+    try:
+        change()
+    except Exception as exc:
+        raise TopicError(
+            f"{_where(props)}: {what} failed: {exc}. The topic keeps its previous shape for what did not "
+            "apply. Fix: check the stack admin user's ALTER/ALTER_CONFIGS rights and the value, then "
+            "run `pulumi up` again."
+        ) from exc
+
+
+def _add_partitions(admin: Any, props: Mapping[str, Any]) -> None:
+    from confluent_kafka.admin import NewPartitions
+
+    fut = admin.create_partitions([NewPartitions(props["name"], int(props["partitions"]))])[props["name"]]
+    fut.result(timeout=ADMIN_TIMEOUT_S)
+
+
+def _alter_config(admin: Any, olds: Mapping[str, Any], news: Mapping[str, Any]) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    old_cfg, new_cfg = dict(olds.get("config") or {}), dict(news.get("config") or {})
+    ops = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in new_cfg.items()]
+    ops += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in old_cfg if k not in new_cfg]
+    res = ConfigResource(ResourceType.TOPIC, news["name"], incremental_configs=ops)
+    admin.incremental_alter_configs([res])[res].result(timeout=ADMIN_TIMEOUT_S)
 
 
 class Topic(Resource, module="kafka", name="Topic"):

@@ -58,6 +58,7 @@ class FakeAdmin:
     users: dict[str, dict[ScramMechanism, bytes]] = field(default_factory=dict)
     failures: dict[str, BaseException] = field(default_factory=dict)
     unreachable: set[str] = field(default_factory=set)
+    topic_errors: dict[str, int] = field(default_factory=dict)  # topic -> error code its metadata carries
     calls: list[tuple[str, Any]] = field(default_factory=list)
     clients: list[Mapping[str, Any]] = field(default_factory=list)
 
@@ -78,7 +79,10 @@ class FakeAdmin:
 
     def list_topics(self, topic: str, timeout: float) -> SimpleNamespace:
         self._enter("list_topics")
-        if topic not in self.topics:
+        self.calls.append(("list_topics", timeout))
+        if topic in self.topic_errors:
+            meta = SimpleNamespace(partitions={}, error=KafkaError(self.topic_errors[topic]))
+        elif topic not in self.topics:
             meta = SimpleNamespace(partitions={}, error=KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
         else:
             parts = {i: SimpleNamespace(replicas=r) for i, r in enumerate(self.topics[topic])}

@@ -60,6 +60,13 @@ def test_check_refuses_fewer_than_one_partition(partitions: int | None) -> None:
     assert "'orders' on cluster 'primary'" in failures[0].reason
 
 
+@pytest.mark.parametrize(("key", "value"), [("partitions", "three"), ("replication_factor", None)])
+def test_check_names_the_key_of_a_count_that_is_not_a_whole_number(key: str, value: Any) -> None:
+    failures = TopicProvider().check(props(), props(**{key: value})).failures
+    assert [f.property for f in failures] == [key]
+    assert repr(value) in failures[0].reason and "Fix:" in failures[0].reason
+
+
 def test_check_refuses_fewer_partitions_than_the_state_holds() -> None:
     failures = TopicProvider().check(props(partitions=6), props(partitions=3)).failures
     assert [f.property for f in failures] == ["partitions"]
@@ -124,6 +131,13 @@ def test_create_refuses_to_adopt_a_topic_with_other_partitions(fake: FakeAdmin) 
     assert [m for m, _ in fake.calls if m == "create_topics"] == []
 
 
+def test_create_does_not_take_a_metadata_error_for_a_missing_topic(fake: FakeAdmin) -> None:
+    fake.topic_errors["orders"] = KafkaError.TOPIC_AUTHORIZATION_FAILED
+    with pytest.raises(TopicError, match=r"'orders' on cluster 'primary': the cluster could not describe it.*Fix:"):
+        TopicProvider().create(props())
+    assert [m for m, _ in fake.calls if m == "create_topics"] == []
+
+
 def test_a_refused_create_is_a_topic_error_naming_the_cluster(fake: FakeAdmin) -> None:
     fake.failures["create_topics"] = kafka_error(KafkaError.TOPIC_AUTHORIZATION_FAILED)
     with pytest.raises(TopicError, match=r"cluster 'primary'.*create failed.*TOPIC_AUTHORIZATION_FAILED") as info:
@@ -161,6 +175,21 @@ def test_update_of_the_client_alone_asks_nothing_but_keeps_the_new_credentials(f
     assert fake.clients[-1]["client"]["sasl.password"] == "rotated"
 
 
+@pytest.mark.parametrize(
+    ("method", "change", "step"),
+    [
+        ("create_partitions", {"partitions": 6}, "adding partitions"),
+        ("incremental_alter_configs", {"config": {"retention.ms": "1"}}, "changing its config"),
+    ],
+)
+def test_a_refused_update_is_a_topic_error_naming_the_step(
+    fake: FakeAdmin, method: str, change: dict[str, Any], step: str
+) -> None:
+    fake.failures[method] = kafka_error(KafkaError.POLICY_VIOLATION)
+    with pytest.raises(TopicError, match=rf"'orders' on cluster 'primary': {step} failed.*POLICY_VIOLATION.*Fix:"):
+        TopicProvider().update("primary/orders", props(), props(**change))
+
+
 # -- read ----------------------------------------------------------------------------------------
 
 
@@ -186,6 +215,13 @@ def test_read_skips_the_config_request_when_no_key_is_configured(fake: FakeAdmin
 def test_read_of_a_topic_deleted_by_hand_drops_it_from_the_state(fake: FakeAdmin) -> None:
     result = TopicProvider().read("primary/orders", props())
     assert (result.id, result.outs) == ("", {})
+
+
+def test_read_keeps_a_topic_it_may_not_describe_and_waits_the_read_timeout_only(fake: FakeAdmin) -> None:
+    fake.topic_errors["orders"] = KafkaError.TOPIC_AUTHORIZATION_FAILED
+    result = TopicProvider().read("primary/orders", props())
+    assert (result.id, result.outs) == ("primary/orders", props())
+    assert ("list_topics", topic.READ_TIMEOUT_S) in fake.calls
 
 
 def test_read_leaves_the_state_as_it_was_when_the_cluster_does_not_answer(fake: FakeAdmin) -> None:
