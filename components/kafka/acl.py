@@ -114,6 +114,8 @@ class AclsProvider(ResourceProvider):
             bool(replaces)
             or set(_acls(olds)) != set(_acls(news))
             or plain(olds.get("client")) != plain(news.get("client"))
+            # Where the cluster runs decides whether delete must remove these (see delete): keep it current.
+            or any(olds.get(k) != news.get(k) for k in ("cluster", "ephemeral"))
         )
         return DiffResult(changes=changed, replaces=replaces, delete_before_replace=True)
 

@@ -97,7 +97,11 @@ class ScramUsersProvider(ResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = [k for k in ("bootstrap", "mechanism") if olds.get(k) != news.get(k)]
         changed = (
-            bool(replaces) or _users(olds) != _users(news) or plain(olds.get("client")) != plain(news.get("client"))
+            bool(replaces)
+            or _users(olds) != _users(news)
+            or plain(olds.get("client")) != plain(news.get("client"))
+            # Where the cluster runs decides whether delete must remove these (see delete): keep it current.
+            or any(olds.get(k) != news.get(k) for k in ("cluster", "ephemeral"))
         )
         return DiffResult(changes=changed, replaces=replaces, delete_before_replace=True)
 

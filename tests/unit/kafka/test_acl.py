@@ -85,8 +85,9 @@ def test_diff_ignores_the_order_of_bindings_and_secret_wrapping() -> None:
         props(READ_ORDERS, DESCRIBE_ORDERS, GROUP, DESCRIBE_CLUSTER),
         props(READ_ORDERS, DESCRIBE_ORDERS, {**GROUP, "pattern": "LITERAL"}),
         props(client={"sasl.username": "admin", "sasl.password": "rotated"}),
+        props(ephemeral=True),
     ],
-    ids=["binding-removed", "binding-added", "binding-changed", "client-rotated"],
+    ids=["binding-removed", "binding-added", "binding-changed", "client-rotated", "now-ephemeral"],
 )
 def test_diff_of_bindings_or_client_is_an_in_place_update(news: dict[str, Any]) -> None:
     result = AclsProvider().diff("primary/acls", props(), news)

@@ -58,8 +58,9 @@ def test_diff_of_identical_props_has_no_changes_even_with_secret_wrapping() -> N
         props({**USERS, "reader": "pw-reader"}),
         props({"mm2": "pw-mm2"}),
         props(client={"sasl.username": "admin", "sasl.password": "rotated"}),
+        props(ephemeral=True),
     ],
-    ids=["password-rotated", "user-added", "user-removed", "client-rotated"],
+    ids=["password-rotated", "user-added", "user-removed", "client-rotated", "now-ephemeral"],
 )
 def test_diff_of_users_or_client_is_an_in_place_update(news: dict[str, Any]) -> None:
     result = ScramUsersProvider().diff("primary/scram-users", props(), news)
