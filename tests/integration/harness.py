@@ -61,6 +61,11 @@ def free_port_block(size: int) -> int:
 def dev_config_with_free_ports() -> dict[str, Any]:
     cfg = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
     cfg.pop("encryptionsalt", None)  # the dev stack's salt; the test stack gets its own
+    return with_free_ports(cfg)
+
+
+def with_free_ports(cfg: dict[str, Any]) -> dict[str, Any]:
+    """`cfg` with every local cluster's and worker group's ports replaced by free blocks."""
     config = cfg["config"]
     for cluster in config["mm2:clusters"].values():
         if cluster.get("platform") == "local":
@@ -297,13 +302,8 @@ def arrives(outputs: dict[str, Any], alias: str, topic: str, key: bytes, timeout
 def example_config_with_free_ports(example: str, settings: dict[str, str] | None = None) -> dict[str, Any]:
     """examples/<example>.yaml as a new user copies it into a stack: every port replaced by a free
     block, and `settings` (shorter MM2 intervals, say) merged into `mm2:defaults.settings`."""
-    cfg = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
+    cfg = with_free_ports(yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text()))
     config = cfg["config"]
-    for cluster in config["mm2:clusters"].values():
-        if cluster.get("platform") == "local":
-            cluster["port"] = free_port_block(2 * int(cluster.get("brokers", 1)))
-    for group in config["mm2:workerGroups"].values():
-        group["restPort"] = free_port_block(int(group.get("workers", 1)))
     if settings:
         config.setdefault("mm2:defaults", {}).setdefault("settings", {}).update(settings)
     return cfg
@@ -317,7 +317,13 @@ def run_validator(stack: TestStack, outputs: dict[str, Any], tmp: Path, *extra: 
     outputs_file.chmod(0o600)
     report = tmp / "report.json"
     run = subprocess.run(
-        [str(ROOT / "bin" / "validate"), "--outputs", str(outputs_file), "--report", str(report), *extra],
+        [
+            str(ROOT / "bin" / "validate"),
+            *("--outputs", str(outputs_file), "--report", str(report), "--master", "local[2]"),
+            # Spark's 200 shuffle partitions are 200 tasks per stage for a few hundred records.
+            *("--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false"),
+            *extra,
+        ],
         cwd=ROOT,
         env=stack.env,
         capture_output=True,

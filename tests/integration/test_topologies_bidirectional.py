@@ -240,6 +240,9 @@ def _fail_over(stack: TestStack, out: dict[str, Any], outputs_file: Path, group:
         check=False,
     )
     assert run.returncode == 0, f"bin/failover {source}->{target}: {run.stdout[-2000:]}{run.stderr[-2000:]}"
+    assert group in json.dumps(json.loads(run.stdout)["plan"]), (
+        f"bin/failover did not plan {group}: {run.stdout[-2000:]}"
+    )
 
     remaining = set(keys) - set(before)
     after, _ = _consume(
