@@ -13,6 +13,11 @@ Mapping (dedicated-mode key -> stack config):
 - `a->b.enabled|topics|topics.exclude|groups|groups.exclude|tasks.max|replication.policy.*`
                                       -> typed fields of `flows.a->b`
 - `a->b.<MM2 setting>`                -> `flows.a->b.settings`
+- `a->b.producer.override.*|source.consumer.*` (the source connector's client tuning)
+                                      -> `flows.a->b.settings`, or nothing where the value is
+                                         the stack's tuned default (connectors.TUNED_SOURCE_CLIENT)
+- `a->b.exactly.once.support|transaction.boundary|source.consumer.isolation.level`
+                                      -> `exactlyOnce: true` (with the values the stack deploys)
 - global `topics`, `groups`, ..., `<MM2 setting>` -> `defaults`
 - removed Kafka 3 names (`*.blacklist`, `*.whitelist`) are translated to their Kafka 4
   replacement, with a note naming it.
@@ -21,18 +26,20 @@ Mapping (dedicated-mode key -> stack config):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from components.topology import settings as known
-from components.topology.connectors import bootstrap_servers, flow_tasks_max, security_properties
+from components.topology.connectors import TUNED_SOURCE_CLIENT, bootstrap_servers, flow_tasks_max, security_properties
+from components.topology.java_properties import parse_properties, render_properties
 from components.topology.model import (
     DEFAULT_POLICY_CLASS,
     DEFAULT_SECRETS_FILE,
     IDENTITY_POLICY_CLASS,
+    Flow,
     Problem,
     Topology,
     TopologyError,
@@ -78,105 +85,16 @@ CLUSTER_SECURITY_KEYS: frozenset[str] = frozenset(
         "ssl.key.password",
     }
 )
+# What the stack adds to an exactly-once flow's source connector (connectors.flow_connectors;
+# pinned against it by tests/unit/topology/test_mm2_properties.py). Dedicated MM2 would otherwise
+# run with Connect's defaults (`requested`, and a consumer that also reads aborted records).
+EXACTLY_ONCE_SOURCE: dict[str, str] = {
+    "exactly.once.support": "required",
+    "transaction.boundary": "poll",
+    "source.consumer.isolation.level": "read_committed",
+}
 _PLACEHOLDER = re.compile(r"^\$\{file:(?P<file>[^:}]+):(?P<key>[^}]+)\}$")
 _FLOW_KEY = re.compile(r"^(?P<source>[^.\s]+?)->(?P<target>[^.\s]+?)\.(?P<rest>.+)$")
-
-
-# ---- java.util.Properties ----------------------------------------------------------------
-
-
-def _logical_lines(text: str) -> Iterable[str]:
-    """Physical lines joined where a line ends in an odd number of backslashes."""
-    pending: str | None = None
-    # Only \n, \r and \r\n end lines in java.util.Properties (not str.splitlines' extras).
-    for raw in re.split(r"\r\n|\r|\n", text):
-        line = raw.lstrip(" \t\f") if pending is not None else raw
-        if pending is None:
-            stripped = line.lstrip(" \t\f")
-            if not stripped or stripped[0] in "#!":
-                continue
-            line = stripped
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending = (pending or "") + line[:-1]
-            continue
-        yield (pending or "") + line
-        pending = None
-    if pending is not None:
-        yield pending
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(text: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6]):
-                out.append(chr(int(text[i + 2 : i + 6], 16)))
-                i += 6
-                continue
-            out.append(_ESCAPES.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def parse_properties(text: str) -> list[tuple[str, str]]:
-    """Key/value pairs in file order, with java.util.Properties syntax: `#`/`!` comments,
-    backslash continuations, `key=value`, `key: value` and `key value` separators, escapes."""
-    pairs: list[tuple[str, str]] = []
-    for line in _logical_lines(text):
-        i = 0
-        key_chars: list[str] = []
-        while i < len(line):
-            ch = line[i]
-            if ch == "\\" and i + 1 < len(line):
-                key_chars.append(line[i : i + 2])
-                i += 2
-                continue
-            if ch in "=: \t\f":
-                break
-            key_chars.append(ch)
-            i += 1
-        # skip whitespace, then at most one '=' or ':', then whitespace
-        while i < len(line) and line[i] in " \t\f":
-            i += 1
-        if i < len(line) and line[i] in "=:":
-            i += 1
-            while i < len(line) and line[i] in " \t\f":
-                i += 1
-        key = _unescape("".join(key_chars))
-        # Trailing whitespace is kept, as Java does; readers strip where MM2's ConfigDef would.
-        value = _unescape(line[i:])
-        pairs.append((key, value))
-    return pairs
-
-
-def _escape(text: str, is_key: bool) -> str:
-    out: list[str] = []
-    for i, ch in enumerate(text):
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch in "\t\n\r\f":
-            out.append({"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}[ch])
-        elif ch in "=:#!" and is_key:
-            out.append("\\" + ch)
-        elif ch == " " and (is_key or i == 0):
-            out.append("\\ ")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def render_properties(pairs: Iterable[tuple[str, str]]) -> str:
-    return "".join(f"{_escape(k, True)} = {_escape(v, False)}\n" for k, v in pairs)
 
 
 # ---- import ------------------------------------------------------------------------------
@@ -209,6 +127,8 @@ class _Importer:
         self.exactly_once_targets: set[str] = set()
         self.global_client: dict[str, str] = {}
         self.max_rf = 1
+        self.exactly_once_keys: dict[str, dict[str, tuple[str, str]]] = {}  # flow -> name -> (key, value)
+        self.tuned_defaults: dict[str, int] = {}  # flow -> tuning lines equal to the stack's default
 
     def problem(self, key: str, message: str, fix: str) -> None:
         self.problems.append(Problem(key=f"mm2.properties:{key}", message=message, fix=fix))
@@ -309,8 +229,16 @@ class _Importer:
             self.problem(key, f'"{name}" is not an MM2 setting.', f"{did}Fix or remove the line.")
 
     def flow_key(self, key: str, source: str, target: str, rest: str, value: str) -> None:
-        flow = self.flows.setdefault(f"{source}->{target}", {"enabled": False})
-        if rest.startswith(known.CLIENT_PREFIXES):
+        name = f"{source}->{target}"
+        flow = self.flows.setdefault(name, {"enabled": False})
+        if rest in EXACTLY_ONCE_SOURCE:
+            self.exactly_once_keys.setdefault(name, {})[rest] = (key, value.strip())
+            return
+        if rest in known.SOURCE_CLIENT_TUNING and value.strip() == TUNED_SOURCE_CLIENT.get(rest):
+            # What the stack deploys anyway: keeping it as a setting would only hide the default.
+            self.tuned_defaults[name] = self.tuned_defaults.get(name, 0) + 1
+            return
+        if rest.startswith(known.CLIENT_PREFIXES) and rest not in known.SOURCE_CLIENT_TUNING:
             self.problem(
                 key,
                 "per-flow client overrides have no stack config equivalent.",
@@ -405,6 +333,7 @@ class _Importer:
             self.notes.append(
                 "global producer./consumer./admin. overrides were copied to every cluster's client overrides."
             )
+        per_flow_exactly_once = any("exactly.once.support" in keys for keys in self.exactly_once_keys.values())
         for name, flow in self.flows.items():
             source, target = name.split("->", 1)
             for alias in (source, target):
@@ -414,13 +343,50 @@ class _Importer:
                         f"flow {name} names cluster {alias}, which is not in `clusters`.",
                         f"Add {alias} to the clusters line or remove the flow's lines.",
                     )
-            if target in self.exactly_once_targets:
+            # A worker-level `exactly.once.source.support` makes the running flows into that cluster
+            # exactly-once, unless the file says it per flow (as the export does, for each such flow).
+            if target in self.exactly_once_targets and flow.get("enabled") and not per_flow_exactly_once:
                 flow["exactlyOnce"] = True
+            self.flow_exactly_once(name, flow)
+            if self.tuned_defaults.get(name):
+                self.notes.append(
+                    f"{name}: {self.tuned_defaults[name]} source client tuning line(s) equal the stack's tuned "
+                    "defaults; not copied (the stack deploys them anyway)."
+                )
+        # Syncing group offsets is what `disasterRecovery: true` derives (consumers fail over at
+        # translated offsets), so the import says it with the switch.
+        for scope in [self.defaults, *self.flows.values()]:
+            scope_settings = scope.get("settings", {})
+            if scope_settings.get("sync.group.offsets.enabled", "").lower() == "true":
+                del scope_settings["sync.group.offsets.enabled"]
+                scope["disasterRecovery"] = True
+                if not scope_settings:
+                    del scope["settings"]
         # A bare `replication.policy.class` without separator keeps default separator, as MM2 does.
         for scope in [self.defaults, *self.flows.values()]:
             policy = scope.get("replicationPolicy")
             if policy is not None and "class" not in policy:
                 policy["class"] = "default"
+
+    def flow_exactly_once(self, name: str, flow: dict[str, Any]) -> None:
+        """`exactly.once.support` = required/requested makes the flow exactly-once; with it, the other
+        keys must hold what the stack deploys for such a flow (it writes no other values)."""
+        given = self.exactly_once_keys.get(name, {})
+        support = given.get("exactly.once.support")
+        if support is not None and support[1].lower() in ("required", "requested"):
+            flow["exactlyOnce"] = True
+        for rest, (key, value) in sorted(given.items()):
+            wanted = EXACTLY_ONCE_SOURCE[rest]
+            if rest == "exactly.once.support" and value.lower() in ("required", "requested"):
+                continue
+            if flow.get("exactlyOnce") and value == wanted:
+                continue
+            self.problem(
+                key,
+                f"{value!r} has no stack config equivalent: the stack sets {rest}={wanted} on exactly-once flows "
+                "and leaves it unset otherwise.",
+                f"Set exactlyOnce: true on flow {name} (or remove the line).",
+            )
 
     def worker_groups(self) -> dict[str, Any]:
         targets = [name.split("->", 1)[1] for name, flow in sorted(self.flows.items()) if flow.get("enabled")]
@@ -462,9 +428,11 @@ def stack_config_from_yaml(text: str) -> dict[str, Any]:
 def export_properties(topology: Topology) -> str:
     """Render a topology as dedicated-mode mm2.properties.
 
-    Every flow is written out in full (merged settings, filters, policy) so the file does not
-    depend on this project's defaults. Secrets stay placeholders for the first worker group's
-    secrets file, resolved by the file config provider the export also declares.
+    Every flow is written out in full (merged settings, filters, policy, and the source client
+    tuning and exactly-once keys the stack adds to its connectors) so the file does not depend on
+    this project's defaults and runs the connectors the stack deploys. Secrets stay placeholders
+    for the first worker group's secrets file, resolved by the file config provider the export
+    also declares.
     """
     secrets_file = next((g.secrets_file for g in topology.worker_groups.values()), DEFAULT_SECRETS_FILE)
     pairs: list[tuple[str, str]] = [("clusters", ", ".join(topology.clusters))]
@@ -498,9 +466,26 @@ def export_properties(topology: Topology) -> str:
             (f"{prefix}tasks.max", str(flow_tasks_max(topology, flow))),
         ]
         pairs += [(f"{prefix}{k}", v) for k, v in flow.settings.items()]
+        pairs += [(f"{prefix}{k}", v) for k, v in _deployed_extras(topology, flow).items()]
     header = "# mm2.properties generated from the stack config by bin/mm2props export\n"
     body = render_properties(pairs)
     return header + body
+
+
+def _deployed_extras(topology: Topology, flow: Flow) -> dict[str, str]:
+    """What the stack deploys on the flow's source connector that the lines above do not say: the
+    tuned client defaults no setting or cluster client override replaced, and the exactly-once keys.
+
+    Dedicated MM2 copies `a->b.*` into all three of the flow's connectors, so there the tuning also
+    reaches the checkpoint and heartbeat connectors' producers (harmless: they write little).
+    """
+    source, target = topology.clusters[flow.source], topology.clusters[flow.target]
+    overridden = {f"producer.override.{k[len('producer.') :]}" for k in target.client if k.startswith("producer.")}
+    overridden |= {f"source.{k}" for k in source.client if k.startswith("consumer.")}
+    extras = {k: v for k, v in TUNED_SOURCE_CLIENT.items() if k not in flow.settings and k not in overridden}
+    if flow.exactly_once:
+        extras.update(EXACTLY_ONCE_SOURCE)
+    return extras
 
 
 def run_cli(argv: list[str], read_text: Any) -> tuple[int, str, str]:

@@ -61,6 +61,11 @@ def free_port_block(size: int) -> int:
 def dev_config_with_free_ports() -> dict[str, Any]:
     cfg = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
     cfg.pop("encryptionsalt", None)  # the dev stack's salt; the test stack gets its own
+    return with_free_ports(cfg)
+
+
+def with_free_ports(cfg: dict[str, Any]) -> dict[str, Any]:
+    """`cfg` with every local cluster's and worker group's ports replaced by free blocks."""
     config = cfg["config"]
     for cluster in config["mm2:clusters"].values():
         if cluster.get("platform") == "local":
@@ -292,3 +297,90 @@ def arrives(outputs: dict[str, Any], alias: str, topic: str, key: bytes, timeout
     finally:
         consumer.close()
     return False
+
+
+def example_config_with_free_ports(example: str, settings: dict[str, str] | None = None) -> dict[str, Any]:
+    """examples/<example>.yaml as a new user copies it into a stack: every port replaced by a free
+    block, and `settings` (shorter MM2 intervals, say) merged into `mm2:defaults.settings`."""
+    cfg = with_free_ports(yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text()))
+    config = cfg["config"]
+    if settings:
+        config.setdefault("mm2:defaults", {}).setdefault("settings", {}).update(settings)
+    return cfg
+
+
+def run_validator(stack: TestStack, outputs: dict[str, Any], tmp: Path, *extra: str) -> dict[str, Any]:
+    """bin/validate (the Spark stage) on the stack's outputs, as a user runs it after `pulumi up`;
+    asserts exit code 0 and returns the JSON report."""
+    outputs_file = tmp / "outputs.json"
+    outputs_file.write_text(json.dumps(outputs))
+    outputs_file.chmod(0o600)
+    report = tmp / "report.json"
+    run = subprocess.run(
+        [
+            str(ROOT / "bin" / "validate"),
+            *("--outputs", str(outputs_file), "--report", str(report), "--master", "local[2]"),
+            # Spark's 200 shuffle partitions are 200 tasks per stage for a few hundred records.
+            *("--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false"),
+            *extra,
+        ],
+        cwd=ROOT,
+        env=stack.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    # Shown with `pytest -s`: where the stage spent its time (catch-up waits, per flow).
+    print("\n".join(line for line in run.stderr.splitlines() if "caught up" in line or "behind after" in line))
+    detail = json.loads(report.read_text()).get("failedChecks") if report.exists() else "no report"
+    assert run.returncode == 0, f"bin/validate exit {run.returncode}, failed: {detail}\n{run.stdout[-3000:]}"
+    return dict(json.loads(report.read_text()))
+
+
+def topic_names(outputs: dict[str, Any], alias: str) -> set[str]:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(kafka_conf(outputs, alias))
+    return set(admin.list_topics(timeout=15).topics)
+
+
+def produce_batch(outputs: dict[str, Any], alias: str, topic: str, keys: list[bytes]) -> dict[bytes, int]:
+    """Produce one record per key (value = key) idempotently; returns each key's partition."""
+    from confluent_kafka import Producer
+
+    placed: dict[bytes, int] = {}
+
+    def delivered(err: Any, msg: Any) -> None:
+        assert err is None, f"producing to {topic} on {alias}: {err}"
+        placed[msg.key()] = msg.partition()
+
+    producer = Producer(kafka_conf(outputs, alias, **{"enable.idempotence": True, "linger.ms": 5}))
+    for key in keys:
+        producer.produce(topic, key=key, value=key, on_delivery=delivered)
+        producer.poll(0)
+    assert producer.flush(60) == 0, f"could not produce to {topic} on {alias}"
+    assert len(placed) == len(keys)
+    return placed
+
+
+def read_keys(
+    outputs: dict[str, Any], alias: str, topic: str, prefix: bytes, want: int, timeout_s: float
+) -> list[bytes]:
+    """Every record key starting with `prefix` in `topic` on `alias`, read from the beginning with
+    a fresh group until `want` distinct keys are in (bounded by `timeout_s`); duplicates kept."""
+    from confluent_kafka import Consumer
+
+    group = f"it-read-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer(kafka_conf(outputs, alias, **{"group.id": group, "auto.offset.reset": "earliest"}))
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(set(got)) < want and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None and (msg.key() or b"").startswith(prefix):
+                got.append(msg.key())
+    finally:
+        consumer.close()
+    return got

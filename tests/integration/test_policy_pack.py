@@ -131,7 +131,8 @@ def test_up_with_the_pack_creates_nothing_for_an_identity_cycle(tmp_path: Path) 
         stack.destroy()
 
 
-EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+# The six-cluster mesh has its own, stricter preview below.
+EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml") if p.stem != "six-cluster-mesh")
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -141,5 +142,46 @@ def test_every_example_stack_passes_the_pack(tmp_path: Path, example: str) -> No
         text = out.stdout + out.stderr
         assert out.returncode == 0, text[-4000:]
         assert "mandatory" not in text.lower(), text[-4000:]
+    finally:
+        stack.destroy()
+
+
+def test_six_cluster_mesh_previews_every_connector_with_the_pack(tmp_path: Path) -> None:
+    """The full mesh (six clusters, three datacenters, twelve flows) is previewed, never deployed:
+    the pack passes it and the plan holds three connectors per flow on the flow's worker group."""
+    cfg = yaml.safe_load((ROOT / "examples" / "six-cluster-mesh.yaml").read_text())
+    flows = cfg["config"]["mm2:flows"]
+    stack = TestStack(tmp_path, cfg)
+    stack.init()
+    try:
+        pack_config = tmp_path / "policy-config.json"
+        dev = {"devStacks": ["dev", stack.name]}
+        pack_config.write_text(json.dumps({"connect-rest-requires-auth": dev, "source-connector-min-tasks": dev}))
+        out = stack.pulumi(
+            "preview",
+            "--json",
+            "--policy-pack",
+            str(ROOT / "policies"),
+            "--policy-pack-config",
+            str(pack_config),
+            check=False,
+        )
+        assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+        preview = json.loads(out.stdout)
+        mandatory = [d for d in preview.get("diagnostics", []) if d.get("severity") == "error"]
+        assert mandatory == [], mandatory
+        connectors = sorted(
+            s["urn"].rsplit("::", 1)[-1]
+            for s in preview["steps"]
+            if s["op"] == "create" and s["urn"].split("::")[2].endswith("connect:Connector")
+        )
+        expected = sorted(
+            f"mm2-{name.replace('->', '-to-')}-{role}"
+            for name in flows
+            for role in ("source", "checkpoint", "heartbeat")
+        )
+        assert len(flows) == 12 and connectors == expected
+        assert_nothing_deployed(stack)
+        assert stack.markers() == []
     finally:
         stack.destroy()

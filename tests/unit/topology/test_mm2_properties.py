@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from components.topology import TopologyError, flow_connectors, parse_topology
+from components.topology.connectors import TUNED_SOURCE_CLIENT, flow_tasks_max
 from components.topology.mm2_properties import (
+    EXACTLY_ONCE_SOURCE,
     export_properties,
     import_properties,
     parse_properties,
-    render_properties,
     run_cli,
     stack_config_from_yaml,
     stack_yaml,
 )
+from components.topology.model import Flow, Topology
 from tests.unit.topology.helpers import EXAMPLES, dev_config, example, example_names
 
 ACTIVE_PASSIVE = r"""
@@ -49,42 +51,6 @@ listeners = http://localhost:8080
 
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def test_java_properties_syntax() -> None:
-    text = (
-        "a=1\n"
-        "b: 2\n"
-        "c 3\n"
-        "  d   =   4\n"
-        "# e = 5\n"
-        "! f = 6\n"
-        "g = one,\\\n    two\n"
-        "h\\:colon = x\\\\y\n"
-        "i = \\u0041\\tB\n"
-        "j =\n"
-        "k = ends with even \\\\\\\\\n"
-        "l = next\n"
-        "m\\ space = v\n"
-    )
-    assert parse_properties(text) == [
-        ("a", "1"),
-        ("b", "2"),
-        ("c", "3"),
-        ("d", "4"),
-        ("g", "one,two"),
-        ("h:colon", "x\\y"),
-        ("i", "A\tB"),
-        ("j", ""),
-        ("k", "ends with even \\\\"),
-        ("l", "next"),
-        ("m space", "v"),
-    ]
-
-
-@given(st.lists(st.tuples(st.text(min_size=1), st.text())))
-def test_render_then_parse_is_identity(pairs: list[tuple[str, str]]) -> None:
-    assert parse_properties(render_properties(pairs)) == pairs
 
 
 def test_import_active_passive() -> None:
@@ -119,7 +85,7 @@ def test_import_active_passive() -> None:
                 "enabled": True,
                 "topics": [".*"],
                 "topicsExclude": [r".*\.internal", ".*-changelog", "__.*"],
-                "settings": {"sync.group.offsets.enabled": "true"},
+                "disasterRecovery": True,
             },
             "us-west->us-east": {"enabled": False},
         },
@@ -181,17 +147,126 @@ def test_export_import_export_is_a_fixed_point(name: str) -> None:
     assert second == first
 
 
+# Keys a dedicated MM2 worker handles itself: it writes to the target as its own producer.
+_WORKER_PRODUCER = ("producer.override.bootstrap.servers", "producer.override.security.", "producer.override.sasl.")
+
+
+def _comparable(config: Mapping[str, str]) -> dict[str, str]:
+    return {
+        k: v
+        for k, v in config.items()
+        if not k.startswith(_WORKER_PRODUCER) and not k.startswith("producer.override.ssl.")
+    }
+
+
 @pytest.mark.parametrize("name", example_names())
 def test_stack_config_round_trip_keeps_connector_configs(name: str) -> None:
-    """Stack config -> mm2.properties -> stack config: the same connectors, except where the
-    imported single worker group sits on another cluster (then only producer.override.* differs)."""
+    """Stack config -> mm2.properties -> stack config: the same connectors, tuning included, except
+    where the imported single worker group sits on another cluster (its producer's address)."""
     original = parse_topology(example(name))
     imported = parse_topology(import_properties(export_properties(original)).config)
     assert [f.name for f in imported.flows] == [f.name for f in original.flows]
     for before, after in zip(original.flows, imported.flows, strict=True):
         for a, b in zip(flow_connectors(original, before).all(), flow_connectors(imported, after).all(), strict=True):
-            strip = {k: v for k, v in a.config.items() if not k.startswith("producer.override.")}
-            assert strip == {k: v for k, v in b.config.items() if not k.startswith("producer.override.")}
+            assert _comparable(a.config) == _comparable(b.config), a.name
+
+
+@pytest.mark.parametrize("name", example_names())
+def test_round_trip_gives_the_same_flows(name: str) -> None:
+    """Every flow field survives export -> import; only the worker group placement is the
+    importer's (one group, noted), since mm2.properties has no worker groups."""
+    original = parse_topology(example(name))
+    imported = parse_topology(import_properties(export_properties(original)).config)
+    for before, after in zip(original.flows, imported.flows, strict=True):
+        assert replace(after, worker_group="", tasks_max=None) == replace(before, worker_group="", tasks_max=None)
+        assert flow_tasks_max(imported, after) == flow_tasks_max(original, before)
+    for alias, cluster in original.clusters.items():
+        assert imported.clusters[alias].security == cluster.security
+        assert imported.clusters[alias].client == cluster.client
+
+
+def _dedicated_source_config(props: Mapping[str, str], topology: Topology, flow: Flow) -> dict[str, str]:
+    """The source connector a dedicated MM2 builds from mm2.properties (MirrorMakerConfig's
+    connectorBaseConfig): cluster keys as source.cluster.* / target.cluster.*, cluster client keys
+    as source.<client>.* / target.<client>.*, the target's producer.* for its worker's producer,
+    then the flow's `a->b.*` lines over everything."""
+    config: dict[str, str] = {}
+    for side, alias in (("source", flow.source), ("target", flow.target)):
+        for key, value in props.items():
+            if not key.startswith(f"{alias}."):
+                continue
+            rest = key[len(alias) + 1 :]
+            if rest.startswith(("producer.", "consumer.", "admin.")):
+                config[f"{side}.{rest}"] = value
+                if side == "target" and rest.startswith("producer."):
+                    config[f"producer.override.{rest[len('producer.') :]}"] = value
+            elif rest != "exactly.once.source.support":
+                config[f"{side}.cluster.{rest}"] = value
+    config.update({"source.cluster.alias": flow.source, "target.cluster.alias": flow.target})
+    prefix = f"{flow.name}."
+    config.update({k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix)})
+    # MM2 reads these as lists (comma-separated, items trimmed).
+    for key in ("topics", "topics.exclude", "groups", "groups.exclude"):
+        if key in config:
+            config[key] = ",".join(item.strip() for item in config[key].split(",") if item.strip())
+    return config
+
+
+@pytest.mark.parametrize("name", [*example_names(), "tuned"])
+def test_export_writes_what_the_stack_deploys(name: str) -> None:
+    """Each source connector a dedicated MM2 would run from the export has every key, tuned client
+    defaults and exactly-once keys included, with the value the stack deploys."""
+    config = example("active-passive.yaml") if name == "tuned" else example(name)
+    if name == "tuned":  # every level that can replace a tuned default, and exactly-once
+        config["clusters"]["dr"]["client"] = {"producer.linger.ms": "50"}
+        config["clusters"]["primary"]["client"] = {"consumer.max.poll.records": "500"}
+        config["flows"]["primary->dr"].setdefault("settings", {})["producer.override.compression.type"] = "zstd"
+        config["flows"]["primary->dr"]["exactlyOnce"] = True
+    topology = parse_topology(config)
+    props = dict(parse_properties(export_properties(topology)))
+    skip = {"name", "connector.class", "key.converter", "value.converter", "header.converter"}
+    for flow in topology.flows:
+        deployed = flow_connectors(topology, flow).source.config
+        dedicated = _dedicated_source_config(props, topology, flow)
+        wrong = {
+            k: (v, dedicated.get(k))
+            for k, v in _comparable(deployed).items()
+            if k not in skip and dedicated.get(k) != v
+        }
+        assert wrong == {}, f"{flow.name}: key -> (deployed, exported)"
+    if name == "tuned":
+        assert props["primary->dr.producer.override.compression.type"] == "zstd"
+        assert "primary->dr.producer.override.linger.ms" not in props  # dr.producer.linger.ms says it
+        assert props["primary->dr.producer.override.batch.size"] == TUNED_SOURCE_CLIENT["producer.override.batch.size"]
+
+
+def test_exactly_once_keys_are_what_the_source_connector_gets() -> None:
+    config = example("active-passive.yaml")
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    topology = parse_topology(config)
+    source = flow_connectors(topology, topology.flows[0]).source.config
+    assert {k: source[k] for k in EXACTLY_ONCE_SOURCE} == EXACTLY_ONCE_SOURCE
+
+
+def test_import_drops_tuned_defaults_and_keeps_changed_tuning() -> None:
+    text = (
+        "clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\n"
+        "a->b.enabled = true\n"
+        "a->b.producer.override.linger.ms = 10\n"
+        "a->b.source.consumer.fetch.min.bytes = 1\n"
+    )
+    result = import_properties(text)
+    assert result.config["flows"]["a->b"]["settings"] == {"source.consumer.fetch.min.bytes": "1"}
+    assert any("tuned defaults" in n for n in result.notes)
+
+
+def test_import_reads_exactly_once_flow_keys() -> None:
+    base = "clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\na->b.enabled = true\n"
+    eos = import_properties(base + "".join(f"a->b.{k} = {v}\n" for k, v in EXACTLY_ONCE_SOURCE.items()))
+    assert eos.config["flows"]["a->b"]["exactlyOnce"] is True
+    with pytest.raises(TopologyError) as err:
+        import_properties(base + "a->b.source.consumer.isolation.level = read_committed\n")
+    assert "a->b.source.consumer.isolation.level" in str(err.value) and "exactlyOnce: true" in str(err.value)
 
 
 def test_active_passive_round_trip_is_exact() -> None:
