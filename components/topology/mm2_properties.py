@@ -521,8 +521,6 @@ __all__ = [
     "ImportResult",
     "export_properties",
     "import_properties",
-    "parse_properties",
-    "render_properties",
     "run_cli",
     "stack_config_from_yaml",
     "stack_yaml",

@@ -11,11 +11,11 @@ import pytest
 
 from components.topology import TopologyError, flow_connectors, parse_topology
 from components.topology.connectors import TUNED_SOURCE_CLIENT, flow_tasks_max
+from components.topology.java_properties import parse_properties
 from components.topology.mm2_properties import (
     EXACTLY_ONCE_SOURCE,
     export_properties,
     import_properties,
-    parse_properties,
     run_cli,
     stack_config_from_yaml,
     stack_yaml,
