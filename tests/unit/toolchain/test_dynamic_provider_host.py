@@ -56,3 +56,17 @@ def test_host_serves_one_port_and_stops_on_sigint_like_pulumis() -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_paths_keep_their_kind_and_a_replacing_property_replaces() -> None:
+    host = load_host()
+    fields = host.property_diffs(
+        {'config["tasks.max"]': "update", 'config["x"]': "add", "name": "update", 'properties["y"]': "delete"},
+        ["name"],
+    )
+    assert fields == {
+        'config["tasks.max"]': {"kind": 4, "inputDiff": True},
+        'config["x"]': {"kind": 0, "inputDiff": True},
+        "name": {"kind": 5, "inputDiff": True},
+        'properties["y"]': {"kind": 2, "inputDiff": True},
+    }
