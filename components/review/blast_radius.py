@@ -195,6 +195,8 @@ def _split(value: object) -> list[str]:
 def _tasks(tasks: int | None) -> str:
     if tasks is None:
         return "its tasks"
+    if tasks == 0:
+        return "would start its tasks (it runs none now)"
     return f"its {tasks} task{'s' if tasks != 1 else ''}"
 
 

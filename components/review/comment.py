@@ -211,10 +211,13 @@ def _states(preview: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def _paths(step: Mapping[str, Any]) -> tuple[str, ...]:
     detailed = step.get("detailedDiff") or {}
-    if not detailed:
-        return tuple(str(r) for r in step.get("diffReasons") or ())
     old = (step.get("oldState") or {}).get("inputs") or {}
     new = (step.get("newState") or {}).get("inputs") or {}
+    if not detailed and step.get("op") == "update" and not step.get("diffReasons"):
+        # A component's update: the engine reports no paths, its inputs say what changed.
+        detailed = {k: {"kind": "update"} for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)}
+    if not detailed:
+        return tuple(str(r) for r in step.get("diffReasons") or ())
     shown = []
     for path, diff in sorted(detailed.items()):
         kind = str((diff or {}).get("kind", "update"))

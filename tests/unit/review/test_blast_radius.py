@@ -123,3 +123,10 @@ def test_a_replaced_process_warns_its_data_goes() -> None:
 def test_a_process_found_dead_is_started_again() -> None:
     (found,) = process_impacts("KafkaCluster 'a', broker 0", ["running"], replaced=False, group_size=2, found_dead=True)
     assert found.text == "KafkaCluster 'a', broker 0: found stopped by refresh; starts it again"
+
+
+def test_a_connector_without_tasks_is_not_said_to_restart_them() -> None:
+    (found,) = impacts(
+        config(CHECKPOINT), config(CHECKPOINT, groups="orders-.*"), {'config["groups"]': "update"}, tasks=0
+    )[:1]
+    assert found[1].endswith("Connect restarts the connector and would start its tasks (it runs none now)")

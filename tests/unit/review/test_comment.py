@@ -2,7 +2,8 @@
 
 The fixtures are `pulumi preview --json` digests and their event logs' policy events, saved by
 tests/integration/test_review.py (MM2_REVIEW_FIXTURES=<dir>) with machine paths replaced:
-- new-stack: a first preview of the lean stack (everything created), two advisory violations;
+- new-stack: a first preview of the lean stack (everything created; flow a->b marked
+  disasterRecovery with sync.group.offsets.enabled false), two advisory violations;
 - setting-change: sync.group.offsets.enabled set on the deployed stack's flow a->b;
 - new-flow: flow b->a added to the deployed stack;
 - policy-violation: flow a->b marked disasterRecovery with sync.group.offsets.enabled false.
@@ -92,3 +93,35 @@ def test_the_command_renders_a_file_and_rejects_an_empty_preview(
     empty.write_text("")
     assert main(["--preview", str(empty)]) == 2
     assert "the preview failed before it printed JSON" in capsys.readouterr().err
+
+
+def test_a_setting_change_lists_only_what_changed_with_its_blast_radius() -> None:
+    changes_part, blast, violations = rendered("setting-change")
+    assert '| ~ update | `mm2-a-to-b-checkpoint` | Connector | `config["sync.group.offsets.enabled"] = "true"` |' in (
+        changes_part
+    )
+    assert "| ~ update | `flow-a-to-b` | ReplicationFlow | `syncGroupOffsets: false → true` |" in changes_part
+    assert "mm2-a-to-b-source" not in changes_part and "worker group" not in changes_part
+    lines = [line for line in blast.splitlines() if line.startswith("- ")]
+    # Warnings first.
+    assert lines[0].startswith("- ⚠️ connector mm2-a-to-b-checkpoint: offsets are re-translated")
+    assert "config keys sync.group.offsets.enabled change; Connect restarts the connector" in lines[1]
+    assert "`source-connector-min-tasks`" in violations
+
+
+def test_a_new_flow_is_its_own_group_of_creates() -> None:
+    changes_part, blast, violations = rendered("new-flow")
+    assert "#### flow a->b" not in changes_part
+    for role in ("source", "checkpoint", "heartbeat"):
+        assert f"| + create | `mm2-b-to-a-{role}` | Connector | (new) |" in changes_part
+    assert "- new flow b->a: its source, checkpoint and heartbeat connectors are created" in blast
+    assert "`mm2-b-to-a-source`" in violations  # the new flow's single-task source is flagged too
+
+
+def test_a_policy_violation_row_has_the_violation_and_its_fix() -> None:
+    _, _, violations = rendered("policy-violation")
+    (row,) = [line for line in violations.splitlines() if "disaster-recovery-syncs-group-offsets" in line]
+    cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+    assert cells[1:3] == ["advisory", "`mm2-a-to-b-checkpoint`"]
+    assert "sync.group.offsets.enabled is not true" in cells[3]
+    assert cells[4].startswith('set sync.group.offsets.enabled: "true"')
