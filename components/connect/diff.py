@@ -13,7 +13,7 @@ from pulumi.dynamic import DiffResult
 from pulumi.output import Unknown
 
 from components.review.blast_radius import connector_impacts
-from components.rpc_values import has_unknown, is_unknown, plain
+from components.rpc_values import has_unknown, is_unknown, map_diff, plain
 
 from .inputs import DEFAULT_TIMEOUT_S, normalize_state
 
@@ -159,18 +159,4 @@ def _comparable_config(config: Any, name: str) -> Mapping[str, Any] | Unknown:
 def _config_diff(old: Mapping[str, Any] | Unknown, new: Mapping[str, Any] | Unknown) -> dict[str, str]:
     if isinstance(old, Unknown) or isinstance(new, Unknown):
         return {"config": "update"}
-    changes: dict[str, str] = {}
-    for key in sorted(old.keys() | new.keys()):
-        path = f"config[{_quote_key(key)}]"
-        if key not in new:
-            changes[path] = "delete"
-        elif key not in old:
-            changes[path] = "add"
-        elif is_unknown(new[key]) or old[key] != new[key]:
-            changes[path] = "update"
-    return changes
-
-
-def _quote_key(key: str) -> str:
-    # Pulumi property paths quote keys that are not plain identifiers: config["tasks.max"].
-    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return map_diff("config", old, new)

@@ -13,7 +13,7 @@ from typing import Any
 from pulumi.dynamic import DiffResult
 
 from components.review.blast_radius import process_impacts
-from components.rpc_values import is_unknown, plain
+from components.rpc_values import is_unknown, map_diff, plain
 
 __all__ = ["ProcessDiff", "group_size", "process_diff"]
 
@@ -54,7 +54,7 @@ def process_diff(
         if old == new:
             continue
         if isinstance(old, Mapping) and isinstance(new, Mapping) and key not in _OPAQUE_KEYS:
-            detailed.update(_map_diff(key, old, new))
+            detailed.update(map_diff(key, old, new) or {key: "update"})
         else:
             detailed[key] = "update"
     found_dead = olds.get("running") is False
@@ -83,16 +83,3 @@ def group_size(props: Mapping[str, Any]) -> int | None:
     if not isinstance(voters, str) or is_unknown(voters):
         return None
     return len([v for v in voters.split(",") if v.strip()])
-
-
-def _map_diff(key: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, str]:
-    changes: dict[str, str] = {}
-    for name in sorted(old.keys() | new.keys()):
-        path = f'{key}["{name}"]'
-        if name not in new:
-            changes[path] = "delete"
-        elif name not in old:
-            changes[path] = "add"
-        elif is_unknown(new[name]) or old[name] != new[name]:
-            changes[path] = "update"
-    return changes or {key: "update"}
