@@ -43,12 +43,12 @@ class WidePool(futures.ThreadPoolExecutor):
 
 
 _KINDS = {"add": 0, "delete": 2, "update": 4}  # PropertyDiff.Kind; +1 is the *_REPLACE variant
-_SEVERITIES = {"info": 1, "warning": 2}  # engine LogSeverity
+_SEVERITIES: dict[str, Any] = {"info": 1, "warning": 2}  # engine LogSeverity
 
 
-def property_diffs(detailed: dict[str, str], replaces: list[str]) -> dict[str, dict[str, object]]:
+def property_diffs(detailed: dict[str, str], replaces: list[str]) -> dict[str, dict[str, Any]]:
     """{path: kind} -> PropertyDiff fields; a path under a replacing property replaces."""
-    out: dict[str, dict[str, object]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for path, kind in detailed.items():
         top = path.split("[", 1)[0].split(".", 1)[0]
         out[path] = {"kind": _KINDS.get(kind, _KINDS["update"]) + (1 if top in replaces else 0), "inputDiff": True}
