@@ -7,6 +7,9 @@ tests/integration/test_review.py (MM2_REVIEW_FIXTURES=<dir>) with machine paths 
 - setting-change: sync.group.offsets.enabled set on the deployed stack's flow a->b;
 - new-flow: flow b->a added to the deployed stack;
 - policy-violation: flow a->b marked disasterRecovery with sync.group.offsets.enabled false.
+The blast-radius lines in them are the providers' text at capture time (before a connector with
+no task was worded "would start its tasks"); the renderer passes that text through unchanged.
+Refresh them with MM2_REVIEW_FIXTURES=tests/unit/review/fixtures on the integration test.
 """
 
 from __future__ import annotations
