@@ -50,3 +50,23 @@ def has_unknown(value: Any) -> bool:
     if isinstance(value, list):
         return any(has_unknown(v) for v in value)
     return False
+
+
+def map_diff(prop: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, str]:
+    """{property path: "add" | "update" | "delete"} for the keys of map property `prop` that
+    differ, e.g. {'config["tasks.max"]': "update"}; an unknown new value counts as changed."""
+    changes: dict[str, str] = {}
+    for key in sorted(old.keys() | new.keys()):
+        path = f"{prop}[{_quote_key(str(key))}]"
+        if key not in new:
+            changes[path] = "delete"
+        elif key not in old:
+            changes[path] = "add"
+        elif is_unknown(new[key]) or old[key] != new[key]:
+            changes[path] = "update"
+    return changes
+
+
+def _quote_key(key: str) -> str:
+    # Pulumi property paths quote keys that are not plain identifiers: config["tasks.max"].
+    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -12,7 +12,8 @@ from typing import Any
 from pulumi.dynamic import DiffResult
 from pulumi.output import Unknown
 
-from components.rpc_values import has_unknown, is_unknown, plain
+from components.review.blast_radius import connector_impacts
+from components.rpc_values import has_unknown, is_unknown, map_diff, plain
 
 from .inputs import DEFAULT_TIMEOUT_S, normalize_state
 
@@ -26,11 +27,12 @@ class ConnectorDiff(DiffResult):
     """DiffResult plus what exactly changed.
 
     pulumi 3.259.0's DiffResult has no `diffs` or `detailed_diff`, and its dynamic-provider
-    server forwards only changes, replaces and delete_before_replace to the engine. The CLI then
-    shows the per-key change by diffing old and new inputs itself (hence read() returns the live
-    config as inputs too). `diffs` (top-level properties) and `detailed_diff` (property paths
-    like config["tasks.max"] -> add/update/delete) are kept here for tests and logs, ready to
-    pass on if the SDK grows the fields.
+    server forwards only changes, replaces and delete_before_replace to the engine. The
+    project's dynamic-provider host (toolchain/pulumi/python/dynamic_provider_host.py) passes
+    on `detailed_diff` (property paths like config["tasks.max"] -> add/update/delete) as the
+    engine's detailed diff and `impacts` ([(severity, text)]: the blast radius) as diagnostics
+    of the resource. Under Pulumi's own host they are ignored and the CLI diffs old and new
+    inputs itself (hence read() returns the live config as inputs too).
     """
 
     def __init__(
@@ -39,6 +41,7 @@ class ConnectorDiff(DiffResult):
         replaces: list[str],
         diffs: list[str],
         detailed_diff: dict[str, str],
+        impacts: list[tuple[str, str]] | None = None,
     ) -> None:
         super().__init__(
             changes=bool(diffs),
@@ -50,6 +53,7 @@ class ConnectorDiff(DiffResult):
         )
         self.diffs = diffs
         self.detailed_diff = detailed_diff
+        self.impacts = impacts or []
 
 
 def connector_diff(olds: Mapping[str, Any], news: Mapping[str, Any]) -> ConnectorDiff:
@@ -85,7 +89,39 @@ def connector_diff(olds: Mapping[str, Any], news: Mapping[str, Any]) -> Connecto
             detailed[key] = "update"
 
     diffs = sorted({path.split("[", 1)[0] for path in detailed})
-    return ConnectorDiff(replaces=replaces, diffs=diffs, detailed_diff=detailed)
+    impacts = _impacts(olds, news, detailed, replaces, old_name, new_name)
+    return ConnectorDiff(replaces=replaces, diffs=diffs, detailed_diff=detailed, impacts=impacts)
+
+
+def _impacts(
+    olds: Mapping[str, Any],
+    news: Mapping[str, Any],
+    detailed: Mapping[str, str],
+    replaces: list[str],
+    old_name: str,
+    new_name: str,
+) -> list[tuple[str, str]]:
+    """The blast radius of this diff, as (severity, text) pairs."""
+    if not detailed:
+        return []
+    old_config, new_config = (
+        _comparable_config(olds.get("config"), old_name),
+        _comparable_config(news.get("config"), new_name),
+    )
+    tasks = plain(olds.get("tasks"))
+    return [
+        impact.as_pair()
+        for impact in connector_impacts(
+            new_name or old_name,
+            {} if isinstance(old_config, Unknown) else old_config,
+            {} if isinstance(new_config, Unknown) else new_config,
+            detailed,
+            old_state=normalize_state(olds.get("desired_state")),
+            new_state="?" if is_unknown(news.get("desired_state")) else normalize_state(news.get("desired_state")),
+            replaced=bool(replaces),
+            tasks=len(tasks) if isinstance(tasks, list) else None,
+        )
+    ]
 
 
 def same_config(olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
@@ -123,18 +159,4 @@ def _comparable_config(config: Any, name: str) -> Mapping[str, Any] | Unknown:
 def _config_diff(old: Mapping[str, Any] | Unknown, new: Mapping[str, Any] | Unknown) -> dict[str, str]:
     if isinstance(old, Unknown) or isinstance(new, Unknown):
         return {"config": "update"}
-    changes: dict[str, str] = {}
-    for key in sorted(old.keys() | new.keys()):
-        path = f"config[{_quote_key(key)}]"
-        if key not in new:
-            changes[path] = "delete"
-        elif key not in old:
-            changes[path] = "add"
-        elif is_unknown(new[key]) or old[key] != new[key]:
-            changes[path] = "update"
-    return changes
-
-
-def _quote_key(key: str) -> str:
-    # Pulumi property paths quote keys that are not plain identifiers: config["tasks.max"].
-    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return map_diff("config", old, new)

@@ -14,6 +14,7 @@ only code.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -28,6 +29,8 @@ from pulumi.dynamic import (
 )
 
 from components.platform.local import process as proc
+from components.platform.local.layout import worker_path
+from components.platform.local.process_diff import group_size, process_diff
 from components.rpc_values import plain
 
 # Inputs whose change restarts the process in place; run_dir and cluster_id replace it.
@@ -136,18 +139,7 @@ class ProcessProvider(ResourceProvider):
         return CreateResult(id_=props["marker"], outs=outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        olds, news = plain(olds), plain(news)
-        # Absent and empty are the same (state written before an input existed).
-        replaces = [k for k in REPLACE_KEYS if (olds.get(k) or None) != (news.get(k) or None)]
-        changed = [k for k in RESTART_KEYS + REPLACE_KEYS if (olds.get(k) or None) != (news.get(k) or None)]
-        if olds.get("running") is False:
-            changed.append("running")  # found dead by refresh: restart it
-        return DiffResult(
-            changes=bool(changed),
-            replaces=replaces,
-            stables=["marker"] if not replaces else [],
-            delete_before_replace=True,  # the replacement needs the same ports
-        )
+        return process_diff(olds, news, restart_keys=RESTART_KEYS, replace_keys=REPLACE_KEYS, peers=_peers(olds, news))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         proc.stop(olds["marker"], olds.get("pid"))
@@ -160,6 +152,21 @@ class ProcessProvider(ResourceProvider):
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         proc.stop(props["marker"], props.get("pid"))
         proc.remove_run_dir(props["run_dir"])
+
+
+def _peers(olds: Mapping[str, Any], news: Mapping[str, Any]) -> int:
+    """How many processes the cluster or group of this one runs: a broker's quorum voters say;
+    a worker's properties do not, so its deployed siblings (worker-<i> run directories) are
+    counted. Only for the blast radius the preview reports."""
+    size = group_size(news) or group_size(olds)
+    if size:
+        return size
+    run_dir = Path(str(plain(olds.get("run_dir")) or ""))
+    try:
+        prefix = Path(worker_path("group", 0)).name.removesuffix("0")  # "worker-", as the layout spells it
+        return max(1, sum(1 for d in run_dir.parent.iterdir() if d.is_dir() and d.name.startswith(prefix)))
+    except OSError:
+        return 1
 
 
 class LocalProcess(Resource, module="local", name="Process"):

@@ -56,3 +56,70 @@ def test_host_serves_one_port_and_stops_on_sigint_like_pulumis() -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_paths_keep_their_kind_and_a_replacing_property_replaces() -> None:
+    host = load_host()
+    fields = host.property_diffs(
+        {'config["tasks.max"]': "update", 'config["x"]': "add", "name": "update", 'properties["y"]': "delete"},
+        ["name"],
+    )
+    assert fields == {
+        'config["tasks.max"]': {"kind": 4, "inputDiff": True},
+        'config["x"]': {"kind": 0, "inputDiff": True},
+        "name": {"kind": 5, "inputDiff": True},
+        'properties["y"]': {"kind": 2, "inputDiff": True},
+    }
+
+
+class _Provider:
+    """A provider whose diff carries what the project's providers add to DiffResult."""
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> Any:
+        from pulumi.dynamic import DiffResult
+
+        result = DiffResult(changes=True, replaces=["name"], delete_before_replace=True)
+        result.detailed_diff = {"name": "update", 'config["tasks.max"]': "update"}  # type: ignore[attr-defined]
+        result.impacts = [("warning", f"connector {news['name']}: deleted and created again")]  # type: ignore[attr-defined]
+        return result
+
+
+def test_diff_reaches_the_engine_with_paths_and_impacts(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import types
+
+    from pulumi.runtime import proto, rpc
+    from pulumi.runtime.proto import engine_pb2_grpc
+
+    logged: list[Any] = []
+
+    class Engine:
+        def __init__(self, _channel: Any) -> None:
+            pass
+
+        def Log(self, request: Any) -> None:
+            logged.append(request)
+
+    pulumis = types.SimpleNamespace(PROVIDER_KEY="__provider", get_provider=lambda props, config: _Provider())
+    monkeypatch.setitem(sys.modules, "pulumi.dynamic.__main__", pulumis)
+    monkeypatch.setattr(engine_pb2_grpc, "EngineStub", Engine)
+    servicer = load_host().detailed_servicer(types.SimpleNamespace(_config={}), "127.0.0.1:1")
+
+    def struct(props: dict[str, Any]) -> Any:
+        return asyncio.run(rpc.serialize_properties(props, {}))
+
+    request = proto.DiffRequest(
+        id="c",
+        urn="urn:pulumi:s::p::pulumi-python:dynamic/connect:Connector::c",
+        olds=struct({"__provider": "x", "name": "old"}),
+        news=struct({"__provider": "x", "name": "new"}),
+    )
+    response = servicer.Diff(request, None)
+    assert response.changes == proto.DiffResponse.DIFF_SOME
+    assert list(response.replaces) == ["name"] and response.deleteBeforeReplace
+    assert response.hasDetailedDiff and sorted(response.diffs) == ["config", "name"]
+    assert response.detailedDiff["name"].kind == proto.PropertyDiff.UPDATE_REPLACE
+    assert response.detailedDiff['config["tasks.max"]'].kind == proto.PropertyDiff.UPDATE
+    (log,) = logged
+    assert (log.severity, log.urn) == (2, request.urn)
+    assert log.message == "connector new: deleted and created again"

@@ -5,7 +5,7 @@ requests from `futures.ThreadPoolExecutor(max_workers=4)`. A Connector's create 
 hold their thread until the connector runs (seconds each), so however high the engine's
 --parallel, a stack with 48 connectors was created 4 at a time.
 
-This host runs Pulumi's own module unchanged (it starts its server when imported), with one
+This host runs Pulumi's own module (it starts its server when imported), with a first
 difference: while it builds its pool, `concurrent.futures.ThreadPoolExecutor` is a subclass
 that asks for at least PULUMI_DYNAMIC_THREADS workers (default 64). Serving, provider caching,
 (de)serialization and the Ctrl-C/SIGINT shutdown the engine relies on are all Pulumi's.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from concurrent import futures
+from typing import Any
 
 DEFAULT_THREADS = 64
 
@@ -41,9 +42,74 @@ class WidePool(futures.ThreadPoolExecutor):
         super().__init__(max(threads(), max_workers or 0), *args, **kwargs)  # type: ignore[arg-type]
 
 
+_KINDS = {"add": 0, "delete": 2, "update": 4}  # PropertyDiff.Kind; +1 is the *_REPLACE variant
+_SEVERITIES: dict[str, Any] = {"info": 1, "warning": 2}  # engine LogSeverity
+
+
+def property_diffs(detailed: dict[str, str], replaces: list[str]) -> dict[str, dict[str, Any]]:
+    """{path: kind} -> PropertyDiff fields; a path under a replacing property replaces."""
+    out: dict[str, dict[str, Any]] = {}
+    for path, kind in detailed.items():
+        top = path.split("[", 1)[0].split(".", 1)[0]
+        out[path] = {"kind": _KINDS.get(kind, _KINDS["update"]) + (1 if top in replaces else 0), "inputDiff": True}
+    return out
+
+
+def detailed_servicer(servicer: Any, engine_address: str | None) -> Any:
+    """Wrap the servicer's Diff so detailed diffs and impacts reach the engine."""
+    import grpc
+    from pulumi.runtime import proto, rpc
+    from pulumi.runtime.proto import engine_pb2_grpc
+
+    pulumis = sys.modules["pulumi.dynamic.__main__"]
+    engine = engine_pb2_grpc.EngineStub(grpc.insecure_channel(engine_address)) if engine_address else None
+
+    def diff(request: Any, context: Any) -> Any:
+        # Pulumi's own Diff (pulumi/dynamic/__main__.py), plus detailed diff and impacts.
+        olds = rpc.deserialize_properties(request.olds, True)
+        news = rpc.deserialize_properties(request.news, True)
+        source = olds if news[pulumis.PROVIDER_KEY] == rpc.UNKNOWN else news
+        result = pulumis.get_provider(source, servicer._config).diff(request.id, olds, news)
+        fields: dict[str, Any] = {}
+        if result.changes is None:
+            fields["changes"] = proto.DiffResponse.DIFF_UNKNOWN
+        else:
+            fields["changes"] = proto.DiffResponse.DIFF_SOME if result.changes else proto.DiffResponse.DIFF_NONE
+        if result.replaces is not None:
+            fields["replaces"] = result.replaces
+        if result.delete_before_replace is not None:
+            fields["deleteBeforeReplace"] = result.delete_before_replace
+        detailed = getattr(result, "detailed_diff", None)
+        if detailed is not None:
+            fields["diffs"] = sorted({p.split("[", 1)[0].split(".", 1)[0] for p in detailed})
+            fields["detailedDiff"] = {
+                path: proto.PropertyDiff(**pd) for path, pd in property_diffs(detailed, result.replaces or []).items()
+            }
+            fields["hasDetailedDiff"] = True
+        if engine is not None:
+            for severity, text in getattr(result, "impacts", None) or ():
+                engine.Log(proto.LogRequest(severity=_SEVERITIES.get(severity, 1), message=text, urn=request.urn))
+        return proto.DiffResponse(**fields)
+
+    servicer.Diff = diff
+    return servicer
+
+
+def forward_detailed_diffs(engine_address: str | None) -> None:
+    from pulumi.runtime.proto import provider_pb2_grpc
+
+    register = provider_pb2_grpc.add_ResourceProviderServicer_to_server
+
+    def add(servicer: Any, server: Any) -> None:
+        register(detailed_servicer(servicer, engine_address), server)
+
+    provider_pb2_grpc.add_ResourceProviderServicer_to_server = add
+
+
 def main() -> None:
     sys.path.insert(0, os.getcwd())
     futures.ThreadPoolExecutor = WidePool  # type: ignore[misc]
+    forward_detailed_diffs(sys.argv[1] if len(sys.argv) > 1 else None)
     # Pulumi's module serves when imported and returns when the engine interrupts it.
     import pulumi.dynamic.__main__  # noqa: F401
 

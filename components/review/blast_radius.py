@@ -1,0 +1,244 @@
+"""What a change does to running replication: the blast radius a preview reports.
+
+PURE (standard library only). The dynamic providers' diffs (components/connect/diff.py,
+components/platform/local/process_diff.py) call these with the old and new properties and the
+property paths that changed; the dynamic-provider host hands the resulting `Impact`s to the
+engine as diagnostics of the resource, so they appear in `pulumi preview --diff` (and in
+`pulumi preview --json`'s diagnostics, which bin/review-comment turns into a PR comment).
+
+Every text starts with the resource it is about, says what happens and, for warnings, what
+users will see differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = [
+    "IDENTITY_POLICY",
+    "Impact",
+    "RestartMode",
+    "Severity",
+    "connector_impacts",
+    "process_impacts",
+    "restart_mode",
+]
+
+IDENTITY_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+# Keys whose change makes the checkpoint connector translate consumer offsets again (or
+# elsewhere): the groups it follows, where offset syncs live, and how often it syncs.
+_OFFSET_KEYS = frozenset(
+    {
+        "groups",
+        "groups.exclude",
+        "sync.group.offsets.enabled",
+        "offset-syncs.topic.location",
+        "offset.lag.max",
+        "emit.checkpoints.enabled",
+    }
+)
+_NAMING_KEYS = ("replication.policy.class", "replication.policy.separator")
+
+
+class Severity(str, Enum):
+    INFO = "info"
+    WARNING = "warning"
+
+
+class RestartMode(str, Enum):
+    ROLLING = "rolling"
+    ALL_AT_ONCE = "all at once"
+
+
+@dataclass(frozen=True)
+class Impact:
+    severity: Severity
+    text: str
+
+    def as_pair(self) -> tuple[str, str]:
+        """(severity, text): the plain shape the dynamic-provider host reads."""
+        return (self.severity.value, self.text)
+
+
+def restart_mode(processes: int) -> RestartMode:
+    """How the processes of one cluster or worker group restart when all of them must.
+
+    The one rule: more than one broker (worker) restarts one at a time, so the others keep
+    serving (rolling); a single one has no peer to take over, so it restarts all at once.
+    """
+    return RestartMode.ROLLING if processes > 1 else RestartMode.ALL_AT_ONCE
+
+
+# -- connectors ----------------------------------------------------------------------------
+
+
+def connector_impacts(
+    name: str,
+    old_config: Mapping[str, str],
+    new_config: Mapping[str, str],
+    changed: Mapping[str, str],
+    *,
+    old_state: str,
+    new_state: str,
+    replaced: bool,
+    tasks: int | None,
+) -> list[Impact]:
+    """Impacts of updating connector `name`.
+
+    `changed` is the detailed diff ({'config["tasks.max"]': "update", "desired_state":
+    "update", ...}); configs are the comparable string maps (unknown values as None).
+    """
+    keys = sorted(_config_key(path) for path in changed if path.startswith("config["))
+    impacts: list[Impact] = []
+    if replaced:
+        moved = ", ".join(p for p in changed if p in ("name", "connect_url"))
+        impacts.append(
+            Impact(
+                Severity.WARNING,
+                f"connector {name}: deleted and created again ({moved}"
+                " changed); its tasks stop until the new one runs, which resumes from the committed offsets",
+            )
+        )
+    elif keys:
+        impacts.append(
+            Impact(
+                Severity.INFO,
+                f"connector {name}: config keys {', '.join(keys)} change; Connect restarts the connector "
+                f"and {_tasks(tasks)}",
+            )
+        )
+    impacts += _naming_impacts(name, old_config, new_config, keys)
+    offset_keys = sorted(k for k in keys if k in _OFFSET_KEYS)
+    if offset_keys and "MirrorCheckpointConnector" in str(new_config.get("connector.class", "")):
+        impacts.append(
+            Impact(
+                Severity.WARNING,
+                f"connector {name}: offsets are re-translated ({', '.join(offset_keys)} change): consumer "
+                "group offsets on the target are checkpointed again from the offset syncs",
+            )
+        )
+    if "desired_state" in changed and old_state != new_state:
+        impacts.append(_state_impact(name, old_state, new_state))
+    return impacts
+
+
+def _naming_impacts(name: str, old: Mapping[str, str], new: Mapping[str, str], keys: Iterable[str]) -> list[Impact]:
+    if not any(k in _NAMING_KEYS for k in keys):
+        return []
+    cls = str(new.get("connector.class", ""))
+    if "MirrorSourceConnector" in cls:
+        renames = [
+            f"{_remote(old, t)} -> {_remote(new, t)}"
+            for t in _split(new.get("topics"))
+            if _remote(old, t) != _remote(new, t)
+        ]
+        return [
+            Impact(
+                Severity.WARNING,
+                f"connector {name}: remote topic names change ({', '.join(renames) or 'replication policy'}): "
+                "records go to the new topics, the old ones stop receiving records, and consumers on the "
+                "target must switch to the new names",
+            )
+        ]
+    if "MirrorCheckpointConnector" in cls:
+        return [
+            Impact(
+                Severity.WARNING,
+                f"connector {name}: offsets are re-translated for the renamed remote topics, and checkpoints "
+                f"move to {_checkpoints(new)} (was {_checkpoints(old)})",
+            )
+        ]
+    return []
+
+
+def _state_impact(name: str, old: str, new: str) -> Impact:
+    if new == "PAUSED":
+        return Impact(
+            Severity.WARNING, f"connector {name}: paused ({old} -> PAUSED): it stops replicating until resumed"
+        )
+    if new == "STOPPED":
+        return Impact(
+            Severity.WARNING,
+            f"connector {name}: stopped ({old} -> STOPPED): its tasks shut down and nothing replicates until it runs",
+        )
+    return Impact(Severity.INFO, f"connector {name}: resumed ({old} -> {new})")
+
+
+def _remote(config: Mapping[str, str], topic: str) -> str:
+    alias = str(config.get("source.cluster.alias") or "?")
+    separator = str(config.get("replication.policy.separator") or ".")
+    if config.get("replication.policy.class") == IDENTITY_POLICY and not topic.endswith("heartbeats"):
+        return topic
+    return f"{alias}{separator}{topic}"
+
+
+def _checkpoints(config: Mapping[str, str]) -> str:
+    alias = str(config.get("source.cluster.alias") or "?")
+    internal = str(config.get("replication.policy.internal.topic.separator.enabled", "true")).lower() == "true"
+    sep = str(config.get("replication.policy.separator") or ".") if internal else "."
+    return f"{alias}{sep}checkpoints{sep}internal"
+
+
+def _config_key(path: str) -> str:
+    inner = path[len("config[") : -1]
+    if inner.startswith('"') and inner.endswith('"'):
+        inner = inner[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    return inner
+
+
+def _split(value: object) -> list[str]:
+    return [t.strip() for t in str(value or "").split(",") if t.strip()]
+
+
+def _tasks(tasks: int | None) -> str:
+    if tasks is None:
+        return "its tasks"
+    if tasks == 0:
+        return "would start its tasks (it runs none now)"
+    return f"its {tasks} task{'s' if tasks != 1 else ''}"
+
+
+# -- processes (brokers, workers) -----------------------------------------------------------
+
+
+def process_impacts(
+    component: str,
+    changed: Iterable[str],
+    *,
+    replaced: bool,
+    group_size: int,
+    found_dead: bool = False,
+) -> list[Impact]:
+    """Impacts of updating one broker or worker process, `component` being e.g.
+    "ConnectWorkerGroup 'mm2', worker 0"; `group_size` is how many processes its cluster or
+    group runs."""
+    paths = sorted(changed)
+    what = ", ".join(paths) or "nothing"
+    if replaced:
+        return [
+            Impact(
+                Severity.WARNING,
+                f"{component}: replaced ({what} changed): stopped, its run directory and data removed, started afresh",
+            )
+        ]
+    if found_dead and paths == ["running"]:
+        return [Impact(Severity.INFO, f"{component}: found stopped by refresh; starts it again")]
+    worker = "worker" in component.rsplit(",", 1)[-1]
+    mode = restart_mode(group_size)
+    if mode is RestartMode.ROLLING:
+        peers = "workers take over its connectors' tasks" if worker else "brokers keep serving its partitions"
+        return [
+            Impact(
+                Severity.INFO,
+                f"{component}: restarts ({what} changed), rolling: one of {group_size} at a time, the other {peers}",
+            )
+        ]
+    stops = "every connector of the group stops" if worker else "replication from and to the cluster stops"
+    return [
+        Impact(
+            Severity.WARNING,
+            f"{component}: restarts ({what} changed), all at once: it is the only one, so {stops} until it is back",
+        )
+    ]
