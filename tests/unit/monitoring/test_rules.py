@@ -251,3 +251,19 @@ def test_selectors_scope_every_expression() -> None:
     [group] = alert_groups(topology, topology.worker_groups["mm2"], Selectors(workers='job="w-{group}"'), FAST)
     for r in group["rules"]:
         assert 'job="w-mm2"' in r["expr"], r["alert"]
+
+
+def test_scrape_jobs_label_targets_as_the_rules_select_them() -> None:
+    from components.monitoring.prometheus import rule_groups, scrape_configs
+
+    config = dev_config()
+    config["clusters"]["primary"]["metricsPort"] = 19400
+    config["workerGroups"]["mm2"]["metricsPort"] = 19410
+    topology = parse_topology(config)
+    jobs = {j["job_name"]: j for j in scrape_configs(topology, "2s")}
+    assert set(jobs) == {"mm2-cluster-primary", "mm2-workers-mm2"}  # dr has no metricsPort
+    [workers] = jobs["mm2-workers-mm2"]["static_configs"]
+    assert workers == {"targets": ["127.0.0.1:19410", "127.0.0.1:19411"], "labels": {"mm2_worker_group": "mm2"}}
+    assert jobs["mm2-cluster-primary"]["static_configs"][0]["labels"] == {"mm2_cluster": "primary"}
+    [group] = rule_groups(topology)
+    assert all('mm2_worker_group="mm2"' in r["expr"] for r in group["rules"])
