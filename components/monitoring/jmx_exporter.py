@@ -3,7 +3,7 @@ platform (Kubernetes ConfigMap, the local platform's agent file). Pure: no pulum
 
 MBean names: mm2-internals §4 and Kafka's Connect/broker metrics. Only matching beans are exported.
 Metric names are what the alert rules (`components/monitoring/rules.py`) query; every rule is a
-GAUGE so the exporter adds no `_total` suffix of its own.
+GAUGE, and no name ends in `_total` (the exporter 1.x would drop that suffix from a gauge).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ RECORD_COUNT = "kafka_connect_mirror_source_connector_record_count"
 CHECKPOINT_LATENCY_MAX = "kafka_connect_mirror_checkpoint_connector_checkpoint_latency_ms_max"
 FAILED_TASK_COUNT = "kafka_connect_worker_connector_failed_task_count"
 CONNECTOR_STATUS = "kafka_connect_connector_status"
-SOURCE_RECORD_WRITE_TOTAL = "kafka_connect_source_task_source_record_write_total"
+SOURCE_RECORDS_WRITTEN = "kafka_connect_source_task_records_written"  # source-record-write-total
 BROKER_MESSAGES_IN = "kafka_server_brokertopicmetrics_messagesin_count"
 
 
@@ -67,9 +67,10 @@ def jmx_exporter_config() -> dict[str, Any]:
                 "type": "GAUGE",
             },
             {
+                # Explicit name: the exporter drops a `_total` suffix from gauge names.
                 "pattern": r"kafka.connect<type=source-task-metrics, connector=\"?([^\"]+)\"?, task=([0-9]+)>"
-                r"<>([a-z-]+)",
-                "name": "kafka_connect_source_task_$3",
+                r"<>source-record-write-total",
+                "name": SOURCE_RECORDS_WRITTEN,
                 "labels": {"connector": "$1", "task": "$2"},
                 "type": "GAUGE",
             },

@@ -24,7 +24,7 @@ from components.monitoring.jmx_exporter import (
     FAILED_TASK_COUNT,
     RECORD_COUNT,
     REPLICATION_LATENCY_MAX,
-    SOURCE_RECORD_WRITE_TOTAL,
+    SOURCE_RECORDS_WRITTEN,
 )
 from components.platform.topology_facts import heartbeat_topics
 from components.topology.connectors import connector_name, remote_topic
@@ -126,7 +126,7 @@ def _emitted_heartbeats(flow: Flow, sel: str, base: dict[str, str], t: Threshold
     connector = connector_name(flow, ConnectorRole.HEARTBEAT)
     return _rule(
         "MM2HeartbeatStale",
-        f'(sum(increase({SOURCE_RECORD_WRITE_TOTAL}{{{sel},connector="{quote(connector)}"}}[{t.window}]))'
+        f'(sum(increase({SOURCE_RECORDS_WRITTEN}{{{sel},connector="{quote(connector)}"}}[{t.window}]))'
         " or vector(0)) < 1",
         t.failure_for,
         {**base, "severity": "critical", "flow": flow.name, "target": flow.target, "topic": "heartbeats"},

@@ -23,9 +23,7 @@ FAST = Thresholds(
     replication_latency_ms=1000, checkpoint_latency_ms=1000, window="1m", latency_for="1m", failure_for="1m"
 )
 W = 'mm2_worker_group="mm2"'
-HEARTBEAT_WRITES = (
-    f'kafka_connect_source_task_source_record_write_total{{{W},connector="mm2-primary-to-dr-heartbeat",task="0"}}'
-)
+HEARTBEAT_WRITES = f'kafka_connect_source_task_records_written{{{W},connector="mm2-primary-to-dr-heartbeat",task="0"}}'
 RECORDS = 'kafka_connect_mirror_source_connector_record_count{{{w},target="dr",topic="{topic}",partition="0"}}'
 MESSAGES_IN = 'kafka_server_brokertopicmetrics_messagesin_count{{mm2_cluster="primary",topic="{topic}"}}'
 
