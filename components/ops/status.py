@@ -159,26 +159,34 @@ def newest_heartbeat(reader: ClusterReader, topic: str, source: str, target: str
     return newest
 
 
-def heartbeat_view(readers: Mapping[str, ClusterReader], f: FlowExport, now_ms: int) -> HeartbeatView:
+def age_s(timestamp_ms: int) -> float:
+    """Seconds from `timestamp_ms` to now (read right after the record, so never the time of an
+    earlier step)."""
+    return max(0.0, time.time() - timestamp_ms / 1000)
+
+
+def heartbeat_view(readers: Mapping[str, ClusterReader], f: FlowExport) -> HeartbeatView:
     """The replicated `<source>.heartbeats` when the source holds heartbeats (another flow writes
-    them: the path source->target is then proven end to end); else the flow's own heartbeats."""
+    them: the path source->target is then proven end to end); else the flow's own heartbeats.
+
+    Latency: how far the newest replicated heartbeat trails the newest one on the source, read
+    back to back (so to within the heartbeat interval, 1 s by default)."""
     source, target = readers[f.source], readers[f.target]
     replicated = f.replicated_heartbeats_topic
-    upstream = [m for m in source.read(f.heartbeats_topic, 0, last=1)]
+    upstream = source.read(f.heartbeats_topic, 0, last=1)
     if upstream and replicated in target.partitions:
         tail = target.read(replicated, 0, last=1)
         if tail:
             landed = tail[-1].timestamp()[1]
             latency = max(0.0, (upstream[-1].timestamp()[1] - landed) / 1000)
-            return HeartbeatView(replicated, (now_ms - landed) / 1000, latency)
+            return HeartbeatView(replicated, age_s(landed), latency)
     own = newest_heartbeat(target, f.heartbeats_topic, f.source, f.target)
-    return HeartbeatView(f.heartbeats_topic, None if own is None else (now_ms - own) / 1000)
+    return HeartbeatView(f.heartbeats_topic, None if own is None else age_s(own))
 
 
 def flow_status(
     outputs: StackExports, f: FlowExport, readers: Mapping[str, ClusterReader], heartbeat_max_age_s: float
 ) -> FlowStatus:
-    now_ms = int(time.time() * 1000)
     connectors = connector_views(outputs, f)
     source, target = readers[f.source], readers[f.target]
     syncs = offset_syncs(readers[f.offset_syncs_cluster or f.source], f)
@@ -187,8 +195,8 @@ def flow_status(
         for topic, remote in sorted(f.topics.items())
     )
     checkpoints = target.read(f.checkpoints_topic, 0, last=1)
-    checkpoint_age = (now_ms - checkpoints[-1].timestamp()[1]) / 1000 if checkpoints else None
-    heartbeat = heartbeat_view(readers, f, now_ms)
+    checkpoint_age = age_s(checkpoints[-1].timestamp()[1]) if checkpoints else None
+    heartbeat = heartbeat_view(readers, f)
     notes = []
     if heartbeat.latency_s is None:
         notes.append(
