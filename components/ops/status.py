@@ -55,8 +55,16 @@ class ClusterReader:
         from confluent_kafka import Consumer
 
         self.alias = alias
+        # A watermark request waits behind the connection's fetch long-poll (fetch.wait.max.ms,
+        # 500 ms by default): keep the poll short and unassign after each read.
         self.consumer = Consumer(
-            {**conf, "group.id": "mm2-status-reader", "enable.auto.commit": False, "enable.partition.eof": True}
+            {
+                **conf,
+                "group.id": "mm2-status-reader",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "fetch.wait.max.ms": 10,
+            }
         )
         md = self.consumer.list_topics(timeout=TIMEOUT_S)
         self.partitions = {
@@ -79,7 +87,7 @@ class ClusterReader:
 
     def read(self, topic: str, partition: int = 0, last: int | None = None) -> list[Any]:
         """The records of one partition up to its end (only the `last` ones when given)."""
-        from confluent_kafka import KafkaError, TopicPartition
+        from confluent_kafka import TopicPartition
 
         if partition not in self.partitions.get(topic, ()):
             return []
@@ -88,6 +96,14 @@ class ClusterReader:
             return []
         start = low if last is None else max(low, high - last)
         self.consumer.assign([TopicPartition(topic, partition, start)])
+        try:
+            return self._until_end(topic, high)
+        finally:
+            self.consumer.unassign()
+
+    def _until_end(self, topic: str, high: int) -> list[Any]:
+        from confluent_kafka import KafkaError
+
         records: list[Any] = []
         deadline = time.monotonic() + TIMEOUT_S
         while time.monotonic() < deadline:
