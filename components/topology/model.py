@@ -160,6 +160,8 @@ class Cluster:
     client: Mapping[str, str] = field(default_factory=frozen_map)
     # Cluster-level MM2 settings for flows whose source is this cluster.
     settings: Mapping[str, str] = field(default_factory=frozen_map)
+    # local: broker i serves Prometheus metrics (JMX exporter agent) on 127.0.0.1:metrics_port+i.
+    metrics_port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,8 @@ class WorkerGroup:
     rest_password: SecretRef | None = None
     # HTTPS for the REST API, with a certificate from the stack's CA (local platform).
     rest_tls: bool = False
+    # local: worker i serves Prometheus metrics (JMX exporter agent) on 127.0.0.1:metrics_port+i.
+    metrics_port: int | None = None
 
 
 @dataclass(frozen=True)

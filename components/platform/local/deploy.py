@@ -33,6 +33,7 @@ from components.platform.local.layout import (
     broker_path,
     worker_path,
 )
+from components.platform.local.metrics import agent_options, with_exporter_config
 from components.platform.local.provider import LocalProcess
 from components.platform.local.secrets_file import SecretsFile
 from components.platform.local.tls import StackTls
@@ -93,8 +94,11 @@ class LocalBackend:
                     config_key=f"mm2:clusters.{cluster.alias}.port",
                     cluster_id=cluster_id,
                     ready=request.admin.apply(functools.partial(_kafka_probe, f"127.0.0.1:{client_port}")),
-                    secret_files=files,
+                    secret_files=with_exporter_config(files, cluster.metrics_port),
                     restart_on=restart_on,
+                    jvm_options=agent_options(
+                        run_dir, cluster.metrics_port, node_id, f"mm2:clusters.{cluster.alias}.metricsPort"
+                    ),
                     heap="512m",
                     opts=pulumi.ResourceOptions(parent=parent),
                 )
@@ -149,11 +153,15 @@ class LocalBackend:
                     ready=pulumi.Output.all(secrets, request.auth, request.ca_pem).apply(
                         functools.partial(_connect_probe, url)
                     ),
-                    secret_files=pulumi.Output.all(secrets, request.auth).apply(
-                        functools.partial(_worker_files, run_dir, own_keys)
+                    secret_files=with_exporter_config(
+                        pulumi.Output.all(secrets, request.auth).apply(
+                            functools.partial(_worker_files, run_dir, own_keys)
+                        ),
+                        group.metrics_port,
                     ),
                     restart_on=restart_on,
-                    jvm_options=jvm_options,
+                    jvm_options=jvm_options
+                    + agent_options(run_dir, group.metrics_port, index, f"mm2:workerGroups.{group.name}.metricsPort"),
                     heap="768m",
                     timeout_seconds=240,
                     opts=pulumi.ResourceOptions(parent=parent, depends_on=depends),

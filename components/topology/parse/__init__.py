@@ -20,6 +20,7 @@ from components.topology.parse.clusters import parse_cluster
 from components.topology.parse.cross_checks import check_ports, check_shared_target
 from components.topology.parse.defaults import parse_defaults
 from components.topology.parse.flows import Declared, parse_flow
+from components.topology.parse.metrics import check_metrics_ports
 from components.topology.parse.problems import NAMESPACE, Problems, path
 from components.topology.parse.values import as_mapping
 from components.topology.parse.worker_groups import parse_worker_group
@@ -86,6 +87,7 @@ def _parse(problems: Problems, config: Mapping[str, Any]) -> Topology:
 
     check_ports(problems, clusters, groups)
     check_shared_target(problems, flows)
+    check_metrics_ports(problems, clusters, groups)
     flows.sort(key=lambda f: (f.source, f.target))
     return Topology(
         clusters=MappingProxyType(dict(sorted(clusters.items()))),

@@ -9,6 +9,7 @@ from typing import Any
 from components.topology import settings as known
 from components.topology.model import Cluster, Platform, TopicSpec, frozen_map
 from components.topology.parse.cluster_security import parse_security
+from components.topology.parse.metrics import parse_metrics_port
 from components.topology.parse.mm2_settings import parse_settings
 from components.topology.parse.problems import Problems, path, quoted
 from components.topology.parse.values import (
@@ -34,6 +35,7 @@ CLUSTER_FIELDS = (
     "brokerConfig",
     "client",
     "settings",
+    "metricsPort",
 )
 TOPIC_FIELDS = ("partitions", "replicationFactor", "config")
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -70,6 +72,7 @@ def parse_cluster(problems: Problems, alias: str, raw: Any) -> Cluster | None:
     client = string_map(problems, mapping.get("client"), f"{where}.client")
     check_client(problems, client, f"{where}.client")
     cluster_settings = parse_settings(problems, mapping.get("settings"), f"{where}.settings")
+    metrics_port = parse_metrics_port(problems, mapping, where, platform, brokers)
     if not ok or brokers is None or security is None:
         return None
     return Cluster(
@@ -84,6 +87,7 @@ def parse_cluster(problems: Problems, alias: str, raw: Any) -> Cluster | None:
         broker_config=frozen_map(broker_config),
         client=frozen_map(client),
         settings=frozen_map(cluster_settings),
+        metrics_port=metrics_port,
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from components.topology import settings as known
 from components.topology.model import DEFAULT_SECRETS_FILE, Cluster, Platform, SecretRef, WorkerGroup, frozen_map
+from components.topology.parse.metrics import parse_metrics_port
 from components.topology.parse.problems import Problems, path
 from components.topology.parse.values import (
     SAFE_NAME,
@@ -37,6 +38,7 @@ GROUP_FIELDS = (
     "secretsFile",
     "workerConfig",
     "platform",
+    "metricsPort",
 )
 
 
@@ -74,6 +76,7 @@ def parse_worker_group(
     check_owned(problems, worker_config, f"{where}.workerConfig", known.WORKER_OWNED, known.WORKER_OWNED_PREFIXES)
     check_secret_literals(problems, worker_config, f"{where}.workerConfig")
     ids, distinct = _storage_ids(problems, mapping, where, name)
+    metrics_port = parse_metrics_port(problems, mapping, where, platform, workers)
     ok = ok and reachable and has_port and distinct
     if not ok or workers is None or cluster is None or any(v is None for v in ids.values()):
         return None
@@ -94,6 +97,7 @@ def parse_worker_group(
         rest_username=rest_username,
         rest_password=rest_password,
         rest_tls=rest_tls,
+        metrics_port=metrics_port,
     )
 
 

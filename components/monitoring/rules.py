@@ -1,0 +1,177 @@
+"""The alert rules for MM2, one set for every platform: only the label matchers that select a
+worker group's and a cluster's scrape targets differ (`Selectors`). Pure: no pulumi, no I/O.
+
+Alerts (Prometheus rule-group format, as `promtool test rules` and PrometheusRule take them):
+- MM2ReplicationLatencyHigh: a replicated topic's records arrive late.
+- MM2CheckpointLatencyHigh: consumer-group checkpoints are late.
+- MM2ConnectorFailed / MM2ConnectorTasksFailed: a connector or one of its tasks is FAILED.
+- MM2HeartbeatStale: per flow, its heartbeat connector emitted none in the window (every flow,
+  one-way ones included), and per replicated `<source>.heartbeats` topic, none arrived.
+- MM2NoRecordsWhileSourceProducing: per flow, the source cluster took records into the flow's
+  topics in the window but MM2 replicated none.
+A series that is absent counts as zero (`or vector(0)`): a stopped task exports nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components.monitoring.jmx_exporter import (
+    BROKER_MESSAGES_IN,
+    CHECKPOINT_LATENCY_MAX,
+    CONNECTOR_STATUS,
+    FAILED_TASK_COUNT,
+    RECORD_COUNT,
+    REPLICATION_LATENCY_MAX,
+    SOURCE_RECORDS_WRITTEN,
+)
+from components.platform.topology_facts import heartbeat_topics
+from components.topology.connectors import connector_name, remote_topic
+from components.topology.model import ConnectorRole, Flow, Topology, WorkerGroup
+
+HEARTBEATS_RE = r"(.+\.)?heartbeats"
+INTERNAL_RE = r"__.*|.*[.-]internal|(.+\.)?heartbeats"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When the alerts fire. `window`: how far back heartbeats and records are counted."""
+
+    replication_latency_ms: int = 30_000
+    checkpoint_latency_ms: int = 180_000
+    window: str = "5m"
+    latency_for: str = "5m"
+    failure_for: str = "2m"
+
+
+@dataclass(frozen=True)
+class Selectors:
+    """PromQL label matchers (without braces) of a worker group's and a cluster's targets;
+    `{group}` and `{cluster}` are filled in."""
+
+    workers: str = 'mm2_worker_group="{group}"'
+    brokers: str = 'mm2_cluster="{cluster}"'
+
+
+def quote(text: str) -> str:
+    """A PromQL double-quoted string literal's body."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def alert_groups(topology: Topology, group: WorkerGroup, selectors: Selectors, t: Thresholds) -> list[dict[str, Any]]:
+    """The rule group of worker group `group`: its flows' alerts."""
+    sel = selectors.workers.format(group=group.name)
+    base = {"mm2_worker_group": group.name}
+    rules: list[dict[str, Any]] = [
+        _rule(
+            "MM2ReplicationLatencyHigh",
+            f'max by (source, target, topic) ({REPLICATION_LATENCY_MAX}{{{sel},topic!~"{quote(HEARTBEATS_RE)}"}})'
+            f" > {t.replication_latency_ms}",
+            t.latency_for,
+            {**base, "severity": "warning"},
+            f"MM2 replication latency above {t.replication_latency_ms} ms",
+            "Records of {{ $labels.topic }} reach {{ $labels.target }} {{ $value }} ms after they were produced "
+            "(measured from the record timestamp; a backlog or producer clock skew also raises it).",
+        ),
+        _rule(
+            "MM2CheckpointLatencyHigh",
+            f"max by (source, target, group) ({CHECKPOINT_LATENCY_MAX}{{{sel}}}) > {t.checkpoint_latency_ms}",
+            t.latency_for,
+            {**base, "severity": "warning"},
+            "MM2 consumer-group checkpoints are late",
+            "Offsets of group {{ $labels.group }} are translated to {{ $labels.target }} {{ $value }} ms after "
+            "they were read; failover would rewind further than expected.",
+        ),
+        _rule(
+            "MM2ConnectorFailed",
+            f'max by (connector) ({CONNECTOR_STATUS}{{{sel},connector=~"mm2-.*",status="failed"}}) > 0',
+            t.failure_for,
+            {**base, "severity": "critical"},
+            "MM2 connector {{ $labels.connector }} is FAILED",
+            "See `bin/status` or GET /connectors/{{ $labels.connector }}/status for the trace; restart with "
+            "`bin/connectors restart --failed-only`.",
+        ),
+        _rule(
+            "MM2ConnectorTasksFailed",
+            f'sum by (connector) ({FAILED_TASK_COUNT}{{{sel},connector=~"mm2-.*"}}) > 0',
+            t.failure_for,
+            {**base, "severity": "critical"},
+            "MM2 connector {{ $labels.connector }} has failed tasks",
+            "{{ $value }} task(s) FAILED; see `bin/status` for the trace and restart with "
+            "`bin/connectors restart --failed-only`.",
+        ),
+    ]
+    flows = [f for f in topology.enabled_flows() if f.worker_group == group.name]
+    for flow in flows:
+        rules.append(_emitted_heartbeats(flow, sel, base, t))
+    for target, topic in heartbeat_topics(topology, group):
+        rules.append(_replicated_heartbeats(target, topic, sel, base, t))
+    for flow in flows:
+        rules.append(_no_records(flow, sel, selectors.brokers.format(cluster=flow.source), base, t))
+    return [{"name": f"mm2-{group.name}", "rules": rules}]
+
+
+def _rule(alert: str, expr: str, for_: str, labels: dict[str, str], summary: str, description: str) -> dict[str, Any]:
+    return {
+        "alert": alert,
+        "expr": expr,
+        "for": for_,
+        "labels": labels,
+        "annotations": {"summary": summary, "description": description},
+    }
+
+
+def _emitted_heartbeats(flow: Flow, sel: str, base: dict[str, str], t: Thresholds) -> dict[str, Any]:
+    connector = connector_name(flow, ConnectorRole.HEARTBEAT)
+    return _rule(
+        "MM2HeartbeatStale",
+        f'(sum(increase({SOURCE_RECORDS_WRITTEN}{{{sel},connector="{quote(connector)}"}}[{t.window}]))'
+        " or vector(0)) < 1",
+        t.failure_for,
+        {**base, "severity": "critical", "flow": flow.name, "target": flow.target, "topic": "heartbeats"},
+        f"Flow {flow.name}: no heartbeats emitted into {flow.target} for {t.window}",
+        f"Connector {connector} wrote no heartbeat (one per second when healthy): the flow's path into "
+        f"{flow.target} is stalled, or its heartbeat connector is stopped or failed.",
+    )
+
+
+def _replicated_heartbeats(target: str, topic: str, sel: str, base: dict[str, str], t: Thresholds) -> dict[str, Any]:
+    return _rule(
+        "MM2HeartbeatStale",
+        f'(sum(increase({RECORD_COUNT}{{{sel},target="{quote(target)}",topic="{quote(topic)}"}}[{t.window}]))'
+        " or vector(0)) < 1",
+        t.failure_for,
+        {**base, "severity": "critical", "target": target, "topic": topic},
+        f"No MM2 heartbeats replicated into {topic} on {target} for {t.window}",
+        "The replication path into the target is stalled or broken (heartbeats are emitted every second and "
+        "always replicated).",
+    )
+
+
+def _no_records(flow: Flow, sel: str, broker_sel: str, base: dict[str, str], t: Thresholds) -> dict[str, Any]:
+    alternatives = "|".join(f"(?:{p})" for p in flow.topics) or ".*"
+    remote = remote_topic(flow, "\0")
+    prefix = remote.split("\0", 1)[0]
+    remote_re = _escape_regex(prefix) + f"(?:{alternatives})"
+    produced = (
+        f'sum(increase({BROKER_MESSAGES_IN}{{{broker_sel},topic=~"{quote(alternatives)}",'
+        f'topic!~"{quote(INTERNAL_RE)}"}}[{t.window}])) > 0'
+    )
+    replicated = (
+        f'(sum(increase({RECORD_COUNT}{{{sel},target="{quote(flow.target)}",topic=~"{quote(remote_re)}",'
+        f'topic!~"{quote(HEARTBEATS_RE)}"}}[{t.window}])) or vector(0)) < 1'
+    )
+    return _rule(
+        "MM2NoRecordsWhileSourceProducing",
+        f"({produced}) and on() ({replicated})",
+        t.failure_for,
+        {**base, "severity": "critical", "flow": flow.name, "source": flow.source, "target": flow.target},
+        f"Flow {flow.name}: {flow.source} takes records but none reach {flow.target}",
+        f"The flow's topics on {flow.source} received records in the last {t.window} and its source connector "
+        "replicated none: check `bin/status` (connector state, lag) and the worker logs.",
+    )
+
+
+def _escape_regex(text: str) -> str:
+    return "".join(f"\\{c}" if c in r".^$*+?()[]{}|\\" else c for c in text)

@@ -1,0 +1,316 @@
+"""Health of a stack's flows at a glance: connectors and tasks, lag, checkpoints, heartbeats.
+
+    bin/status --stack dev [--json] [--watch [SECONDS]] [--flow primary->dr]
+    bin/status --outputs outputs.json
+
+Per flow: each connector and task with its worker and state (and the first trace line when
+FAILED); per replicated topic the lag (source end offsets against the target's, translated
+through MM2's offset syncs); the age of the newest checkpoint; the age and latency of the newest
+heartbeat. What makes a flow unhealthy: components/ops/status_view.py.
+
+Reads the stack outputs (`components/outputs/loader.py`), Connect's REST API and the clusters
+(read-only consumers that join no group and commit nothing).
+
+Exit codes: 0 every flow healthy, 1 an error (no deployment, a cluster or worker group not
+answering), 3 a flow is unhealthy (the reasons are printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from components.mm2_records import OffsetSync, RecordFormatError, decode_heartbeat, decode_offset_sync
+from components.ops.clients import connect_client, flow, kafka_config
+from components.ops.errors import OpsError
+from components.ops.status_view import (
+    HEARTBEAT_MAX_AGE_S,
+    ConnectorView,
+    FlowStatus,
+    HeartbeatView,
+    TaskView,
+    first_line,
+    newest_syncs,
+    problems_of,
+    render_table,
+    to_json,
+    topic_view,
+)
+from components.outputs.contract import FlowExport, OutputsError, StackExports
+from components.outputs.loader import load_exports
+
+TIMEOUT_S = 5.0
+HEARTBEAT_TAIL = 50  # records read from the end of a heartbeats topic (several flows may write it)
+
+
+class ClusterReader:
+    """One read-only consumer per cluster, reused for every read of one status pass."""
+
+    def __init__(self, conf: dict[str, Any], alias: str) -> None:
+        from confluent_kafka import Consumer
+
+        self.alias = alias
+        # A watermark request waits behind the connection's fetch long-poll (fetch.wait.max.ms,
+        # 500 ms by default): keep the poll short and unassign after each read.
+        self.consumer = Consumer(
+            {
+                **conf,
+                "group.id": "mm2-status-reader",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "fetch.wait.max.ms": 10,
+            }
+        )
+        md = self.consumer.list_topics(timeout=TIMEOUT_S)
+        self.partitions = {
+            name: sorted(meta.partitions) for name, meta in md.topics.items() if meta.error is None and meta.partitions
+        }
+
+    def close(self) -> None:
+        self.consumer.close()
+
+    def ends(self, topic: str) -> dict[int, int] | None:
+        """Log-end offset per partition, None when the topic does not exist."""
+        from confluent_kafka import TopicPartition
+
+        if topic not in self.partitions:
+            return None
+        return {
+            p: self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT_S)[1]
+            for p in self.partitions[topic]
+        }
+
+    def read(self, topic: str, partition: int = 0, last: int | None = None) -> list[Any]:
+        """The records of one partition up to its end (only the `last` ones when given)."""
+        from confluent_kafka import TopicPartition
+
+        if partition not in self.partitions.get(topic, ()):
+            return []
+        low, high = self.consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=TIMEOUT_S)
+        if high <= low:
+            return []
+        start = low if last is None else max(low, high - last)
+        self.consumer.assign([TopicPartition(topic, partition, start)])
+        try:
+            return self._until_end(topic, high)
+        finally:
+            self.consumer.unassign()
+
+    def _until_end(self, topic: str, high: int) -> list[Any]:
+        from confluent_kafka import KafkaError
+
+        records: list[Any] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            msg = self.consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    return records
+                continue
+            records.append(msg)
+            if msg.offset() >= high - 1:
+                return records
+        raise OpsError(
+            f"reading {topic} on {self.alias}: not at its end after {TIMEOUT_S:.0f}s. "
+            f"Next step: check that cluster {self.alias} is healthy."
+        )
+
+
+def connector_views(outputs: StackExports, f: FlowExport) -> tuple[ConnectorView, ...]:
+    views = []
+    with connect_client(outputs, f.worker_group) as client:
+        for role, name in f.connectors.items():
+            desired = f.desired_states.get(role, "RUNNING")
+            status = client.get_status(name)
+            if status is None:
+                views.append(ConnectorView(role, name, "MISSING", desired))
+                continue
+            c = status.get("connector") or {}
+            state = str(c.get("state", "UNKNOWN"))
+            tasks = tuple(
+                TaskView(
+                    int(t.get("id", -1)),
+                    str(t.get("state", "UNKNOWN")),
+                    str(t.get("worker_id", "")),
+                    first_line(str(t.get("trace", ""))) if t.get("state") == "FAILED" else "",
+                )
+                for t in sorted(status.get("tasks") or [], key=lambda t: int(t.get("id", -1)))
+            )
+            trace = first_line(str(c.get("trace", ""))) if state == "FAILED" else ""
+            views.append(ConnectorView(role, name, state, desired, str(c.get("worker_id", "")), trace, tasks))
+    return tuple(views)
+
+
+def offset_syncs(reader: ClusterReader, f: FlowExport) -> dict[tuple[str, int], OffsetSync]:
+    syncs = []
+    for msg in reader.read(f.offset_syncs_topic):
+        if msg.key() is None or msg.value() is None:
+            continue
+        try:
+            syncs.append(decode_offset_sync(msg.key(), msg.value()))
+        except RecordFormatError as exc:
+            raise OpsError(f"{f.offset_syncs_topic} on {reader.alias}, offset {msg.offset()}: {exc}") from exc
+    return newest_syncs(syncs)
+
+
+def newest_heartbeat(reader: ClusterReader, topic: str, source: str, target: str) -> int | None:
+    """The timestamp (ms) of the newest heartbeat emitted by flow source->target in `topic`."""
+    newest = None
+    for msg in reader.read(topic, 0, last=HEARTBEAT_TAIL):
+        if msg.key() is None or msg.value() is None:
+            continue
+        try:
+            beat = decode_heartbeat(msg.key(), msg.value())
+        except RecordFormatError:
+            continue
+        if beat.source_alias == source and beat.target_alias == target:
+            newest = max(newest or 0, beat.timestamp_ms)
+    return newest
+
+
+def age_s(timestamp_ms: int) -> float:
+    """Seconds from `timestamp_ms` to now (read right after the record, so never the time of an
+    earlier step)."""
+    return max(0.0, time.time() - timestamp_ms / 1000)
+
+
+def heartbeat_view(readers: Mapping[str, ClusterReader], f: FlowExport) -> HeartbeatView:
+    """The replicated `<source>.heartbeats` when the source holds heartbeats (another flow writes
+    them: the path source->target is then proven end to end); else the flow's own heartbeats.
+
+    Latency: how far the newest replicated heartbeat trails the newest one on the source, read
+    back to back (so to within the heartbeat interval, 1 s by default)."""
+    source, target = readers[f.source], readers[f.target]
+    replicated = f.replicated_heartbeats_topic
+    upstream = source.read(f.heartbeats_topic, 0, last=1)
+    if upstream and replicated in target.partitions:
+        tail = target.read(replicated, 0, last=1)
+        if tail:
+            landed = tail[-1].timestamp()[1]
+            latency = max(0.0, (upstream[-1].timestamp()[1] - landed) / 1000)
+            return HeartbeatView(replicated, age_s(landed), latency)
+    own = newest_heartbeat(target, f.heartbeats_topic, f.source, f.target)
+    return HeartbeatView(f.heartbeats_topic, None if own is None else age_s(own))
+
+
+def flow_status(
+    outputs: StackExports, f: FlowExport, readers: Mapping[str, ClusterReader], heartbeat_max_age_s: float
+) -> FlowStatus:
+    connectors = connector_views(outputs, f)
+    source, target = readers[f.source], readers[f.target]
+    syncs = offset_syncs(readers[f.offset_syncs_cluster or f.source], f)
+    topics = tuple(
+        topic_view(topic, remote, source.ends(topic), target.ends(remote), syncs)
+        for topic, remote in sorted(f.topics.items())
+    )
+    checkpoints = target.read(f.checkpoints_topic, 0, last=1)
+    checkpoint_age = age_s(checkpoints[-1].timestamp()[1]) if checkpoints else None
+    heartbeat = heartbeat_view(readers, f)
+    notes = []
+    if heartbeat.latency_s is None:
+        notes.append(
+            f"no heartbeats are written into {f.source} (a one-way flow): heartbeat latency is not measured; "
+            f"age is of the flow's own heartbeats in {f.heartbeats_topic} on {f.target}"
+        )
+    if checkpoint_age is None:
+        notes.append("no checkpoint yet (MM2 writes them once a matching consumer group commits on the source)")
+    return FlowStatus(
+        name=f.name,
+        worker_group=f.worker_group,
+        connectors=connectors,
+        topics=topics,
+        checkpoint_age_s=checkpoint_age,
+        heartbeat=heartbeat,
+        problems=problems_of(connectors, heartbeat, heartbeat_max_age_s),
+        notes=tuple(notes),
+    )
+
+
+@contextmanager
+def cluster_readers(outputs: StackExports, aliases: Sequence[str]) -> Iterator[dict[str, ClusterReader]]:
+    with ExitStack() as stack:
+        readers = {}
+        for alias in aliases:
+            try:
+                readers[alias] = ClusterReader(kafka_config(outputs, alias, log_level=0), alias)
+            except Exception as exc:  # KafkaException: the metadata request timed out
+                raise OpsError(
+                    f"cluster {alias} ({outputs.clusters[alias].bootstrap}) did not answer: {exc}. "
+                    "Next step: check that its brokers run (`bin/pulumi up` restarts them)."
+                ) from None
+            stack.callback(readers[alias].close)
+        yield readers
+
+
+def collect(
+    outputs: StackExports, flow_names: Sequence[str] = (), heartbeat_max_age_s: float = HEARTBEAT_MAX_AGE_S
+) -> list[FlowStatus]:
+    """The status of the named flows (every exported flow when none)."""
+    flows = [flow(outputs, name) for name in (flow_names or sorted(outputs.flows))]
+    if not flows:
+        raise OpsError("the stack exports no flows. Next step: declare one under mm2:flows and `bin/pulumi up`.")
+    aliases = sorted({a for f in flows for a in (f.source, f.target, f.offset_syncs_cluster or f.source)})
+    with cluster_readers(outputs, aliases) as readers:
+        return [flow_status(outputs, f, readers, heartbeat_max_age_s) for f in flows]
+
+
+def _once(args: argparse.Namespace, outputs: StackExports) -> int:
+    flows = collect(outputs, args.flow, args.heartbeat_max_age)
+    print(json.dumps(to_json(flows), indent=2) if args.json else render_table(flows), flush=True)
+    return 0 if all(f.healthy for f in flows) else 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="bin/status", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--stack", help="stack name (outputs via bin/pulumi stack output)")
+    parser.add_argument("--outputs", help="JSON file from `pulumi stack output --json --show-secrets`")
+    parser.add_argument("--flow", action="append", default=[], help="only this flow, e.g. primary->dr (repeatable)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--watch", nargs="?", type=float, const=5.0, default=None, metavar="SECONDS", help="refresh every N s (5)"
+    )
+    parser.add_argument(
+        "--heartbeat-max-age", type=float, default=HEARTBEAT_MAX_AGE_S, help="seconds before a heartbeat is stale"
+    )
+    args = parser.parse_args(argv)
+    if args.watch is not None and args.watch <= 0:
+        parser.error("--watch takes a positive number of seconds")
+    try:
+        outputs = load_exports(args.stack, args.outputs)
+    except OutputsError as exc:
+        print(f"status: no deployment to show: {exc}", file=sys.stderr)
+        return 1
+    code = 1
+    try:
+        while True:
+            if args.watch is not None and not args.json:
+                print("\033[H\033[2J" + time.strftime("%H:%M:%S"), flush=True)
+            code = _once(args, outputs)
+            if args.watch is None:
+                return code
+            time.sleep(args.watch)  # the refresh interval the operator asked for
+    except KeyboardInterrupt:
+        return code
+    except OpsError as exc:
+        print(f"status: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        from components.connect.client import ConnectError
+
+        if not isinstance(exc, ConnectError):
+            raise
+        print(f"status: Connect did not answer: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

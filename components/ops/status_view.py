@@ -1,0 +1,199 @@
+"""What `bin/status` shows and when a flow is unhealthy. Pure: values in, values and text out.
+
+A flow is unhealthy when any of these holds (each gives one plain reason):
+- a connector is missing on its worker group, FAILED or UNASSIGNED, or its state is not the state
+  the stack declares for it (`mm2:flows.<flow>.state` / `connectorStates`, RUNNING by default);
+- a task of a connector is FAILED (or a declared-RUNNING connector has a task not RUNNING);
+- its heartbeat connector is declared RUNNING and the newest heartbeat it wrote into the target
+  is older than `heartbeat_max_age_s` (or there is none).
+Lag, checkpoint age and heartbeat latency are shown, not judged: a catching-up flow is not broken.
+
+Lag of a replicated partition: the source's end offset minus the target's end offset translated
+upstream through the newest offset sync (sync.upstream + target_end - sync.downstream), never
+below zero. It is an estimate: records MM2 filtered, or offsets compaction and transactions skip,
+make it high by that many.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from components.mm2_records import OffsetSync
+
+HEARTBEAT_MAX_AGE_S = 60.0
+STATE_OK = "RUNNING"
+
+
+@dataclass(frozen=True)
+class TaskView:
+    id: int
+    state: str
+    worker: str
+    trace: str = ""  # the first line of Connect's trace, when FAILED
+
+
+@dataclass(frozen=True)
+class ConnectorView:
+    role: str
+    name: str
+    state: str  # RUNNING, PAUSED, STOPPED, FAILED, UNASSIGNED, or MISSING (not on the worker group)
+    desired: str
+    worker: str = ""
+    trace: str = ""
+    tasks: tuple[TaskView, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopicView:
+    topic: str  # on the source
+    remote: str  # on the target
+    partitions: int
+    lag: int | None  # None: not known (no offset sync yet, or a topic missing)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class HeartbeatView:
+    topic: str  # where the newest heartbeat was read
+    age_s: float | None  # now - the newest heartbeat's timestamp; None: none found
+    # Replicated heartbeats only: how far the newest one on the target trails the newest one the
+    # source cluster holds (the path's delay); None when the flow has no heartbeats to replicate.
+    latency_s: float | None = None
+
+
+@dataclass(frozen=True)
+class FlowStatus:
+    name: str
+    worker_group: str
+    connectors: tuple[ConnectorView, ...]
+    topics: tuple[TopicView, ...] = ()
+    checkpoint_age_s: float | None = None
+    heartbeat: HeartbeatView | None = None
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+
+def first_line(trace: str) -> str:
+    for line in trace.strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def partition_lag(source_end: int, target_end: int, sync: OffsetSync | None) -> int | None:
+    """The estimated lag of one partition (module docstring); None without an offset sync,
+    unless the source partition holds nothing yet."""
+    if sync is None:
+        return 0 if source_end == 0 else None
+    position = sync.upstream_offset + max(0, target_end - sync.downstream_offset)
+    return max(0, source_end - position)
+
+
+def newest_syncs(syncs: Sequence[OffsetSync]) -> dict[tuple[str, int], OffsetSync]:
+    """The last sync per (upstream topic, partition), in the order they were read."""
+    out: dict[tuple[str, int], OffsetSync] = {}
+    for sync in syncs:
+        out[(sync.topic, sync.partition)] = sync
+    return out
+
+
+def topic_view(
+    topic: str,
+    remote: str,
+    source_ends: Mapping[int, int] | None,
+    target_ends: Mapping[int, int] | None,
+    syncs: Mapping[tuple[str, int], OffsetSync],
+) -> TopicView:
+    """One replicated topic: the sum of its partitions' lags (None if any is unknown)."""
+    if source_ends is None:
+        return TopicView(topic, remote, 0, None, "missing on the source")
+    if target_ends is None:
+        return TopicView(topic, remote, len(source_ends), None, "not yet created on the target")
+    lags = [partition_lag(end, target_ends.get(p, 0), syncs.get((topic, p))) for p, end in sorted(source_ends.items())]
+    if any(lag is None for lag in lags):
+        return TopicView(topic, remote, len(source_ends), None, "no offset sync yet")
+    return TopicView(topic, remote, len(source_ends), sum(lag for lag in lags if lag is not None))
+
+
+def problems_of(
+    connectors: Sequence[ConnectorView], heartbeat: HeartbeatView | None, heartbeat_max_age_s: float
+) -> tuple[str, ...]:
+    """Why the flow is unhealthy (module docstring); empty when it is healthy."""
+    found: list[str] = []
+    for c in connectors:
+        if c.state == "MISSING":
+            found.append(f"{c.role} connector {c.name} does not exist on its worker group (run `bin/pulumi up`)")
+        elif c.state == "FAILED":
+            found.append(f"{c.role} connector {c.name} is FAILED: {c.trace or 'no trace'}")
+        elif c.state != c.desired:
+            found.append(f"{c.role} connector {c.name} is {c.state}, the stack declares {c.desired}")
+        for t in c.tasks:
+            if t.state == "FAILED":
+                found.append(f"{c.role} task {t.id} on {t.worker} is FAILED: {t.trace or 'no trace'}")
+            elif c.desired == STATE_OK and c.state == STATE_OK and t.state != STATE_OK:
+                found.append(f"{c.role} task {t.id} is {t.state}")
+    beats = next((c for c in connectors if c.role == "heartbeat"), None)
+    if beats is not None and beats.desired == STATE_OK and heartbeat is not None:
+        if heartbeat.age_s is None:
+            found.append(f"no heartbeat in {heartbeat.topic} yet")
+        elif heartbeat.age_s > heartbeat_max_age_s:
+            found.append(
+                f"the newest heartbeat in {heartbeat.topic} is {heartbeat.age_s:.0f} s old "
+                f"(more than {heartbeat_max_age_s:.0f} s)"
+            )
+    return tuple(found)
+
+
+def _age(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value < 120:
+        return f"{value:.1f}s"
+    if value < 7200:
+        return f"{value / 60:.0f}m"
+    return f"{value / 3600:.1f}h"
+
+
+def render_table(flows: Sequence[FlowStatus]) -> str:
+    """The human view: per flow a verdict, its connectors and tasks, then its topics."""
+    lines: list[str] = []
+    for f in flows:
+        verdict = "healthy" if f.healthy else "UNHEALTHY"
+        lines.append(f"flow {f.name}  (worker group {f.worker_group})  {verdict}")
+        for c in f.connectors:
+            declared = "" if c.state == c.desired else f"  (declared {c.desired})"
+            lines.append(f"  {c.role:<10} {c.name:<36} {c.state:<10} {c.worker}{declared}")
+            if c.trace:
+                lines.append(f"      {c.trace}")
+            for t in c.tasks:
+                lines.append(f"      task {t.id:<3} {t.state:<10} {t.worker}")
+                if t.trace:
+                    lines.append(f"          {t.trace}")
+        lines.append(f"  {'topic':<24} {'remote':<32} {'parts':>5} {'lag':>10}")
+        for t in f.topics:
+            lag = "-" if t.lag is None else str(t.lag)
+            note = f"  ({t.note})" if t.note else ""
+            lines.append(f"  {t.topic:<24} {t.remote:<32} {t.partitions:>5} {lag:>10}{note}")
+        hb = f.heartbeat
+        beat = (
+            "heartbeat -" if hb is None else f"heartbeat age {_age(hb.age_s)} latency {_age(hb.latency_s)} ({hb.topic})"
+        )
+        lines.append(f"  newest checkpoint age {_age(f.checkpoint_age_s)}; {beat}")
+        for note in f.notes:
+            lines.append(f"  note: {note}")
+        for problem in f.problems:
+            lines.append(f"  why unhealthy: {problem}")
+    return "\n".join(lines) if lines else "(no flows)"
+
+
+def to_json(flows: Sequence[FlowStatus]) -> dict[str, Any]:
+    return {
+        "healthy": all(f.healthy for f in flows),
+        "flows": {f.name: {**asdict(f), "healthy": f.healthy} for f in flows},
+    }

@@ -1,0 +1,146 @@
+"""`bin/status` end to end on an in-memory Connect (httpx.MockTransport) and in-memory clusters."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from components.connect.client import ConnectClient
+from components.mm2_records import Heartbeat, OffsetSync, encode_heartbeat, encode_offset_sync
+from components.ops import clients
+from components.ops import status as st
+from components.outputs.contract import OutputsError
+from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
+from tests.unit.ops.helpers import outputs
+
+NAMES = ["mm2-primary-to-dr-source", "mm2-primary-to-dr-checkpoint", "mm2-primary-to-dr-heartbeat"]
+
+
+class Msg:
+    def __init__(self, key: bytes | None, value: bytes | None, ts: int, offset: int = 0) -> None:
+        self._k, self._v, self._ts, self._o = key, value, ts, offset
+
+    def key(self) -> bytes | None:
+        return self._k
+
+    def value(self) -> bytes | None:
+        return self._v
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self._ts)
+
+    def offset(self) -> int:
+        return self._o
+
+
+class FakeReader:
+    """A cluster as ClusterReader sees it: end offsets per topic and records of partition 0."""
+
+    def __init__(self, alias: str, ends: dict[str, dict[int, int]], records: dict[str, list[Msg]]) -> None:
+        self.alias = alias
+        self._ends = ends
+        self._records = records
+        self.partitions = {t: sorted(e) for t, e in ends.items()} | {t: [0] for t in records}
+
+    def ends(self, topic: str) -> dict[int, int] | None:
+        return self._ends.get(topic)
+
+    def read(self, topic: str, partition: int = 0, last: int | None = None) -> list[Msg]:
+        records = self._records.get(topic, [])
+        return records[-last:] if last else records
+
+
+def now_ms(ago_s: float = 0.0) -> int:
+    return int((time.time() - ago_s) * 1000)
+
+
+def clusters(heartbeat_age_s: float = 1.0) -> dict[str, FakeReader]:
+    sync = Msg(*encode_offset_sync(OffsetSync("orders", 0, 100, 40)), now_ms())
+    beat = Msg(*encode_heartbeat(Heartbeat("primary", "dr", now_ms(heartbeat_age_s))), now_ms(heartbeat_age_s))
+    primary = FakeReader("primary", {"orders": {0: 130}, "payments": {0: 0}}, {"mm2-offset-syncs.dr.internal": [sync]})
+    dr = FakeReader(
+        "dr",
+        {"primary.orders": {0: 60}, "primary.payments": {0: 0}},
+        {"heartbeats": [beat], "primary.checkpoints.internal": [Msg(b"k", b"v", now_ms(3.0))]},
+    )
+    return {"primary": primary, "dr": dr}
+
+
+@pytest.fixture
+def connect(monkeypatch: pytest.MonkeyPatch) -> FakeConnect:
+    fake = FakeConnect(connectors={n: {"connector.class": "x"} for n in NAMES})
+
+    def client(out: Any, group: str, **kwargs: Any) -> ConnectClient:
+        return clients.connect_client(out, group, transport=fake.transport(), sleep=FakeSleep(), **kwargs)
+
+    monkeypatch.setattr(st, "connect_client", client)
+    return fake
+
+
+def use_clusters(monkeypatch: pytest.MonkeyPatch, readers: dict[str, FakeReader]) -> None:
+    @contextmanager
+    def fake_readers(_outputs: Any, aliases: Any) -> Iterator[dict[str, FakeReader]]:
+        yield {a: readers[a] for a in aliases}
+
+    monkeypatch.setattr(st, "cluster_readers", fake_readers)
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: outputs())
+
+
+def test_healthy_flow_shows_lag_checkpoint_and_heartbeat(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    assert st.main(["--stack", "dev", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    flow = data["flows"]["primary->dr"]
+    assert data["healthy"] is True
+    # Offset sync 100 -> 40, target end 60: source position 120 of 130.
+    assert {t["topic"]: t["lag"] for t in flow["topics"]} == {"orders": 10, "payments": 0}
+    assert 2.0 < flow["checkpoint_age_s"] < 10.0
+    assert flow["heartbeat"]["topic"] == "heartbeats" and flow["heartbeat"]["age_s"] < 10.0
+    assert [c["state"] for c in flow["connectors"]] == ["RUNNING"] * 3
+
+
+def test_failed_task_makes_the_flow_unhealthy_with_its_trace(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = running(NAMES[0], tasks=2)
+    status["tasks"][1] |= {"state": "FAILED", "trace": "org.apache.kafka.connect.errors.ConnectException: boom\n\tat x"}
+    connect.statuses[NAMES[0]] = [status]
+    use_clusters(monkeypatch, clusters())
+    assert st.main(["--stack", "dev"]) == 3
+    out = capsys.readouterr().out
+    assert "UNHEALTHY" in out
+    assert "why unhealthy: source task 1 on" in out and "ConnectException: boom" in out
+    assert "\tat x" not in out  # only the first trace line
+
+
+def test_stale_heartbeat_is_unhealthy(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters(heartbeat_age_s=120))
+    assert st.main(["--stack", "dev", "--heartbeat-max-age", "30"]) == 3
+    assert "heartbeat in heartbeats is 120 s old" in capsys.readouterr().out
+
+
+def test_no_deployment_says_so_and_fails(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def missing(stack: str, path: str) -> Any:
+        raise OutputsError("stack outputs: stack dev has no outputs. Next step: `bin/pulumi up`.")
+
+    monkeypatch.setattr(st, "load_exports", missing)
+    assert st.main(["--stack", "dev"]) == 1
+    err = capsys.readouterr().err
+    assert "no deployment" in err and "bin/pulumi up" in err
+
+
+def test_unknown_flow_is_an_error(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    assert st.main(["--stack", "dev", "--flow", "dr->primary"]) == 1
+    assert "flow 'dr->primary' is not in the stack outputs" in capsys.readouterr().err

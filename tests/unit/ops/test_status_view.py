@@ -1,0 +1,116 @@
+"""Health rules, lag translation and rendering of `bin/status` (pure)."""
+
+from __future__ import annotations
+
+import json
+
+from components.mm2_records import OffsetSync
+from components.ops.status_view import (
+    ConnectorView,
+    FlowStatus,
+    HeartbeatView,
+    TaskView,
+    first_line,
+    newest_syncs,
+    partition_lag,
+    problems_of,
+    render_table,
+    to_json,
+    topic_view,
+)
+
+RUNNING = (
+    ConnectorView("source", "mm2-a-to-b-source", "RUNNING", "RUNNING", "w1", "", (TaskView(0, "RUNNING", "w1"),)),
+    ConnectorView("checkpoint", "mm2-a-to-b-checkpoint", "RUNNING", "RUNNING", "w2"),
+    ConnectorView("heartbeat", "mm2-a-to-b-heartbeat", "RUNNING", "RUNNING", "w1", "", (TaskView(0, "RUNNING", "w2"),)),
+)
+FRESH = HeartbeatView("heartbeats", 1.5)
+
+
+def test_lag_translates_the_target_end_through_the_newest_sync() -> None:
+    # Source record 1000 landed at target offset 400: target end 450 is source position 1050.
+    assert partition_lag(1100, 450, OffsetSync("orders", 0, 1000, 400)) == 50
+    assert partition_lag(1050, 450, OffsetSync("orders", 0, 1000, 400)) == 0
+    assert partition_lag(1000, 10, OffsetSync("orders", 0, 1000, 400)) == 0  # never below zero
+
+
+def test_lag_without_a_sync_is_unknown_unless_the_source_is_empty() -> None:
+    assert partition_lag(0, 0, None) == 0
+    assert partition_lag(5, 0, None) is None
+
+
+def test_newest_sync_per_partition_is_the_last_read() -> None:
+    syncs = newest_syncs([OffsetSync("o", 0, 1, 1), OffsetSync("o", 1, 5, 5), OffsetSync("o", 0, 9, 7)])
+    assert syncs[("o", 0)].upstream_offset == 9 and syncs[("o", 1)].upstream_offset == 5
+
+
+def test_topic_view_sums_partitions_and_names_missing_topics() -> None:
+    syncs = {("o", 0): OffsetSync("o", 0, 10, 10), ("o", 1): OffsetSync("o", 1, 0, 0)}
+    assert topic_view("o", "a.o", {0: 20, 1: 3}, {0: 15, 1: 3}, syncs).lag == 5
+    assert topic_view("o", "a.o", None, None, syncs).note == "missing on the source"
+    assert topic_view("o", "a.o", {0: 1}, None, syncs).note == "not yet created on the target"
+    assert topic_view("o", "a.o", {0: 20, 2: 4}, {0: 20}, syncs).lag is None
+
+
+def test_a_running_flow_with_fresh_heartbeats_is_healthy() -> None:
+    assert problems_of(RUNNING, FRESH, 60) == ()
+
+
+def test_failed_task_is_unhealthy_with_its_first_trace_line() -> None:
+    source = ConnectorView(
+        "source",
+        "mm2-a-to-b-source",
+        "RUNNING",
+        "RUNNING",
+        "w1",
+        "",
+        (TaskView(0, "FAILED", "w2", "org.apache.kafka.common.errors.TopicAuthorizationException: denied"),),
+    )
+    [problem] = problems_of((source, *RUNNING[1:]), FRESH, 60)
+    assert "source task 0 on w2 is FAILED" in problem and "TopicAuthorizationException" in problem
+
+
+def test_state_other_than_declared_is_unhealthy_and_declared_pause_is_not() -> None:
+    paused = ConnectorView("source", "s", "PAUSED", "RUNNING", "w1")
+    assert problems_of((paused, *RUNNING[1:]), FRESH, 60) == (
+        "source connector s is PAUSED, the stack declares RUNNING",
+    )
+    declared = ConnectorView("source", "s", "PAUSED", "PAUSED", "w1", "", (TaskView(0, "PAUSED", "w1"),))
+    assert problems_of((declared, *RUNNING[1:]), FRESH, 60) == ()
+
+
+def test_missing_connector_and_stale_or_absent_heartbeats() -> None:
+    missing = ConnectorView("checkpoint", "c", "MISSING", "RUNNING")
+    found = problems_of((RUNNING[0], missing, RUNNING[2]), HeartbeatView("heartbeats", 300.0), 60)
+    assert any("does not exist" in p for p in found)
+    assert any("300 s old" in p for p in found)
+    assert problems_of(RUNNING, HeartbeatView("heartbeats", None), 60) == ("no heartbeat in heartbeats yet",)
+
+
+def test_stopped_heartbeat_connector_by_declaration_is_not_judged_on_heartbeats() -> None:
+    stopped = ConnectorView("heartbeat", "h", "STOPPED", "STOPPED")
+    assert problems_of((*RUNNING[:2], stopped), HeartbeatView("heartbeats", 900.0), 60) == ()
+
+
+def test_first_line_skips_blank_lines() -> None:
+    assert first_line("\n  \norg.Foo: bar\n\tat x") == "org.Foo: bar"
+
+
+def test_table_and_json_say_why() -> None:
+    bad = FlowStatus(
+        "a->b",
+        "mm2",
+        RUNNING,
+        (topic_view("o", "a.o", {0: 20}, {0: 15}, {("o", 0): OffsetSync("o", 0, 10, 10)}),),
+        checkpoint_age_s=4.0,
+        heartbeat=HeartbeatView("a.heartbeats", 2.0, 0.5),
+        problems=("source task 0 is FAILED",),
+    )
+    good = FlowStatus("b->a", "mm2", RUNNING, heartbeat=FRESH)
+    table = render_table([bad, good])
+    assert "flow a->b  (worker group mm2)  UNHEALTHY" in table and "why unhealthy: source task 0 is FAILED" in table
+    assert "flow b->a  (worker group mm2)  healthy" in table
+    assert "newest checkpoint age 4.0s; heartbeat age 2.0s latency 0.5s (a.heartbeats)" in table
+    data = json.loads(json.dumps(to_json([bad, good])))
+    assert data["healthy"] is False
+    assert data["flows"]["a->b"]["topics"][0]["lag"] == 5 and data["flows"]["b->a"]["healthy"] is True
