@@ -49,12 +49,9 @@ __all__ = [
     "ConnectUnavailable",
     "ConnectorFailed",
     "ConnectorOperationFailed",
-    "FailedInstance",
-    "failed_instances",
     "is_sensitive_key",
     "mask_config",
     "mask_text",
-    "unassigned_tasks",
 ]
 
 MASK = "****"
@@ -385,47 +382,13 @@ class ConnectClient:
         self._call("POST", connector_path(name, "restart"), params=params)
 
     def restart_failed(
-        self,
-        name: str,
-        timeout_s: float,
-        poll_s: float = 1.0,
-        *,
-        min_tasks: int = 1,
-        grace_s: float = RESTART_GRACE_S,
+        self, name: str, timeout_s: float, poll_s: float = 1.0, *, min_tasks: int = 1, grace_s: float = RESTART_GRACE_S
     ) -> dict[str, Any]:
         """Restart only what is FAILED (`restart?includeTasks=true&onlyFailed=true`) and wait,
-        bounded, until the connector and its tasks are RUNNING.
-
-        The herder applies a restart asynchronously, so for `grace_s` (or until a restarted
-        instance is seen in another state) an instance still FAILED is the old failure, not a
-        new one; after that, FAILED raises ConnectorFailed with the new trace.
-        """
+        bounded, until RUNNING. The herder applies a restart on its own thread, so for `grace_s`
+        (or until the status has moved on) a FAILED answer is the old failure, not a new one."""
         self.restart(name, include_tasks=True, only_failed=True)
-        started = time.monotonic()
-        polls = [0]
-        moved_on = [False]
-
-        def accept(status: dict[str, Any] | None) -> bool:
-            # Polls are poll_s apart: counting them keeps the grace real with a fake sleep.
-            elapsed = max(time.monotonic() - started, polls[0] * poll_s)
-            polls[0] += 1
-            if status is None:
-                return False
-            failure = self._failure(name, status)
-            if failure is None:
-                moved_on[0] = True
-            elif moved_on[0] or elapsed >= grace_s:
-                raise failure
-            tasks = status.get("tasks") or []
-            return (
-                (status.get("connector") or {}).get("state") == "RUNNING"
-                and len(tasks) >= min_tasks
-                and all(t.get("state") == "RUNNING" for t in tasks)
-            )
-
-        status = self._poll(name, "RUNNING after a restart", timeout_s, poll_s, lambda: self.get_status(name), accept)
-        assert status is not None  # accept() rejects None
-        return status
+        return self.wait_state(name, "RUNNING", timeout_s, poll_s, min_tasks=min_tasks, failed_grace_s=grace_s)
 
     def pause(self, name: str) -> None:
         self._call("PUT", connector_path(name, "pause"))
@@ -471,18 +434,33 @@ class ConnectClient:
         return self.wait_state(name, "RUNNING", timeout_s, poll_s, min_tasks=min_tasks)
 
     def wait_state(
-        self, name: str, state: str, timeout_s: float, poll_s: float = 1.0, *, min_tasks: int = 1
+        self,
+        name: str,
+        state: str,
+        timeout_s: float,
+        poll_s: float = 1.0,
+        *,
+        min_tasks: int = 1,
+        failed_grace_s: float = 0.0,
     ) -> dict[str, Any]:
         """Poll until the connector reaches `state`: RUNNING as wait_running says; PAUSED with
         every task PAUSED (a connector created paused may have none); STOPPED with no task left
-        (Connect removes a stopped connector's tasks). FAILED raises ConnectorFailed at once."""
+        (Connect removes a stopped connector's tasks). FAILED raises ConnectorFailed at once, or
+        after `failed_grace_s` unless the status showed no failure in between."""
+        started, polls, moved_on = time.monotonic(), [0], [False]
 
         def accept(status: dict[str, Any] | None) -> bool:
+            # Polls are poll_s apart: counting them keeps the grace real with a fake sleep.
+            elapsed = max(time.monotonic() - started, polls[0] * poll_s)
+            polls[0] += 1
             if status is None:
                 return False
             failure = self._failure(name, status)
-            if failure is not None:
+            moved_on[0] = moved_on[0] or failure is None
+            if failure is not None and (moved_on[0] or elapsed >= failed_grace_s):
                 raise failure
+            if failure is not None:
+                return False
             tasks = status.get("tasks") or []
             if (status.get("connector") or {}).get("state") != state:
                 return False
@@ -605,47 +583,6 @@ class ConnectClient:
 
     def _mask(self, text: str) -> str:
         return mask_text(text, self._secrets)
-
-
-@dataclass(frozen=True)
-class FailedInstance:
-    """One FAILED instance in a status: the connector itself (task_id None) or one task."""
-
-    task_id: int | None
-    worker_id: str
-    trace: str
-
-    @property
-    def what(self) -> str:
-        return "connector" if self.task_id is None else f"task {self.task_id}"
-
-    def summary(self) -> str:
-        """One line for people: what failed, where, and the first line of its trace."""
-        head = self.trace.strip().splitlines()[0] if self.trace.strip() else "(Connect gave no trace)"
-        return f"{self.what} FAILED on worker {self.worker_id or '?'}: {head}"
-
-
-def failed_instances(status: Mapping[str, Any] | None) -> list[FailedInstance]:
-    """Every FAILED instance of a status, the connector first, then tasks by id."""
-    if not isinstance(status, Mapping):
-        return []
-    found: list[FailedInstance] = []
-    connector = status.get("connector") or {}
-    if connector.get("state") == "FAILED":
-        found.append(FailedInstance(None, str(connector.get("worker_id", "")), str(connector.get("trace", ""))))
-    for task in sorted(status.get("tasks") or [], key=lambda t: int(t.get("id", -1))):
-        if task.get("state") == "FAILED":
-            found.append(
-                FailedInstance(int(task.get("id", -1)), str(task.get("worker_id", "")), str(task.get("trace", "")))
-            )
-    return found
-
-
-def unassigned_tasks(status: Mapping[str, Any] | None) -> list[int]:
-    """Ids of the tasks no worker runs (UNASSIGNED): between rebalances, or a worker gone."""
-    if not isinstance(status, Mapping):
-        return []
-    return sorted(int(t.get("id", -1)) for t in status.get("tasks") or [] if t.get("state") == "UNASSIGNED")
 
 
 def mask_text(text: str, secrets: Iterable[str]) -> str:

@@ -37,11 +37,10 @@ from .client import (
     ConnectTimeout,
     ConnectUnavailable,
     connector_path,
-    failed_instances,
     first_lines,
-    unassigned_tasks,
 )
 from .diff import ConnectorDiff, connector_diff, same_config
+from .health import failed_instances, unassigned_tasks
 from .inputs import DEFAULT_STATE, DEFAULT_TIMEOUT_S, DESIRED_STATES, ConnectorInputs, input_failures, state_outputs
 
 __all__ = ["TYPE_TOKEN", "Connector", "ConnectorArgs", "ConnectorProvider"]
