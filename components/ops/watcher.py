@@ -313,7 +313,8 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _args(argv)
+    # The stack's process marker (-Dmm2.process=...) only makes the process findable.
+    args = _args([a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-Dmm2.process=")])
     try:
         if args.plan:
             plan_ = read_plan(args.plan)
