@@ -86,12 +86,10 @@ def read_plan(path: str) -> WatchPlan:
         raise OpsError(
             f"watcher: cannot read the plan {path}: {exc}. Next step: run `bin/pulumi up` for the stack."
         ) from exc
-    auth: tuple[str, str] | None = None
+    auth = _env_auth()
     if doc.get("authFile"):
         values = _properties(Path(doc["authFile"]).read_text())
         auth = (values["username"], values["password"])
-    elif os.environ.get(AUTH_PASSWORD_ENV):
-        auth = (os.environ.get(AUTH_USER_ENV, ""), os.environ[AUTH_PASSWORD_ENV])
     b = doc.get("backoff") or {}
     return WatchPlan(
         group=str(doc["group"]),
@@ -111,6 +109,12 @@ def read_plan(path: str) -> WatchPlan:
         ),
         poll_s=float(doc.get("pollSeconds", 2.0)),
     )
+
+
+def _env_auth() -> tuple[str, str] | None:
+    """REST credentials from the environment (a Kubernetes Secret, or a person's shell)."""
+    password = os.environ.get(AUTH_PASSWORD_ENV)
+    return (os.environ.get(AUTH_USER_ENV, ""), password) if password else None
 
 
 def _properties(text: str) -> dict[str, str]:
@@ -272,7 +276,7 @@ def plan_from_outputs(
         group=group,
         url=connect_url(outputs, group),
         connectors=dict.fromkeys(names, max_restarts),
-        auth=connect_auth(outputs, group),
+        auth=connect_auth(outputs, group) or _env_auth(),
         ca_pem=connect_ca_pem(outputs, group),
         status_file=status_file,
         backoff=backoff,
