@@ -34,7 +34,6 @@ from typing import Any
 from components.connect.health import failed_instances
 from components.ops.errors import OpsError
 from components.ops.restart_backoff import Action, Backoff, RestartTrack, plan
-from components.outputs.contract import OutputsError
 
 PLAN_VERSION = 1
 EVENTS_KEPT = 50
@@ -317,6 +316,10 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Exit 0 when stopped (SIGTERM, SIGINT, --max-seconds), 1 when the plan cannot be read.
+
+    Imports only the standard library, httpx and its own modules (client, health, errors,
+    restart_backoff) for --plan: the Kubernetes workload ships just those files."""
     # The stack's process marker (-Dmm2.process=...) only makes the process findable.
     args = _args([a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-Dmm2.process=")])
     try:
@@ -337,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         else:
             raise OpsError("watcher: pass --plan FILE, or --stack NAME (or --outputs FILE) with --group.")
-    except (OpsError, OutputsError, KeyError) as exc:
+    except (OpsError, KeyError, ValueError) as exc:  # OutputsError is a ValueError
         print(str(exc), file=sys.stderr)
         return 1
     stopping = [False]
