@@ -304,7 +304,7 @@ class ConnectorProvider(ResourceProvider):
             with self._client(spec) as client:
                 live = client.get_config(spec.name)
                 status = client.get_status(spec.name) if live is not None else None
-                if status is not None and spec.desired_state == "RUNNING":
+                if status is not None and _declared(spec) == "RUNNING":
                     status = self._past_unassigned(client, spec, status)
         except ConnectUnavailable:
             # An unreachable endpoint says nothing about the connector (its worker may just be
@@ -327,7 +327,7 @@ class ConnectorProvider(ResourceProvider):
         # `up` puts back. So does a FAILED connector or task, or a task left UNASSIGNED past the
         # bound, spelled with its cause ("FAILED: task 0 FAILED on worker ...: <trace line>"):
         # the next `up` restarts only what failed.
-        unhealthy = health_drift(status) if spec.desired_state == "RUNNING" or live_state == "FAILED" else None
+        unhealthy = health_drift(status) if _declared(spec) == "RUNNING" or live_state == "FAILED" else None
         refreshed = replace(
             spec,
             config=live,
@@ -435,6 +435,11 @@ def _start_failure(operation: str, spec: ConnectorInputs, exc: Exception, cleanu
     return (
         f"{operation} of connector {spec.name!r} at {spec.connect_url} failed: {cause}\n{cleanup}\nNext step: {step}."
     )
+
+
+def _declared(spec: ConnectorInputs) -> str:
+    """The state the stack declared; a state a refresh recorded as drift ("FAILED: ...") was RUNNING."""
+    return spec.desired_state if spec.desired_state in DESIRED_STATES else "RUNNING"
 
 
 def health_drift(status: Mapping[str, Any] | None) -> str | None:

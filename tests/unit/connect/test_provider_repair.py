@@ -43,6 +43,15 @@ def test_refresh_reports_a_failed_task_as_drift_with_its_first_trace_line() -> N
     assert diff.changes and diff.detailed_diff == {"desired_state": "update"}
 
 
+def test_a_second_refresh_keeps_reporting_a_failure_that_is_still_there() -> None:
+    fake = FakeConnect(connectors=live(), statuses={"c1": [failed("c1", ACL_TRACE)]})
+    first = provider_for(fake).read("c1", outputs(props("c1")))
+    assert first.outs is not None
+    again = provider_for(fake).read("c1", first.outs)
+    assert again.inputs is not None and again.inputs["desired_state"] == first.outs["desired_state"]
+    assert again.inputs["desired_state"].startswith("FAILED: task 0")
+
+
 def test_refresh_reports_a_failed_connector_even_when_declared_paused() -> None:
     status = {"name": "c1", "connector": {"state": "FAILED", "worker_id": "w1", "trace": "java.lang.X: boom\n\tat y"}}
     fake = FakeConnect(connectors=live(), statuses={"c1": [{**status, "tasks": []}]})
