@@ -240,6 +240,8 @@ def test_the_foreground_watcher_restarts_then_gives_up(stack: TestStack, tmp_pat
     try:
 
         def gave_up() -> bool:
+            # Records keep coming, so every restarted task meets the missing ACL again.
+            produce_one(out, "primary", "orders", f"again-{uuid.uuid4().hex[:8]}".encode(), b"v")
             return (
                 status_file.exists() and json.loads(status_file.read_text())["connectors"][SOURCE].get("gaveUp") is True
             )
