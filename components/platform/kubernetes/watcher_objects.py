@@ -94,7 +94,10 @@ def watcher_objects(
         "metadata": labelled.meta(config_name),
         "data": data,
     }
-    env = [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}, {"name": "PYTHONUNBUFFERED", "value": "1"}]
+    env: list[dict[str, Any]] = [
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+        {"name": "PYTHONUNBUFFERED", "value": "1"},
+    ]
     if rest_username:
         env += [
             {"name": "MM2_WATCHER_REST_USERNAME", "value": rest_username},
