@@ -94,35 +94,7 @@ def watcher_objects(
         "metadata": labelled.meta(config_name),
         "data": data,
     }
-    env: list[dict[str, Any]] = [
-        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
-        {"name": "PYTHONUNBUFFERED", "value": "1"},
-    ]
-    if rest_username:
-        env += [
-            {"name": "MM2_WATCHER_REST_USERNAME", "value": rest_username},
-            {
-                "name": "MM2_WATCHER_REST_PASSWORD",
-                "valueFrom": {"secretKeyRef": {"name": secret_name, "key": PASSWORD_KEY}},
-            },
-        ]
-    script = (
-        f'python -c "import httpx" 2>/dev/null || pip install --no-cache-dir --target /tmp/deps {HTTPX_PIN}; '
-        f"PYTHONPATH=/tmp/deps exec python -m components.ops.watcher --plan {CODE_DIR}/{PLAN_KEY}"
-    )
-    container = {
-        "name": "watcher",
-        "image": image,
-        "command": ["sh", "-c", script],
-        "workingDir": CODE_DIR,
-        "env": env,
-        "volumeMounts": [
-            {"name": "code", "mountPath": CODE_DIR, "readOnly": True},
-            {"name": "tmp", "mountPath": "/tmp"},
-        ],
-        "resources": {"requests": {"cpu": "20m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
-        "securityContext": container_security(),
-    }
+    container = _container(image, rest_username, secret_name)
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -155,3 +127,36 @@ def watcher_objects(
         },
     }
     return WatcherObjects(config_map, deployment, secret_name if rest_username else None)
+
+
+def _container(image: str, rest_username: str | None, secret_name: str) -> dict[str, Any]:
+    """The watcher container: the plan from the ConfigMap, the REST password from the Secret."""
+    env: list[dict[str, Any]] = [
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+        {"name": "PYTHONUNBUFFERED", "value": "1"},
+    ]
+    if rest_username:
+        env += [
+            {"name": "MM2_WATCHER_REST_USERNAME", "value": rest_username},
+            {
+                "name": "MM2_WATCHER_REST_PASSWORD",
+                "valueFrom": {"secretKeyRef": {"name": secret_name, "key": PASSWORD_KEY}},
+            },
+        ]
+    script = (
+        f'python -c "import httpx" 2>/dev/null || pip install --no-cache-dir --target /tmp/deps {HTTPX_PIN}; '
+        f"PYTHONPATH=/tmp/deps exec python -m components.ops.watcher --plan {CODE_DIR}/{PLAN_KEY}"
+    )
+    return {
+        "name": "watcher",
+        "image": image,
+        "command": ["sh", "-c", script],
+        "workingDir": CODE_DIR,
+        "env": env,
+        "volumeMounts": [
+            {"name": "code", "mountPath": CODE_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "resources": {"requests": {"cpu": "20m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+        "securityContext": container_security(),
+    }
