@@ -114,7 +114,8 @@ def revoke_remote_write(out: dict[str, Any]) -> list[Any]:
 
 
 def restore(out: dict[str, Any], bindings: list[Any]) -> None:
-    for future in _acl_admin(out).create_acls(bindings).values():
+    admin = _acl_admin(out)  # held: a collected client cancels its pending requests
+    for future in admin.create_acls(bindings).values():
         future.result(30)
 
 
