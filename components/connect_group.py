@@ -21,6 +21,7 @@ from components.platform.backends import platform_backend
 from components.platform.contract import ContainerPlatforms, WorkerRequest
 from components.platform.local.layout import LocalPlatform
 from components.platform.local.tls import StackTls
+from components.platform.local.watcher import deploy_local_watcher
 from components.topology import Platform, Topology, WorkerGroup, worker_rest_urls
 from components.topology.tls import local_rest_tls, local_tls_cluster
 
@@ -77,5 +78,10 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
             deployed = backend.deploy_workers(self, name, request)
             self.workers = list(deployed.resources)
             endpoint = deployed.url if deployed.url is not None else endpoint
+        if group.platform is Platform.LOCAL:
+            # autoRestart: the group's watcher, a process of the stack like its workers.
+            self.watcher = deploy_local_watcher(
+                self, name, topology, group.name, local, self.auth, self.ca_pem, self.workers
+            )
         self.url = pulumi.Output.from_input(endpoint)
         self.register_outputs({**props, "url": self.url})

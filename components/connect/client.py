@@ -63,6 +63,9 @@ _MAX_DELAY_S = 8.0
 # forwarding to a leader that just left, or its herder request timed out. All pass on their own.
 _RETRY_STATUSES = frozenset({409, 500, 502, 503, 504})
 _TRACE_LINES = 8
+# How long after a restart request a still-FAILED instance counts as the old failure: the herder
+# applies restarts on its own thread, a tick or a rebalance later.
+RESTART_GRACE_S = 15.0
 
 
 class ConnectError(Exception):
@@ -378,6 +381,15 @@ class ConnectClient:
         }
         self._call("POST", connector_path(name, "restart"), params=params)
 
+    def restart_failed(
+        self, name: str, timeout_s: float, poll_s: float = 1.0, *, min_tasks: int = 1, grace_s: float = RESTART_GRACE_S
+    ) -> dict[str, Any]:
+        """Restart only what is FAILED (`restart?includeTasks=true&onlyFailed=true`) and wait,
+        bounded, until RUNNING. The herder applies a restart on its own thread, so for `grace_s`
+        (or until the status has moved on) a FAILED answer is the old failure, not a new one."""
+        self.restart(name, include_tasks=True, only_failed=True)
+        return self.wait_state(name, "RUNNING", timeout_s, poll_s, min_tasks=min_tasks, failed_grace_s=grace_s)
+
     def pause(self, name: str) -> None:
         self._call("PUT", connector_path(name, "pause"))
 
@@ -422,18 +434,33 @@ class ConnectClient:
         return self.wait_state(name, "RUNNING", timeout_s, poll_s, min_tasks=min_tasks)
 
     def wait_state(
-        self, name: str, state: str, timeout_s: float, poll_s: float = 1.0, *, min_tasks: int = 1
+        self,
+        name: str,
+        state: str,
+        timeout_s: float,
+        poll_s: float = 1.0,
+        *,
+        min_tasks: int = 1,
+        failed_grace_s: float = 0.0,
     ) -> dict[str, Any]:
         """Poll until the connector reaches `state`: RUNNING as wait_running says; PAUSED with
         every task PAUSED (a connector created paused may have none); STOPPED with no task left
-        (Connect removes a stopped connector's tasks). FAILED raises ConnectorFailed at once."""
+        (Connect removes a stopped connector's tasks). FAILED raises ConnectorFailed at once, or
+        after `failed_grace_s` unless the status showed no failure in between."""
+        started, polls, moved_on = time.monotonic(), [0], [False]
 
         def accept(status: dict[str, Any] | None) -> bool:
+            # Polls are poll_s apart: counting them keeps the grace real with a fake sleep.
+            elapsed = max(time.monotonic() - started, polls[0] * poll_s)
+            polls[0] += 1
             if status is None:
                 return False
             failure = self._failure(name, status)
-            if failure is not None:
+            moved_on[0] = moved_on[0] or failure is None
+            if failure is not None and (moved_on[0] or elapsed >= failed_grace_s):
                 raise failure
+            if failure is not None:
+                return False
             tasks = status.get("tasks") or []
             if (status.get("connector") or {}).get("state") != state:
                 return False

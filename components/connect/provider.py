@@ -40,6 +40,7 @@ from .client import (
     first_lines,
 )
 from .diff import ConnectorDiff, connector_diff, same_config
+from .health import failed_instances, unassigned_tasks
 from .inputs import DEFAULT_STATE, DEFAULT_TIMEOUT_S, DESIRED_STATES, ConnectorInputs, input_failures, state_outputs
 
 __all__ = ["TYPE_TOKEN", "Connector", "ConnectorArgs", "ConnectorProvider"]
@@ -49,6 +50,9 @@ TYPE_TOKEN = "pulumi-python:dynamic/connect:Connector"
 _CHECK_TIMEOUT_S = 15.0
 # Where the dynamic-provider machinery keeps the pickled provider among the properties.
 _PROVIDER_KEY = "__provider"
+# How long a refresh watches a task that no worker runs before calling it drift: a rebalance
+# assigns it within seconds, a lost worker (or a group too small for its tasks) never does.
+UNASSIGNED_BOUND_S = 15.0
 
 
 class _RequiredConnectorArgs(TypedDict):
@@ -271,13 +275,24 @@ class ConnectorProvider(ResourceProvider):
                     "Its config is unchanged. Next step: fix the cause above and run "
                     "`pulumi up` again."
                 ) from exc
+            restart = False
             try:
-                status = self._wait_running(client, spec)
+                # Declared RUNNING with something FAILED: restart only what failed
+                # (restart?includeTasks=true&onlyFailed=true); healthy tasks keep running.
+                restart = spec.desired_state == "RUNNING" and bool(failed_instances(client.get_status(spec.name)))
+                if restart:
+                    status = client.restart_failed(
+                        spec.name, spec.timeout_seconds, self.poll_s, min_tasks=spec.min_tasks
+                    )
+                else:
+                    status = self._wait_running(client, spec)
             except ConnectError as exc:
                 cleanup = (
                     "The connector keeps the new config; fix it or revert it in the stack "
                     "config, then run `pulumi up` again."
                 )
+                if isinstance(exc, ConnectorFailed) and restart:
+                    cleanup = "Only what had FAILED was restarted, and it failed again; the connector keeps its config."
                 raise ConnectorOperationFailed(_start_failure("update", spec, exc, cleanup)) from exc
         return UpdateResult(spec.outputs(status))
 
@@ -289,6 +304,8 @@ class ConnectorProvider(ResourceProvider):
             with self._client(spec) as client:
                 live = client.get_config(spec.name)
                 status = client.get_status(spec.name) if live is not None else None
+                if status is not None and _declared(spec) == "RUNNING":
+                    status = self._past_unassigned(client, spec, status)
         except ConnectUnavailable:
             # An unreachable endpoint says nothing about the connector (its worker may just be
             # restarting); failing here would block the refresh that shows the dead worker.
@@ -306,12 +323,15 @@ class ConnectorProvider(ResourceProvider):
         if "name" not in spec.config and live.get("name") == spec.name:
             live.pop("name")
         live_state = state_outputs(status)["state"]
+        # A connector paused or stopped by hand shows as drift in desired_state, which the next
+        # `up` puts back. So does a FAILED connector or task, or a task left UNASSIGNED past the
+        # bound, spelled with its cause ("FAILED: task 0 FAILED on worker ...: <trace line>"):
+        # the next `up` restarts only what failed.
+        unhealthy = health_drift(status) if _declared(spec) == "RUNNING" or live_state == "FAILED" else None
         refreshed = replace(
             spec,
             config=live,
-            # A connector paused or stopped by hand shows as drift in desired_state, which the
-            # next `up` puts back; FAILED or UNASSIGNED are not states anyone asked for.
-            desired_state=live_state if live_state in DESIRED_STATES else spec.desired_state,
+            desired_state=unhealthy or (live_state if live_state in DESIRED_STATES else spec.desired_state),
         )
         # Returning inputs too makes the CLI diff old inputs (live) against the program, so
         # the next preview names the drifted keys.
@@ -357,6 +377,22 @@ class ConnectorProvider(ResourceProvider):
             spec.name, spec.desired_state, spec.timeout_seconds, self.poll_s, min_tasks=spec.min_tasks
         )
 
+    def _past_unassigned(self, client: ConnectClient, spec: ConnectorInputs, status: dict[str, Any]) -> dict[str, Any]:
+        """The status once no task is UNASSIGNED, or the last one seen after UNASSIGNED_BOUND_S
+        (marked with `unassigned_for_s`, so `health_drift` reports those tasks)."""
+        waited = 0.0
+        sleep = self.sleep if self.sleep is not None else time.sleep
+        started = time.monotonic()
+        while unassigned_tasks(status):
+            waited = max(time.monotonic() - started, waited)
+            if waited >= UNASSIGNED_BOUND_S:
+                return {**status, "unassigned_for_s": UNASSIGNED_BOUND_S}
+            pause = min(self.poll_s, UNASSIGNED_BOUND_S - waited)
+            sleep(pause)
+            waited += pause
+            status = client.get_status(spec.name) or status
+        return status
+
     def _roll_back(self, client: ConnectClient, spec: ConnectorInputs) -> str:
         try:
             client.delete(spec.name, timeout_s=spec.timeout_seconds, poll_s=self.poll_s)
@@ -399,6 +435,27 @@ def _start_failure(operation: str, spec: ConnectorInputs, exc: Exception, cleanu
     return (
         f"{operation} of connector {spec.name!r} at {spec.connect_url} failed: {cause}\n{cleanup}\nNext step: {step}."
     )
+
+
+def _declared(spec: ConnectorInputs) -> str:
+    """The state the stack declared; a state a refresh recorded as drift ("FAILED: ...") was RUNNING."""
+    return spec.desired_state if spec.desired_state in DESIRED_STATES else "RUNNING"
+
+
+def health_drift(status: Mapping[str, Any] | None) -> str | None:
+    """What a refresh reports for an unhealthy connector, or None: the first FAILED instance
+    with the first line of its trace, else the tasks UNASSIGNED past the bound."""
+    failed = failed_instances(status)
+    if failed:
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        return f"FAILED: {failed[0].summary()}{more}"
+    if isinstance(status, Mapping) and "unassigned_for_s" in status:
+        ids = ", ".join(str(i) for i in unassigned_tasks(status))
+        return (
+            f"UNASSIGNED: task(s) {ids} ran on no worker for {status['unassigned_for_s']:g}s "
+            "(a worker is down, or the group lost its leader)"
+        )
+    return None
 
 
 def _runs_without_tasks(status: Any) -> bool:

@@ -198,6 +198,22 @@ class ReplicationPolicy:
 
 
 @dataclass(frozen=True)
+class AutoRestart:
+    """Opt-in restarts of a connector role's FAILED instances by the stack's watcher, as
+    Strimzi's `autoRestart`: with a back-off that grows per restart (components/ops/restart_backoff.py)
+    and a counter that resets once the connector has been healthy for a stable period.
+
+    max_restarts None: no limit (Strimzi's default)."""
+
+    enabled: bool = False
+    max_restarts: int | None = None
+
+
+# Platforms on which the stack runs the auto-restart watcher itself.
+WATCHER_PLATFORMS = frozenset({Platform.LOCAL, Platform.KUBERNETES})
+
+
+@dataclass(frozen=True)
 class Flow:
     source: str
     target: str
@@ -217,6 +233,8 @@ class Flow:
     exactly_once: bool = False
     # Desired state per connector role (source, checkpoint, heartbeat); a missing role runs.
     connector_states: Mapping[ConnectorRole, ConnectorState] = field(default_factory=lambda: MappingProxyType({}))
+    # Roles whose FAILED instances the watcher restarts (only enabled roles are kept).
+    auto_restart: Mapping[ConnectorRole, AutoRestart] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def name(self) -> str:

@@ -251,4 +251,48 @@ class KubernetesBackend:
             settings=self.settings,
             secret_values=self.secret_values,
         )
-        return DeployedWorkers(resources=tuple(k8s.resources), url=k8s.url)
+        watcher = deploy_watcher_kubernetes(
+            parent, name, request, self.settings or KubernetesSettings(), self.secret_values
+        )
+        return DeployedWorkers(resources=(*k8s.resources, *watcher), url=k8s.url)
+
+
+def deploy_watcher_kubernetes(
+    parent: pulumi.ComponentResource,
+    name: str,
+    request: WorkerRequest,
+    settings: KubernetesSettings,
+    secret_values: SecretValues | None,
+) -> list[pulumi.Resource]:
+    """autoRestart: the group's watcher Deployment (watcher_objects.py), none without autoRestart."""
+    from pathlib import Path
+
+    from components.ops.watcher import WatchPlan, plan_document
+    from components.platform.kubernetes.names import ConnectNames
+    from components.platform.kubernetes.watcher_objects import PASSWORD_KEY, WATCHER_SOURCES, watcher_objects
+    from components.topology.auto_restart import watched_connectors
+    from components.topology.runtime_config import KUBERNETES_REST_PORT
+
+    group = request.group
+    connectors = watched_connectors(request.topology, group.name)
+    if not connectors:
+        return []
+    # The watcher runs in the cluster: it reaches the workers through their Service.
+    url = f"http://{ConnectNames(group.name).service}.{settings.namespace}.svc:{KUBERNETES_REST_PORT}"
+    plan = plan_document(WatchPlan(group=group.name, url=url, connectors=connectors))
+    root = Path(__file__).resolve().parents[3]
+    sources = {path: (root / path).read_text() for path in WATCHER_SOURCES}
+    username = group.rest_username if group.rest_auth else None
+    objects = watcher_objects(group.name, settings.namespace, plan, sources, rest_username=username)
+    child = _child_opts(parent, f"{name}-watcher", settings.group(group.name).context, settings, None)
+    resources: list[pulumi.Resource] = []
+    if objects.secret_name and secret_values is not None and group.rest_password is not None:
+        key = group.rest_password.key
+        password = pulumi.Output.from_input(secret_values).apply(lambda v: str(v[key]))
+        resources.append(
+            _secret(f"{name}-watcher-rest", objects.secret_name, settings.namespace, PASSWORD_KEY, password, child)
+        )
+    resources.append(register(objects.config_map, f"{name}-watcher-config", child))
+    pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(resources)))
+    resources.append(register(objects.deployment, f"{name}-watcher", pod_opts))
+    return resources

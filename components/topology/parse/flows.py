@@ -14,6 +14,7 @@ from typing import Any
 
 from components.topology import settings as known
 from components.topology.model import Cluster, ConnectorRole, ConnectorState, Flow, WorkerGroup, frozen_map
+from components.topology.parse.auto_restart import parse_auto_restart
 from components.topology.parse.defaults import Defaults
 from components.topology.parse.mm2_settings import (
     MM2_GROUPS_EXCLUDE_DEFAULT,
@@ -41,6 +42,7 @@ FLOW_FIELDS = (
     "exactlyOnce",
     "state",
     "connectorStates",
+    "autoRestart",
 )
 # Roles as `connectorStates` keys spell them (raw config keys are plain strings).
 ROLE_NAMES: tuple[str, ...] = tuple(role.value for role in ConnectorRole)
@@ -89,6 +91,9 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
     states = parse_connector_states(problems, mapping, where)
     group_name, group_ok = _worker_group(problems, mapping, where, target, declared)
     merged = _merged_settings(problems, mapping, where, source, target, switches, declared)
+    auto_restart = parse_auto_restart(
+        problems, mapping.get("autoRestart"), f"{where}.autoRestart", declared.groups.get(group_name or "")
+    )
     if (
         not (ok and group_ok)
         or switches.enabled is None
@@ -96,6 +101,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         or switches.exactly_once is None
         or group_name is None
         or states is None
+        or auto_restart is None
         or any(v is None for v in lists.values())
     ):
         return None
@@ -114,6 +120,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         tasks_max=switches.tasks_max,
         exactly_once=switches.exactly_once,
         connector_states=MappingProxyType(states),
+        auto_restart=MappingProxyType(auto_restart),
     )
 
 

@@ -20,6 +20,7 @@ PURE = (
     "components.platform.kubernetes.monitoring",
     "components.platform.kubernetes.kafka_objects",
     "components.platform.kubernetes.connect_objects",
+    "components.platform.kubernetes.watcher_objects",
     "components.platform.docker.specs",
     "components.platform.local.layout",
 )

@@ -1,0 +1,258 @@
+"""Failed tasks repaired, on real parts: refresh shows a FAILED task, `up` restarts it, the watcher too.
+
+One SCRAM + ACL stack (the dev shape, one worker). A source task is made to fail for real by
+deleting the MM2 user's WRITE ACL on the remote topic behind the stack's back, then producing:
+the task's producer is refused and Connect marks the task FAILED. In order:
+
+1. `pulumi refresh` shows the failure as drift with the first line of its trace; after the ACL
+   is restored `pulumi up` brings the task back to RUNNING within 30 s of starting;
+2. with `autoRestart` on the source role, the stack's own watcher process restarts a task that
+   failed for real within its first back-off step, and records it in its log and status file;
+3. it stops after `maxRestarts` (1 here): a second real failure is left alone and reported;
+4. the foreground command (`python -m components.ops.watcher`) restarts twice, then gives up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from components.ops.restart_backoff import Backoff
+from components.ops.watcher import AUTH_PASSWORD_ENV, AUTH_USER_ENV
+from components.platform.local.watcher import LOG_FILE, STATUS_FILE, watcher_path
+from tests.integration.harness import (
+    ROOT,
+    TestStack,
+    arrives,
+    connect_auth,
+    kafka_conf,
+    produce_one,
+    running,
+    stays_false,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+FLOW = "primary->dr"
+SOURCE = "mm2-primary-to-dr-source"
+REMOTE = "primary.orders"
+FAIL_S = 120  # a denied produce fails the task within seconds; generous for two shared cores
+UP_REPAIR_S = 30  # the issue's bound: RUNNING again within 30 s of `up` starting
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from tests.integration.harness import dev_config_with_free_ports
+
+    cfg = dev_config_with_free_ports()
+    cfg["config"]["mm2:workerGroups"]["mm2"]["workers"] = 1
+    with running(tmp_path_factory.mktemp("repair"), cfg) as s:
+        yield s
+
+
+def status(out: dict[str, Any]) -> dict[str, Any]:
+    url = out["connect"]["mm2"]["url"]
+    return httpx.get(f"{url}/connectors/{SOURCE}/status", auth=connect_auth(out), timeout=10).json()
+
+
+def task_states(out: dict[str, Any]) -> list[str]:
+    try:
+        return [t["state"] for t in status(out).get("tasks", [])]
+    except (httpx.HTTPError, ValueError):
+        return []
+
+
+def all_running(out: dict[str, Any]) -> bool:
+    states = task_states(out)
+    return bool(states) and set(states) == {"RUNNING"}
+
+
+def _acl_admin(out: dict[str, Any]) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(kafka_conf(out, "dr"))
+
+
+def revoke_remote_write(out: dict[str, Any]) -> list[Any]:
+    """Delete every ALLOW WRITE binding of User:mm2 on dr that covers primary.orders; returns them."""
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    admin = _acl_admin(out)
+    writes = AclBindingFilter(
+        ResourceType.TOPIC, None, ResourcePatternType.ANY, "User:mm2", None, AclOperation.WRITE, AclPermissionType.ALLOW
+    )
+    covering = [
+        b
+        for b in admin.describe_acls(writes).result(30)
+        if b.name in (REMOTE, "*")
+        or (b.resource_pattern_type == ResourcePatternType.PREFIXED and REMOTE.startswith(b.name))
+    ]
+    assert covering, "the MM2 user had no WRITE binding on the remote topic to revoke"
+    for b in covering:
+        exact = AclBindingFilter(
+            b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type
+        )
+        admin.delete_acls([exact])[exact].result(30)
+    return covering
+
+
+def restore(out: dict[str, Any], bindings: list[Any]) -> None:
+    admin = _acl_admin(out)  # held: a collected client cancels its pending requests
+    for future in admin.create_acls(bindings).values():
+        future.result(30)
+
+
+def fail_for_real(out: dict[str, Any]) -> float:
+    """Revoke WRITE and produce until a source task is FAILED; returns when that was first seen."""
+
+    def produced_and_failed() -> bool:
+        produce_one(out, "primary", "orders", f"fail-{uuid.uuid4().hex[:8]}".encode(), b"v")
+        return "FAILED" in task_states(out)
+
+    wait_until(produced_and_failed, FAIL_S, "a source task to FAIL on the revoked WRITE ACL", poll_s=0.5)
+    return time.monotonic()
+
+
+def test_refresh_shows_a_failed_task_and_up_restarts_it(stack: TestStack) -> None:
+    out = stack.outputs()
+    key = f"before-{uuid.uuid4().hex}".encode()
+    produce_one(out, "primary", "orders", key, b"v")
+    assert arrives(out, "dr", REMOTE, key, 120, "it-repair"), "replication never worked"
+    revoked = revoke_remote_write(out)
+    fail_for_real(out)
+
+    refresh = stack.pulumi("refresh", "--yes", "--skip-preview", "--diff")
+    assert "FAILED" in refresh.stdout, refresh.stdout[-3000:]
+    preview = stack.preview_json()
+    changed = {s["urn"].rsplit("::", 1)[-1]: s for s in preview.get("steps", []) if s.get("op") == "update"}
+    # The revoked ACL is drift of its own (kafka-dr-acls); the connector is the only other change.
+    assert set(changed) - {"kafka-dr-acls"} == {SOURCE}, sorted(changed)
+    drift = changed[SOURCE]["oldState"]["inputs"]["desired_state"]
+    assert drift.startswith("FAILED: task ") and "Exception" in drift, drift
+    assert changed[SOURCE]["newState"]["inputs"]["desired_state"] == "RUNNING"
+
+    restore(out, revoked)
+    seen: dict[str, float] = {}
+    started = time.monotonic()
+
+    def watch() -> None:
+        while "running" not in seen and time.monotonic() - started < 180:
+            if all_running(out):
+                seen["running"] = time.monotonic() - started
+            time.sleep(0.25)
+
+    poller = threading.Thread(target=watch, daemon=True)
+    poller.start()
+    stack.up()
+    seen["up"] = time.monotonic() - started
+    poller.join(timeout=180)
+    print(f"\n[measured] up started -> source tasks RUNNING: {seen.get('running')}s; up took {seen['up']:.1f}s")
+    assert seen.get("running") is not None and seen["running"] <= UP_REPAIR_S, seen
+    key = f"after-{uuid.uuid4().hex}".encode()
+    produce_one(out, "primary", "orders", key, b"v")
+    assert arrives(out, "dr", REMOTE, key, 120, "it-repair"), "replication did not resume"
+
+
+def watcher_files(stack: TestStack) -> tuple[Path, Path]:
+    directory = stack.run_dir / watcher_path("mm2")
+    return directory / STATUS_FILE, directory / LOG_FILE
+
+
+def test_the_stack_watcher_restarts_a_real_failure_within_its_first_step(stack: TestStack) -> None:
+    stack.config["config"]["mm2:flows"][FLOW]["autoRestart"] = {"source": {"enabled": True, "maxRestarts": 1}}
+    stack.write_config()
+    stack.up()
+    status_file, log_file = watcher_files(stack)
+    assert any(m.endswith(watcher_path("mm2")) for m in stack.markers()), stack.markers()
+    assert json.loads(status_file.read_text())["connectors"][SOURCE]["maxRestarts"] == 1
+
+    out = stack.outputs()
+    revoked = revoke_remote_write(out)
+    failed_at = fail_for_real(out)
+    restore(out, revoked)
+    step = Backoff().first_s
+    poll = 2.0  # the plan's pollSeconds: the watcher may see the failure one poll late
+    wait_until(lambda: all_running(out), 60, "the watcher to bring the task back")
+    took = time.monotonic() - failed_at
+    print(f"\n[measured] task FAILED seen -> RUNNING again by the watcher: {took:.1f}s (first step {step:g}s)")
+    doc = json.loads(status_file.read_text())
+    restarts = [e for e in doc["events"] if e["action"] == "restart" and e["connector"] == SOURCE]
+    assert len(restarts) == 1 and "FAILED" in restarts[0]["cause"], doc["events"]
+    assert f"restarted {SOURCE} (restart 1 of 1)" in log_file.read_text()
+    # Within the first step: the restart itself (and the task's start) within a few seconds after it.
+    assert took <= step + poll + 10, took
+
+
+def test_the_stack_watcher_stops_after_max_restarts(stack: TestStack) -> None:
+    out = stack.outputs()
+    status_file, log_file = watcher_files(stack)
+    revoke_remote_write(out)
+    fail_for_real(out)
+
+    def gave_up() -> bool:
+        return json.loads(status_file.read_text())["connectors"][SOURCE].get("gaveUp") is True
+
+    wait_until(gave_up, 30, "the watcher to give up (maxRestarts 1 already used)")
+    assert f"gave up on {SOURCE} after 1 restart(s) of 1" in log_file.read_text()
+    # Past its first step and more: no further restart, the task stays FAILED.
+    stays_false(
+        lambda: sum(e["action"] == "restart" for e in json.loads(status_file.read_text())["events"]) != 1,
+        Backoff().first_s + 5,
+        "the watcher restarted again after maxRestarts",
+    )
+    assert "FAILED" in task_states(out)
+
+
+def test_the_foreground_watcher_restarts_then_gives_up(stack: TestStack, tmp_path: Path) -> None:
+    """The ACL is still revoked: every restart fails again; fast timings keep the test short."""
+    # The outputs without any password on disk; the REST credentials go through the environment.
+    out = stack.outputs()
+    user, password = connect_auth(out) or ("", "")
+    public = {
+        **out,
+        "clusters": {a: {k: c[k] for k in ("bootstrap", "securityProtocol")} for a, c in out["clusters"].items()},
+    }
+    public["connect"] = {g: {k: v for k, v in c.items() if k != "auth"} for g, c in out["connect"].items()}
+    outputs_file = tmp_path / "outputs.json"
+    outputs_file.write_text(json.dumps(public))
+    env = {**os.environ, AUTH_USER_ENV: user, AUTH_PASSWORD_ENV: password}
+    status_file = tmp_path / "status.json"
+    cmd = [sys.executable, "-m", "components.ops.watcher", "--outputs", str(outputs_file), "--group", "mm2"]
+    cmd += ["--connector", SOURCE, "--max-restarts", "2", "--first-s", "1", "--unit-s", "1", "--poll-s", "0.5"]
+    cmd += ["--status-file", str(status_file), "--max-seconds", "60"]
+    watcher = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+
+        def gave_up() -> bool:
+            # Records keep coming, so every restarted task meets the missing ACL again.
+            produce_one(out, "primary", "orders", f"again-{uuid.uuid4().hex[:8]}".encode(), b"v")
+            return (
+                status_file.exists() and json.loads(status_file.read_text())["connectors"][SOURCE].get("gaveUp") is True
+            )
+
+        wait_until(gave_up, 45, "the foreground watcher to give up after 2 restarts")
+        doc = json.loads(status_file.read_text())
+        assert [e["action"] for e in doc["events"] if e["connector"] == SOURCE] == ["restart", "restart", "give-up"]
+        assert doc["connectors"][SOURCE]["restarts"] == 2
+    finally:
+        watcher.terminate()
+        log = watcher.communicate(timeout=30)[0]
+    assert "restarted mm2-primary-to-dr-source (restart 2 of 2)" in log, log[-2000:]
+    assert "gave up on mm2-primary-to-dr-source after 2 restart(s) of 2" in log, log[-2000:]
