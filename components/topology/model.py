@@ -101,6 +101,17 @@ class ConnectorRole(str, Enum):
         return self.value
 
 
+class RestartMode(str, Enum):
+    """How a change that restarts a group's processes restarts them, as `restarts` spells it.
+
+    rolling: one at a time, each back (rejoined, its work running again) before the next stops;
+    all-at-once: every process at the same moment (replication pauses for the whole restart).
+    """
+
+    ROLLING = "rolling"
+    ALL_AT_ONCE = "all-at-once"
+
+
 class PolicyKind(str, Enum):
     DEFAULT = "default"
     IDENTITY = "identity"
@@ -182,6 +193,8 @@ class WorkerGroup:
     rest_password: SecretRef | None = None
     # HTTPS for the REST API, with a certificate from the stack's CA (local platform).
     rest_tls: bool = False
+    # `restarts`; None: rolling when the group has more than one worker (platform/restarts.py).
+    restarts: RestartMode | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +226,9 @@ class Flow:
     exactly_once: bool = False
     # Desired state per connector role (source, checkpoint, heartbeat); a missing role runs.
     connector_states: Mapping[ConnectorRole, ConnectorState] = field(default_factory=lambda: MappingProxyType({}))
+    # `reverseHeartbeats`: a fourth connector emits heartbeats target -> source, so the source
+    # side sees that the target is alive (connectors.reverse_heartbeat_connector).
+    reverse_heartbeats: bool = False
 
     @property
     def name(self) -> str:

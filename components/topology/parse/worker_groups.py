@@ -7,7 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.topology import settings as known
-from components.topology.model import DEFAULT_SECRETS_FILE, Cluster, Platform, SecretRef, WorkerGroup, frozen_map
+from components.topology.model import (
+    DEFAULT_SECRETS_FILE,
+    Cluster,
+    Platform,
+    RestartMode,
+    SecretRef,
+    WorkerGroup,
+    frozen_map,
+)
 from components.topology.parse.problems import Problems, path
 from components.topology.parse.values import (
     SAFE_NAME,
@@ -37,6 +45,7 @@ GROUP_FIELDS = (
     "secretsFile",
     "workerConfig",
     "platform",
+    "restarts",
 )
 
 
@@ -74,6 +83,7 @@ def parse_worker_group(
     check_owned(problems, worker_config, f"{where}.workerConfig", known.WORKER_OWNED, known.WORKER_OWNED_PREFIXES)
     check_secret_literals(problems, worker_config, f"{where}.workerConfig")
     ids, distinct = _storage_ids(problems, mapping, where, name)
+    restarts = _restarts(problems, mapping, where)
     ok = ok and reachable and has_port and distinct
     if not ok or workers is None or cluster is None or any(v is None for v in ids.values()):
         return None
@@ -94,6 +104,7 @@ def parse_worker_group(
         rest_username=rest_username,
         rest_password=rest_password,
         rest_tls=rest_tls,
+        restarts=restarts,
     )
 
 
@@ -241,3 +252,19 @@ def _storage_ids(
         )
         return ids, False
     return ids, True
+
+
+def _restarts(problems: Problems, mapping: Mapping[str, Any], where: str) -> RestartMode | None:
+    """`restarts: rolling | all-at-once`; absent: rolling when the group has more than one worker."""
+    if "restarts" not in mapping:
+        return None
+    given = mapping["restarts"]
+    for mode in RestartMode:
+        if given == mode.value:
+            return mode
+    problems.add(
+        f"{where}.restarts",
+        f"{given!r} is not a restart mode.",
+        f"Use one of: {', '.join(m.value for m in RestartMode)} (or leave it out: rolling with more than one worker).",
+    )
+    return None

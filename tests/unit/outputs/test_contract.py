@@ -65,6 +65,7 @@ def test_exported_keys_stay_those_existing_stacks_have() -> None:
         "namePreserving",
         "offsetSyncsCluster",
         "enabled",
+        "reverseHeartbeats",
     }
 
 
