@@ -25,7 +25,6 @@ import json
 import os
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,8 +32,6 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -49,6 +46,7 @@ from tests.integration.harness import (  # noqa: E402
     kafka_conf,
     wait_until,
 )
+from tests.integration.test_rolling import sample_workers, spark_report  # noqa: E402
 
 FLOW, GROUP, TOPIC = "primary->dr", "mm2", "orders"
 PHASES = (("all-at-once", "3000"), ("rolling", "4000"))  # (restarts, offset.flush.interval.ms)
@@ -151,19 +149,6 @@ def latency(arrivals: list[tuple[float, float, int, int]], start: float, end: fl
     }
 
 
-def sample_workers(urls: list[str], auth: Any, halt: threading.Event, rows: list[list[bool]]) -> None:
-    with httpx.Client(timeout=2, auth=auth) as http:
-        while not halt.is_set():
-            row = []
-            for url in urls:
-                try:
-                    row.append(http.get(f"{url}/").status_code == 200)
-                except httpx.HTTPError:
-                    row.append(False)
-            rows.append(row)
-            time.sleep(0.2)
-
-
 def phase(stack: TestStack, stream: Stream, restarts: str, flush_ms: str, tail_s: float) -> dict[str, Any]:
     group = stack.config["config"]["mm2:workerGroups"][GROUP]
     group["workerConfig"] = {**(group.get("workerConfig") or {}), "offset.flush.interval.ms": flush_ms}
@@ -207,23 +192,14 @@ def phase(stack: TestStack, stream: Stream, restarts: str, flush_ms: str, tail_s
 
 
 def spark_check(out: dict[str, Any], tmp: Path) -> dict[str, Any]:
-    """The Spark stage on the stack outputs (a 0600 file in a temp dir, removed afterwards)."""
-    outputs, report = tmp / "outputs.json", tmp / "report.json"
-    fd = os.open(outputs, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(out, fh)
+    """The Spark stage's verdict on the stream's topic (the same run as tests/integration/test_rolling.py)."""
     try:
-        cmd = [sys.executable, "-m", "spark.validate", "--outputs", str(outputs), "--report", str(report),
-               "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4", "--latency-window", "1"]  # fmt: skip
-        run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
-    finally:
-        outputs.unlink(missing_ok=True)
-    if not report.exists():
-        return {"exit": run.returncode, "error": run.stderr[-2000:]}
-    data = json.loads(report.read_text())
+        data = spark_report(out, tmp)
+    except AssertionError as exc:  # no report written: the stage itself could not run
+        return {"error": str(exc)[-2000:]}
     topic = data["flows"][FLOW]["topics"][TOPIC]
     return {
-        "exit": run.returncode,
+        "passed": data["passed"],
         "failedChecks": data["failedChecks"],
         "completeness": topic["checks"].get("completeness"),
         "duplicates": topic["checks"].get("duplicates"),
@@ -316,7 +292,7 @@ def write(results: dict[str, Any]) -> None:
         f"Goal rolling gap <= half of all-at-once ({old['longest_gap_s'] / 2:.2f} s): "
         f"{'met' if goal else 'NOT met'} ({new['longest_gap_s']} s).",
         f"Loss: {results['sent_acked']} records acknowledged, {results['received_by_bench_consumer']} distinct read "
-        f"back by the bench; Spark stage exit {spark.get('exit')}, completeness: "
+        f"back by the bench; Spark stage passed: {spark.get('passed')}, completeness: "
         f"{(spark.get('completeness') or {}).get('detail', spark.get('error'))}; duplicates: "
         f"{(spark.get('duplicates') or {}).get('detail', '-')}; failed checks: {spark.get('failedChecks')}.",
     ]

@@ -100,7 +100,9 @@ def _stream(out: dict[str, Any], stop: threading.Event, rate: float, acked: list
     acked.append(sent)
 
 
-def _sample(urls: list[str], auth: tuple[str, str] | None, stop: threading.Event, samples: list[list[bool]]) -> None:
+def sample_workers(
+    urls: list[str], auth: tuple[str, str] | None, stop: threading.Event, samples: list[list[bool]]
+) -> None:
     """Every 0.2 s until `stop`: which workers answer `GET /` (2 s bound each)."""
     with httpx.Client(timeout=2, auth=auth) as http:
         while not stop.is_set():
@@ -114,7 +116,7 @@ def _sample(urls: list[str], auth: tuple[str, str] | None, stop: threading.Event
             time.sleep(0.2)
 
 
-def _validate(stack: TestStack, out: dict[str, Any], tmp: Path) -> dict[str, Any]:
+def spark_report(out: dict[str, Any], tmp: Path) -> dict[str, Any]:
     """The Spark stage on the stack's outputs (a 0600 file, removed afterwards); its JSON report."""
     outputs, report = tmp / "outputs.json", tmp / "report.json"
     fd = os.open(outputs, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -147,7 +149,7 @@ def test_rolling_worker_restart_keeps_a_worker_up_and_loses_nothing(stack: TestS
     stop, acked, samples = threading.Event(), [], []
     threads = [
         threading.Thread(target=_stream, args=(out, stop, 200.0, acked)),
-        threading.Thread(target=_sample, args=(urls, connect_auth(out, GROUP), stop, samples)),
+        threading.Thread(target=sample_workers, args=(urls, connect_auth(out, GROUP), stop, samples)),
     ]
     for t in threads:
         t.start()
@@ -169,7 +171,7 @@ def test_rolling_worker_restart_keeps_a_worker_up_and_loses_nothing(stack: TestS
     assert down == [], f"no worker answered at {len(down)} sampled moment(s), first at sample {down[0]}"
     assert acked and acked[0] > 0
 
-    report = _validate(stack, stack.outputs(), tmp_path)
+    report = spark_report(stack.outputs(), tmp_path)
     flow = report["flows"][FLOW]
     incomplete = {t: v["checks"]["completeness"] for t, v in flow["topics"].items() if "completeness" in v["checks"]}
     assert incomplete and all(c["status"] == "pass" for c in incomplete.values()), json.dumps(incomplete, indent=1)
