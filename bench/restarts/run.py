@@ -97,8 +97,9 @@ class Stream:
     def _consume(self) -> None:
         from confluent_kafka import Consumer
 
-        conf = kafka_conf(self.out, "dr", **{"group.id": f"bench-restarts-{os.getpid()}", "auto.offset.reset": "latest",
-                                              "fetch.wait.max.ms": 50, "enable.auto.commit": False})  # fmt: skip
+        settings = {"group.id": f"bench-restarts-{os.getpid()}", "auto.offset.reset": "earliest",
+                    "fetch.wait.max.ms": 50, "enable.auto.commit": False}  # fmt: skip
+        conf = kafka_conf(self.out, "dr", **settings)
         consumer = Consumer(conf)
         consumer.subscribe([f"primary.{TOPIC}"])
         idle_after_stop = 0.0
