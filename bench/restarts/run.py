@@ -60,6 +60,7 @@ class Stream:
         self.out, self.rate = out, rate
         self.halt = threading.Event()
         self.acked: set[int] = set()
+        self.sending_s = 0.0
         # (arrival s since epoch, send s since epoch, partition, sequence)
         self.arrivals: list[tuple[float, float, int, int]] = []
         self.threads = [threading.Thread(target=self._produce), threading.Thread(target=self._consume)]
@@ -91,8 +92,13 @@ class Stream:
             value = struct.pack(">d", time.time()) + b"x" * 92
             producer.produce(TOPIC, key=str(sent).encode(), value=value, on_delivery=acked)
             sent += 1
-            producer.poll(max(0.0, sent / self.rate - (time.monotonic() - started)))
+            producer.poll(0)
+            # Pacing: poll(timeout) returns at the first delivery report, so it cannot pace.
+            ahead = sent / self.rate - (time.monotonic() - started)
+            if ahead > 0:
+                time.sleep(ahead)
         producer.flush(60)
+        self.sending_s = time.monotonic() - started
 
     def _consume(self) -> None:
         from confluent_kafka import Consumer
@@ -239,6 +245,7 @@ def main() -> int:
             stream.stop()
             stream.close()
             results["sent_acked"] = len(stream.acked)
+            results["measured_rate"] = round(len(stream.acked) / max(stream.sending_s, 1e-9), 1)
             results["received_by_bench_consumer"] = stream.received()
             results["spark"] = spark_check(stack.outputs(), Path(tmp))
             print(f"spark: {json.dumps(results['spark'])}", flush=True)
@@ -269,7 +276,8 @@ def write(results: dict[str, Any]) -> None:
         f"`python bench/restarts/run.py --rate {results['rate']:g} --tail {results['tail_s']:g}`.",
         "",
         "A copy of the dev stack (two single-broker clusters, SASL/SCRAM, a 2-worker group, primary->dr with 3 "
-        f"source tasks); {results['rate']:g} records/s into `orders` (3 partitions) throughout; each phase changes "
+        f"source tasks); {results['rate']:g} records/s asked ({results.get('measured_rate')} measured) into "
+        "`orders` (3 partitions) throughout; each phase changes "
         "`offset.flush.interval.ms` in the group's `workerConfig`, so `pulumi up` restarts both workers. Window: "
         f"from `pulumi up` starting until {results['tail_s']:g} s after it returns. Both phases in the same run.",
         "",
