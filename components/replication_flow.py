@@ -21,6 +21,7 @@ from components.outputs.contract import FlowExport
 from components.rollout import CredentialRollout
 from components.topology import (
     ConnectorRole,
+    ConnectorSpec,
     Flow,
     FlowConnectors,
     Topology,
@@ -30,6 +31,7 @@ from components.topology import (
     offset_syncs_cluster,
     offset_syncs_topic,
     remote_topic,
+    reverse_heartbeat_connector,
 )
 from components.topology.security import flow_secret_keys
 
@@ -68,8 +70,9 @@ class ReplicationFlow(pulumi.ComponentResource):
         # A connector must not start before the clusters it reads and writes, and the topics it
         # replicates, exist; nor before the workers that will run it.
         depends: list[pulumi.Resource] = [group, clusters[flow.source], clusters[flow.target]]
-        self.connectors = {
-            spec.role: Connector(
+
+        def connector(spec: ConnectorSpec) -> Connector:
+            return Connector(
                 spec.name,
                 connect_url=group.url,
                 connector_name=spec.name,
@@ -79,8 +82,15 @@ class ReplicationFlow(pulumi.ComponentResource):
                 desired_state=flow.state_of(spec.role).connect_state,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
-            for spec in specs.all()
-        }
+
+        self.connectors = {spec.role: connector(spec) for spec in specs.all()}
+        # `reverseHeartbeats`: a fourth connector, heartbeats target -> source, in the same state as
+        # the flow's heartbeat connector (topology/connectors.py: reverse_heartbeat_connector).
+        reverse = reverse_heartbeat_connector(topology, flow)
+        self.reverse_heartbeat: Connector | None = connector(reverse) if reverse is not None else None
+        every = (*specs.all(), *([reverse] if reverse is not None else []))
+        resources = [*self.connectors.values(), *([self.reverse_heartbeat] if self.reverse_heartbeat else [])]
+        states = {spec.name: resource.state for spec, resource in zip(every, resources, strict=True)}
         keys = flow_secret_keys(topology, flow)
         self.rollout: CredentialRollout | None = None
         if keys and credentials is not None:
@@ -90,16 +100,14 @@ class ReplicationFlow(pulumi.ComponentResource):
                 f"{name}-rollout",
                 flow=flow.name,
                 connect_url=group.url,
-                connectors=[spec.name for spec in specs.all()],
+                connectors=[spec.name for spec in every],
                 credentials=credentials.apply(lambda v: {k: str(v[k]) for k in keys}),
                 auth=group.auth,
                 ca_pem=group.ca_pem,
-                states={spec.name: flow.state_of(spec.role).connect_state for spec in specs.all()},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.connectors.values())),
+                states={spec.name: flow.state_of(spec.role).connect_state for spec in every},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=resources),
             )
-        self.summary = pulumi.Output.all(**{spec.name: self.connectors[spec.role].state for spec in specs.all()}).apply(
-            functools.partial(flow_export, flow, topology, specs)
-        )
+        self.summary = pulumi.Output.all(**states).apply(functools.partial(flow_export, flow, topology, specs))
         self.register_outputs({**props, "summary": self.summary})
 
 
@@ -126,4 +134,5 @@ def flow_export(flow: Flow, topology: Topology, specs: FlowConnectors, states: M
         name_preserving=policy.preserves_names,
         offset_syncs_cluster=offset_syncs_cluster(flow),
         enabled=flow.enabled,
+        reverse_heartbeats_connector=reverse.name if (reverse := reverse_heartbeat_connector(topology, flow)) else None,
     ).to_json()

@@ -62,6 +62,9 @@ _CLASS_BY_KIND: Final[Mapping[ConnectorKind, str]] = {
 }
 KIND_BY_CLASS: Final[Mapping[str, ConnectorKind]] = {v: k for k, v in _CLASS_BY_KIND.items()}
 CONNECTOR_NAME = re.compile(r"^mm2-(?P<flow>.+)-(?P<kind>source|checkpoint|heartbeat)$")
+# What a flow's reverse heartbeat connector's name ends with (`reverseHeartbeats`,
+# components/topology/connectors.py reverse_heartbeat_name): it runs target->source, copies no records.
+REVERSE_HEARTBEAT_SUFFIX: Final = "-reverse-heartbeat"
 
 
 def connector_name(source: str, target: str, kind: ConnectorKind) -> str:

@@ -30,6 +30,7 @@ from model_facts import (
     FLOW_TYPE,
     KIND_BY_CLASS,
     MM2_DEFAULTS,
+    REVERSE_HEARTBEAT_SUFFIX,
     ConnectorKind,
 )
 from pulumi_policy import PolicyResource, Secret
@@ -267,6 +268,10 @@ class StackView:
             if not isinstance(props, Mapping):
                 continue
             if resource.resource_type == CONNECTOR_TYPE:
+                if resource.name.endswith(REVERSE_HEARTBEAT_SUFFIX):
+                    # A flow's reverse heartbeat connector (target->source) replicates nothing: it is
+                    # no flow of its own, so it can close no loop and lacks no source connector.
+                    continue
                 connectors.append(connector_from_props(resource.urn, resource.name, props))
             elif resource.resource_type == CLUSTER_TYPE:
                 alias = as_text(props.get("alias"))

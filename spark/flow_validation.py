@@ -279,6 +279,19 @@ def check_group_offsets(run: FlowRun) -> Check:
 
 
 def check_heartbeats(run: FlowRun, rep: FlowReport, args: argparse.Namespace, tgt_topics: dict[str, int]) -> Check:
+    """Heartbeats on the target; with reverseHeartbeats also those the target side emits into the source."""
+    forward = _check_forward_heartbeats(run, rep, args, tgt_topics)
+    if not run.flow.reverse_heartbeats_connector or forward.status is Status.FAIL:
+        return forward
+    reverse = check_reverse_heartbeats(run, rep, args)
+    if reverse.status is Status.FAIL:
+        return reverse
+    return Check("heartbeats", forward.status, f"{forward.detail}; {reverse.detail}")
+
+
+def _check_forward_heartbeats(
+    run: FlowRun, rep: FlowReport, args: argparse.Namespace, tgt_topics: dict[str, int]
+) -> Check:
     flow = run.flow
     hb = flow.heartbeats_topic
     info: dict[str, Any] = {"topic": hb, "maxAgeSeconds": args.heartbeat_max_age}
@@ -322,3 +335,30 @@ def check_heartbeats(run: FlowRun, rep: FlowReport, args: argparse.Namespace, tg
             "heartbeats", Status.FAIL, f"newest heartbeat in {hb} is {age:.0f}s old (max {args.heartbeat_max_age:.0f}s)"
         )
     return Check("heartbeats", Status.PASS, f"newest heartbeat {age:.1f}s old{lat_txt}")
+
+
+def check_reverse_heartbeats(run: FlowRun, rep: FlowReport, args: argparse.Namespace) -> Check:
+    """`reverseHeartbeats`: heartbeats keyed (target, source) in `heartbeats` on the source, fresh."""
+    flow = run.flow
+    hb = flow.heartbeats_topic
+    info: dict[str, Any] = {"topic": hb, "cluster": flow.source, "connector": flow.reverse_heartbeats_connector}
+    rep.heartbeats["reverse"] = info
+    if hb not in run.src_topics:
+        return Check("heartbeats", Status.FAIL, f"reverse heartbeats: {hb} does not exist on {flow.source}")
+    tail = kafka_io.heartbeat_tail(run.src, hb, flow.target, flow.source)
+    if tail.newest_ms is None:
+        return Check(
+            "heartbeats",
+            Status.FAIL,
+            f"reverse heartbeats: none from ({flow.target}, {flow.source}) in {hb} on {flow.source}",
+        )
+    age = (int(time.time() * 1000) - tail.newest_ms) / 1000
+    info["ageSeconds"] = round(age, 1)
+    if age > args.heartbeat_max_age:
+        return Check(
+            "heartbeats",
+            Status.FAIL,
+            f"reverse heartbeats: newest in {hb} on {flow.source} is {age:.0f}s old"
+            f" (max {args.heartbeat_max_age:.0f}s)",
+        )
+    return Check("heartbeats", Status.PASS, f"reverse heartbeat on {flow.source} {age:.1f}s old")

@@ -88,6 +88,9 @@ class FlowExport:
     name_preserving: bool = False  # IdentityReplicationPolicy: remote names equal source names
     offset_syncs_cluster: str = ""  # alias of the cluster holding the offset-syncs topic
     enabled: bool = True
+    # `reverseHeartbeats`: the connector emitting heartbeats target -> source into the source's
+    # `heartbeats_topic` (records keyed (target, source)); None when the flow has none.
+    reverse_heartbeats_connector: str | None = None
 
     @property
     def replicated_heartbeats_topic(self) -> str:
@@ -120,6 +123,11 @@ class FlowExport:
             "namePreserving": self.name_preserving,
             "offsetSyncsCluster": self.offset_syncs_cluster,
             "enabled": self.enabled,
+            "reverseHeartbeats": (
+                {"connector": self.reverse_heartbeats_connector, "cluster": self.source, "topic": self.heartbeats_topic}
+                if self.reverse_heartbeats_connector
+                else None
+            ),
         }
 
 
@@ -243,7 +251,15 @@ def _flow(name: str, raw: Any, clusters: Mapping[str, Any], problems: list[str])
             str(raw["offsetSyncsTopic"]), source, target, sep, raw.get("offsetSyncsCluster")
         ),
         enabled=raw.get("enabled") is not False,
+        reverse_heartbeats_connector=_reverse_heartbeats_connector(raw.get("reverseHeartbeats")),
     )
+
+
+def _reverse_heartbeats_connector(raw: Any) -> str | None:
+    """The reverse heartbeat connector's name from `reverseHeartbeats` (absent in older outputs)."""
+    if isinstance(raw, Mapping) and raw.get("connector"):
+        return str(raw["connector"])
+    return None
 
 
 def _separator(source: str, checkpoints_topic: str, explicit: Any) -> str:

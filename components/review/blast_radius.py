@@ -16,14 +16,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from components.platform.restarts import restart_mode
+from components.topology.model import RestartMode
+
 __all__ = [
     "IDENTITY_POLICY",
     "Impact",
-    "RestartMode",
     "Severity",
     "connector_impacts",
     "process_impacts",
-    "restart_mode",
 ]
 
 IDENTITY_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
@@ -47,11 +48,6 @@ class Severity(str, Enum):
     WARNING = "warning"
 
 
-class RestartMode(str, Enum):
-    ROLLING = "rolling"
-    ALL_AT_ONCE = "all at once"
-
-
 @dataclass(frozen=True)
 class Impact:
     severity: Severity
@@ -60,15 +56,6 @@ class Impact:
     def as_pair(self) -> tuple[str, str]:
         """(severity, text): the plain shape the dynamic-provider host reads."""
         return (self.severity.value, self.text)
-
-
-def restart_mode(processes: int) -> RestartMode:
-    """How the processes of one cluster or worker group restart when all of them must.
-
-    The one rule: more than one broker (worker) restarts one at a time, so the others keep
-    serving (rolling); a single one has no peer to take over, so it restarts all at once.
-    """
-    return RestartMode.ROLLING if processes > 1 else RestartMode.ALL_AT_ONCE
 
 
 # -- connectors ----------------------------------------------------------------------------
@@ -209,11 +196,12 @@ def process_impacts(
     *,
     replaced: bool,
     group_size: int,
+    mode: RestartMode | None = None,
     found_dead: bool = False,
 ) -> list[Impact]:
     """Impacts of updating one broker or worker process, `component` being e.g.
     "ConnectWorkerGroup 'mm2', worker 0"; `group_size` is how many processes its cluster or
-    group runs."""
+    group runs, `mode` how they restart (default: components/platform/restarts.py's rule)."""
     paths = sorted(changed)
     what = ", ".join(paths) or "nothing"
     if replaced:
@@ -226,7 +214,7 @@ def process_impacts(
     if found_dead and paths == ["running"]:
         return [Impact(Severity.INFO, f"{component}: found stopped by refresh; starts it again")]
     worker = "worker" in component.rsplit(",", 1)[-1]
-    mode = restart_mode(group_size)
+    mode = restart_mode(group_size, mode)
     if mode is RestartMode.ROLLING:
         peers = "workers take over its connectors' tasks" if worker else "brokers keep serving its partitions"
         return [
@@ -236,9 +224,9 @@ def process_impacts(
             )
         ]
     stops = "every connector of the group stops" if worker else "replication from and to the cluster stops"
+    why = "it is the only one" if group_size <= 1 else f"all {group_size} together (restarts: all-at-once)"
     return [
         Impact(
-            Severity.WARNING,
-            f"{component}: restarts ({what} changed), all at once: it is the only one, so {stops} until it is back",
+            Severity.WARNING, f"{component}: restarts ({what} changed), all at once: {why}, so {stops} until it is back"
         )
     ]

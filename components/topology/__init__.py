@@ -20,6 +20,7 @@ from components.topology.connectors import (
     offset_syncs_cluster,
     offset_syncs_topic,
     remote_topic,
+    reverse_heartbeat_connector,
     security_properties,
 )
 from components.topology.model import (
@@ -88,6 +89,7 @@ __all__ = [
     "offset_syncs_topic",
     "parse_topology",
     "remote_topic",
+    "reverse_heartbeat_connector",
     "security_properties",
     "with_secrets_file",
     "worker_properties",

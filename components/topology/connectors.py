@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from components.topology.model import (
     Cluster,
@@ -269,6 +269,35 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
         source=specs[ConnectorRole.SOURCE],
         checkpoint=specs[ConnectorRole.CHECKPOINT],
         heartbeat=specs[ConnectorRole.HEARTBEAT],
+    )
+
+
+def reverse_heartbeat_name(flow: Flow) -> str:
+    """`mm2-<source>-to-<target>-reverse-heartbeat`: named after the flow it belongs to, so it
+    never collides with the heartbeat connector of a `target->source` flow."""
+    return f"mm2-{flow.source}-to-{flow.target}-reverse-heartbeat"
+
+
+def reverse_heartbeat_connector(topology: Topology, flow: Flow) -> ConnectorSpec | None:
+    """With `reverseHeartbeats`, a MirrorHeartbeatConnector for `target->source` on the flow's
+    worker group: it writes heartbeats keyed (target, source) into `heartbeats` on the flow's
+    source, so the source side sees that the target is alive (Strimzi's recommendation). It is the
+    heartbeat connector of the reversed flow, so the producer override aims it at the source as the
+    source's MM2 user exactly as a forward flow's connectors are aimed at their target."""
+    if not flow.reverse_heartbeats:
+        return None
+    back = replace(flow, source=flow.target, target=flow.source, reverse_heartbeats=False)
+    spec = flow_connectors(topology, back).heartbeat
+    name = reverse_heartbeat_name(flow)
+    source = topology.clusters[flow.source]
+    config = {
+        **spec.config,
+        "name": name,
+        # The topic lives on the flow's source: size it there (the flow's own is sized to the target).
+        "heartbeats.topic.replication.factor": str(min(3, source.brokers)),
+    }
+    return ConnectorSpec(
+        name=name, role=ConnectorRole.HEARTBEAT, connector_class=spec.connector_class, config=frozen_map(config)
     )
 
 

@@ -101,6 +101,17 @@ class ConnectorRole(str, Enum):
         return self.value
 
 
+class RestartMode(str, Enum):
+    """How a change that restarts a group's processes restarts them, as `restarts` spells it.
+
+    rolling: one at a time, each back (rejoined, its work running again) before the next stops;
+    all-at-once: every process at the same moment (replication pauses for the whole restart).
+    """
+
+    ROLLING = "rolling"
+    ALL_AT_ONCE = "all-at-once"
+
+
 class PolicyKind(str, Enum):
     DEFAULT = "default"
     IDENTITY = "identity"
@@ -186,6 +197,8 @@ class WorkerGroup:
     rest_tls: bool = False
     # local: worker i serves Prometheus metrics (JMX exporter agent) on 127.0.0.1:metrics_port+i.
     metrics_port: int | None = None
+    # `restarts`; None: rolling when the group has more than one worker (platform/restarts.py).
+    restarts: RestartMode | None = None
 
 
 @dataclass(frozen=True)
@@ -235,6 +248,9 @@ class Flow:
     connector_states: Mapping[ConnectorRole, ConnectorState] = field(default_factory=lambda: MappingProxyType({}))
     # Roles whose FAILED instances the watcher restarts (only enabled roles are kept).
     auto_restart: Mapping[ConnectorRole, AutoRestart] = field(default_factory=lambda: MappingProxyType({}))
+    # `reverseHeartbeats`: a fourth connector emits heartbeats target -> source, so the source
+    # side sees that the target is alive (connectors.reverse_heartbeat_connector).
+    reverse_heartbeats: bool = False
 
     @property
     def name(self) -> str:

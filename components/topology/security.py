@@ -324,6 +324,10 @@ def flow_acls(topology: Topology, flow: Flow) -> dict[str, set[Acl]]:
             grants |= _grant(src_user, syncs, AclResource.TOPIC, _OWN_TOPIC)
         if _acl_sync(flow):
             grants |= _grant(src_user, cluster_res, AclResource.CLUSTER, (AclOperation.DESCRIBE,))
+        if flow.reverse_heartbeats:
+            # The reverse heartbeat connector creates and writes `heartbeats` here as this user.
+            heartbeats = ((heartbeats_topic(flow), AclPattern.LITERAL),)
+            grants |= _grant(src_user, heartbeats, AclResource.TOPIC, _OWN_TOPIC)
         acls.setdefault(flow.source, set()).update(grants)
 
     dst_user = _principal(target)

@@ -248,7 +248,7 @@ def test_sigkill_one_connect_worker_while_100k_records_replicate(whole: TestStac
     acked = result["acked"]
     assert len(acked) == records
 
-    # Tasks move to the surviving worker (after scheduled.rebalance.max.delay.ms, 10 s in dev).
+    # Tasks move to the surviving worker (after scheduled.rebalance.max.delay.ms, 1 s in dev).
     def moved() -> dict[str, Any] | None:
         try:
             st = _statuses(s, out, _worker_url(s, survivor))

@@ -31,16 +31,18 @@ from components.platform.local.layout import (
     WORKER_SECRETS,
     LocalPlatform,
     broker_path,
+    group_path,
     worker_path,
 )
 from components.platform.local.metrics import agent_options, with_exporter_config
 from components.platform.local.provider import LocalProcess
 from components.platform.local.secrets_file import SecretsFile
 from components.platform.local.tls import StackTls
+from components.platform.restarts import cluster_restarts, worker_group_restarts
 from components.platform.secret_files import rest_jaas_text
 from components.platform.topology_facts import kraft_cluster_id
 from components.topology import SaslMechanism, broker_ports, broker_properties, worker_properties, worker_rest_urls
-from components.topology.model import ADMIN_USER
+from components.topology.model import ADMIN_USER, RestartMode
 from components.topology.runtime_config import broker_secret_keys, worker_secret_keys
 from components.topology.security import group_secret_keys, render_secrets
 from components.topology.tls import cluster_leaf_name, local_rest_tls, local_tls_cluster, rest_leaf_name
@@ -101,6 +103,9 @@ class LocalBackend:
                     ),
                     heap="512m",
                     opts=pulumi.ResourceOptions(parent=parent),
+                    rolling=_rolling(
+                        cluster_restarts(cluster), local.run_dir(cluster.alias), cluster.brokers, node_id=node_id
+                    ),
                 )
             )
         return DeployedBrokers(resources=tuple(brokers))
@@ -165,9 +170,23 @@ class LocalBackend:
                     heap="768m",
                     timeout_seconds=240,
                     opts=pulumi.ResourceOptions(parent=parent, depends_on=depends),
+                    rolling=_rolling(
+                        worker_group_restarts(group), local.run_dir(group_path(group.name)), group.workers
+                    ),
                 )
             )
         return DeployedWorkers(resources=tuple(workers))
+
+
+def _rolling(mode: RestartMode, group_dir: str, processes: int, node_id: int | None = None) -> dict[str, Any] | None:
+    """The `rolling` input of a process (components/platform/local/rolling.py), None when its group
+    restarts all at once: the group's directory (its restart turn), its size, a broker's node id."""
+    if mode is not RestartMode.ROLLING:
+        return None
+    rolling: dict[str, Any] = {"lock": group_dir, "processes": processes}
+    if node_id is not None:
+        rolling["node_id"] = node_id
+    return rolling
 
 
 def _kafka_probe(bootstrap: str, client: Mapping[str, str]) -> dict[str, Any]:

@@ -12,13 +12,14 @@ with the last lines of the process log.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -362,3 +363,32 @@ def remove_run_dir(run_dir: str) -> None:
         except OSError:
             break
         parent = parent.parent
+
+
+@contextlib.contextmanager
+def restart_turn(group_dir: str, component: str, timeout_s: float, poll_s: float = 0.5) -> Iterator[None]:
+    """Hold the restart turn of the group whose processes live under `group_dir` (a worker group's
+    or a cluster's directory): at most one process of the group restarts at a time.
+
+    An exclusive flock on the directory itself (no lock file is left behind for destroy to trip
+    on); flock, not lockf, so two threads of one provider process exclude each other too. The
+    wait is bounded: a turn not given within `timeout_s` fails naming the component."""
+    Path(group_dir).mkdir(parents=True, exist_ok=True)
+    fd = os.open(group_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError as exc:
+                if time.monotonic() >= deadline:
+                    raise ProcessError(
+                        f"{component}: another process of its group was still restarting after {timeout_s:.0f}s, "
+                        "so this one was not restarted. Fix: see why the other restart hangs (its log), "
+                        "then run `pulumi up` again."
+                    ) from exc
+                time.sleep(poll_s)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

@@ -14,6 +14,7 @@ from pulumi.dynamic import DiffResult
 
 from components.review.blast_radius import process_impacts
 from components.rpc_values import is_unknown, map_diff, plain
+from components.topology.model import RestartMode
 
 __all__ = ["ProcessDiff", "group_size", "process_diff"]
 
@@ -58,6 +59,7 @@ def process_diff(
         else:
             detailed[key] = "update"
     found_dead = olds.get("running") is False
+    rolling = news.get("rolling")  # set by the platform when the group rolls (platform/local/rolling.py)
     if found_dead:
         detailed["running"] = "update"  # found dead by refresh: restart it
     impacts = (
@@ -65,7 +67,8 @@ def process_diff(
             str(news.get("component") or olds.get("component") or "process"),
             detailed,
             replaced=bool(replaces),
-            group_size=peers,
+            group_size=int(rolling["processes"]) if rolling else peers,
+            mode=RestartMode.ROLLING if rolling else RestartMode.ALL_AT_ONCE,
             found_dead=found_dead,
         )
         if detailed

@@ -31,6 +31,7 @@ from pulumi.dynamic import (
 from components.platform.local import process as proc
 from components.platform.local.layout import worker_path
 from components.platform.local.process_diff import group_size, process_diff
+from components.platform.local.rolling import rolling_update
 from components.rpc_values import plain
 
 # Inputs whose change restarts the process in place; run_dir and cluster_id replace it.
@@ -142,8 +143,12 @@ class ProcessProvider(ResourceProvider):
         return process_diff(olds, news, restart_keys=RESTART_KEYS, replace_keys=REPLACE_KEYS, peers=_peers(olds, news))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        proc.stop(olds["marker"], olds.get("pid"))
-        return UpdateResult(outs=_launch(news, fresh=False))
+        def restart() -> dict[str, Any]:
+            proc.stop(olds["marker"], olds.get("pid"))
+            return _launch(news, fresh=False)
+
+        # `rolling`: one process of its group at a time (components/platform/restarts.py).
+        return UpdateResult(outs=rolling_update(news, restart) if plain(news.get("rolling")) else restart())
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         running = proc.is_running(props.get("pid"), props.get("marker", id_))
@@ -196,6 +201,7 @@ class LocalProcess(Resource, module="local", name="Process"):
         secret_files: pulumi.Input[Mapping[str, str]] | None = None,
         restart_on: pulumi.Input[Mapping[str, str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
+        rolling: Mapping[str, Any] | None = None,
     ) -> None:
         # `ready` may carry the probe's credentials and `secret_files` are secrets by definition:
         # both are stored encrypted in state, inputs and outputs alike.
@@ -221,6 +227,8 @@ class LocalProcess(Resource, module="local", name="Process"):
                 "jvm_options": list(jvm_options or []),
                 "secret_files": pulumi.Output.secret(secret_files or {}),
                 "restart_on": restart_on or {},
+                # Not a restart key: how the process restarts, not what it runs (rolling.py).
+                "rolling": dict(rolling) if rolling else None,
                 "pid": None,
                 "running": None,
                 "log_file": None,

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from components.topology import settings as known
-from components.topology.model import Cluster, ConnectorRole, ConnectorState, Flow, WorkerGroup, frozen_map
+from components.topology.model import Cluster, ConnectorRole, ConnectorState, Flow, Platform, WorkerGroup, frozen_map
 from components.topology.parse.auto_restart import parse_auto_restart
 from components.topology.parse.defaults import Defaults
 from components.topology.parse.mm2_settings import (
@@ -43,6 +43,7 @@ FLOW_FIELDS = (
     "state",
     "connectorStates",
     "autoRestart",
+    "reverseHeartbeats",
 )
 # Roles as `connectorStates` keys spell them (raw config keys are plain strings).
 ROLE_NAMES: tuple[str, ...] = tuple(role.value for role in ConnectorRole)
@@ -94,6 +95,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
     auto_restart = parse_auto_restart(
         problems, mapping.get("autoRestart"), f"{where}.autoRestart", declared.groups.get(group_name or "")
     )
+    reverse = _reverse_heartbeats(problems, mapping, where, source, merged, declared, group_name)
     if (
         not (ok and group_ok)
         or switches.enabled is None
@@ -121,6 +123,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         exactly_once=switches.exactly_once,
         connector_states=MappingProxyType(states),
         auto_restart=MappingProxyType(auto_restart),
+        reverse_heartbeats=reverse,
     )
 
 
@@ -369,3 +372,44 @@ def check_flow_settings(
                 f"{key}=false: {reason}.",
                 "Remove it; to stop writing consumer offsets on the target set sync.group.offsets.enabled=false.",
             )
+
+
+def _reverse_heartbeats(
+    problems: Problems,
+    mapping: Mapping[str, Any],
+    where: str,
+    source: str,
+    merged: Mapping[str, str] | None,
+    declared: Declared,
+    group_name: str | None,
+) -> bool:
+    """`reverseHeartbeats: true`: only when the connector has a way to write `heartbeats` on the
+    source cluster (its producer writes there as the source's MM2 user)."""
+    key = f"{where}.reverseHeartbeats"
+    if not as_bool(problems, mapping.get("reverseHeartbeats", False), key):
+        return False
+    if merged is not None and str(merged.get("emit.heartbeats.enabled", "true")).lower() == "false":
+        problems.add(
+            key,
+            "reverse heartbeats are on, but emit.heartbeats.enabled is false for this flow: no heartbeat is written.",
+            "Remove reverseHeartbeats, or remove emit.heartbeats.enabled: false from the flow's settings.",
+        )
+    cluster = declared.clusters.get(source)
+    if cluster is not None and cluster.platform is Platform.EXTERNAL and cluster.security.protocol.uses_sasl:
+        problems.add(
+            key,
+            f"the reverse heartbeat connector writes the topic heartbeats on the source cluster {source} as "
+            f"{cluster.security.username!r}, but {source} is external: the stack creates no ACLs there, "
+            "so it cannot give that user WRITE and CREATE on heartbeats.",
+            f"Remove reverseHeartbeats, or run {source} on a platform the stack manages (local).",
+        )
+    group = declared.groups.get(group_name or "")
+    policy = (group.worker_config.get("connector.client.config.override.policy", "All") if group else "All").lower()
+    if policy == "none":
+        problems.add(
+            key,
+            f"the reverse heartbeat connector needs producer.override.* to write into {source}, "
+            "but its worker group sets connector.client.config.override.policy: None.",
+            "Remove reverseHeartbeats, or remove that workerConfig setting (Connect's default, All, allows it).",
+        )
+    return True

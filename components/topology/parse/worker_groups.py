@@ -7,7 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.topology import settings as known
-from components.topology.model import DEFAULT_SECRETS_FILE, Cluster, Platform, SecretRef, WorkerGroup, frozen_map
+from components.topology.model import (
+    DEFAULT_SECRETS_FILE,
+    Cluster,
+    Platform,
+    RestartMode,
+    SecretRef,
+    WorkerGroup,
+    frozen_map,
+)
 from components.topology.parse.metrics import parse_metrics_port
 from components.topology.parse.problems import Problems, path
 from components.topology.parse.values import (
@@ -39,6 +47,7 @@ GROUP_FIELDS = (
     "workerConfig",
     "platform",
     "metricsPort",
+    "restarts",
 )
 
 
@@ -77,6 +86,7 @@ def parse_worker_group(
     check_secret_literals(problems, worker_config, f"{where}.workerConfig")
     ids, distinct = _storage_ids(problems, mapping, where, name)
     metrics_port = parse_metrics_port(problems, mapping, where, platform, workers)
+    restarts = _restarts(problems, mapping, where)
     ok = ok and reachable and has_port and distinct
     if not ok or workers is None or cluster is None or any(v is None for v in ids.values()):
         return None
@@ -98,6 +108,7 @@ def parse_worker_group(
         rest_password=rest_password,
         rest_tls=rest_tls,
         metrics_port=metrics_port,
+        restarts=restarts,
     )
 
 
@@ -245,3 +256,19 @@ def _storage_ids(
         )
         return ids, False
     return ids, True
+
+
+def _restarts(problems: Problems, mapping: Mapping[str, Any], where: str) -> RestartMode | None:
+    """`restarts: rolling | all-at-once`; absent: rolling when the group has more than one worker."""
+    if "restarts" not in mapping:
+        return None
+    given = mapping["restarts"]
+    for mode in RestartMode:
+        if given == mode.value:
+            return mode
+    problems.add(
+        f"{where}.restarts",
+        f"{given!r} is not a restart mode.",
+        f"Use one of: {', '.join(m.value for m in RestartMode)} (or leave it out: rolling with more than one worker).",
+    )
+    return None

@@ -65,6 +65,7 @@ def test_exported_keys_stay_those_existing_stacks_have() -> None:
         "namePreserving",
         "offsetSyncsCluster",
         "enabled",
+        "reverseHeartbeats",
     }
 
 
@@ -119,3 +120,20 @@ def test_connect_auth_nested_or_flat() -> None:
 
 def test_repr_never_shows_secrets() -> None:
     assert "s3cret" not in repr(EXPORTS) and "pw" not in repr(EXPORTS.clusters) and "'p'" not in repr(EXPORTS)
+
+
+def test_reverse_heartbeats_round_trip_and_are_absent_in_older_outputs() -> None:
+    from dataclasses import replace
+
+    flow = replace(FLOW, reverse_heartbeats_connector="mm2-primary-to-dr-reverse-heartbeat")
+    data = flow.to_json()
+    assert data["reverseHeartbeats"] == {
+        "connector": "mm2-primary-to-dr-reverse-heartbeat",
+        "cluster": "primary",
+        "topic": FLOW.heartbeats_topic,
+    }
+    exports = StackExports.from_json({**EXPORTS.to_json(), "flows": {"primary->dr": data}})
+    assert exports.flows["primary->dr"].reverse_heartbeats_connector == "mm2-primary-to-dr-reverse-heartbeat"
+    older = {k: v for k, v in FLOW.to_json().items() if k != "reverseHeartbeats"}
+    exports = StackExports.from_json({**EXPORTS.to_json(), "flows": {"primary->dr": older}})
+    assert exports.flows["primary->dr"].reverse_heartbeats_connector is None

@@ -176,3 +176,12 @@ def test_any_identity_replication_policy_class_keeps_names() -> None:
     resources = [*replication_flow("a", "b", other), *replication_flow("b", "a", other)]
     [message] = messages(run_stack(policy, resources))
     assert f"a->b ({other};" in message
+
+
+def test_a_reverse_heartbeat_connector_beside_a_one_way_identity_flow_closes_no_cycle() -> None:
+    reverse = connector("dr", "primary", "heartbeat", IDENTITY_POLICY)
+    named = resource(reverse.resource_type, "mm2-primary-to-dr-reverse-heartbeat", reverse.props)
+    resources = [*replication_flow("primary", "dr", IDENTITY_POLICY), named]
+    assert run_stack(policy, resources) == []
+    # The same connector under a forward flow's name is evidence of dr->primary: a loop.
+    assert len(run_stack(policy, [*replication_flow("primary", "dr", IDENTITY_POLICY), reverse])) == 1

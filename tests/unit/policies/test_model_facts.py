@@ -180,3 +180,12 @@ def test_internal_topic_samples_include_the_model_names_on_the_source(topology: 
     assert connectors.checkpoints_topic(reverse) in samples
     assert connectors.heartbeats_topic(reverse) in samples
     assert connectors.remote_topic(reverse, connectors.heartbeats_topic(forward)) in samples
+
+
+def test_reverse_heartbeat_connector_names_end_as_the_pack_expects() -> None:
+    from model_facts import REVERSE_HEARTBEAT_SUFFIX
+
+    from tests.unit.topology.helpers import dev_config
+
+    flow = parse_topology(dev_config()).flows[0]
+    assert connectors.reverse_heartbeat_name(flow) == f"mm2-{flow.source}-to-{flow.target}{REVERSE_HEARTBEAT_SUFFIX}"

@@ -8,11 +8,9 @@ import pytest
 
 from components.review.blast_radius import (
     IDENTITY_POLICY,
-    RestartMode,
     Severity,
     connector_impacts,
     process_impacts,
-    restart_mode,
 )
 
 SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
@@ -32,13 +30,6 @@ def config(cls: str = SOURCE, **extra: str) -> dict[str, str]:
 def impacts(old: dict[str, str], new: dict[str, str], changed: dict[str, str], **kw: Any) -> list[tuple[str, str]]:
     args: dict[str, Any] = {"old_state": "RUNNING", "new_state": "RUNNING", "replaced": False, "tasks": 2, **kw}
     return [i.as_pair() for i in connector_impacts("mm2-a-to-b-source", old, new, changed, **args)]
-
-
-@pytest.mark.parametrize(
-    ("processes", "mode"), [(1, RestartMode.ALL_AT_ONCE), (2, RestartMode.ROLLING), (5, RestartMode.ROLLING)]
-)
-def test_more_than_one_process_rolls_one_restarts_all_at_once(processes: int, mode: RestartMode) -> None:
-    assert restart_mode(processes) is mode
 
 
 def test_a_changed_key_names_it_and_says_the_tasks_restart() -> None:
@@ -113,6 +104,15 @@ def test_a_single_broker_restarts_all_at_once_and_warns() -> None:
     (found,) = process_impacts("KafkaCluster 'a', broker 0", ["heap"], replaced=False, group_size=1)
     assert found.severity is Severity.WARNING
     assert "all at once: it is the only one, so replication from and to the cluster stops" in found.text
+
+
+def test_a_group_that_asks_for_all_at_once_says_so() -> None:
+    from components.topology.model import RestartMode
+
+    component = "ConnectWorkerGroup 'mm2', worker 0"
+    (found,) = process_impacts(component, ["heap"], replaced=False, group_size=2, mode=RestartMode.ALL_AT_ONCE)
+    assert found.severity is Severity.WARNING
+    assert "all at once: all 2 together (restarts: all-at-once), so every connector of the group stops" in found.text
 
 
 def test_a_replaced_process_warns_its_data_goes() -> None:

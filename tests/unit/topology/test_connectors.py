@@ -407,3 +407,40 @@ def test_tasks_max_is_one_per_worker_when_no_topic_is_declared() -> None:
 def test_explicit_tasks_max_wins_over_the_derived_value() -> None:
     topology = parse_topology(dev_config())  # tasksMax: 3
     assert flow_connectors(topology, topology.flows[0]).source.config["tasks.max"] == "3"
+
+
+def test_reverse_heartbeat_connector_writes_heartbeats_into_the_source_as_its_mm2_user() -> None:
+    from components.topology import reverse_heartbeat_connector
+    from tests.unit.topology.helpers import secure_config
+
+    config = secure_config()
+    topology = parse_topology(config)
+    assert reverse_heartbeat_connector(topology, topology.flows[0]) is None
+    config["flows"]["primary->dr"]["reverseHeartbeats"] = True
+    topology = parse_topology(config)
+    spec = reverse_heartbeat_connector(topology, topology.flows[0])
+    assert spec is not None
+    secrets = "/etc/mm2/secrets.properties"
+    scram = "org.apache.kafka.common.security.scram.ScramLoginModule required"
+    primary_jaas = f'{scram} username="mm2" password="${{file:{secrets}:primary.mm2.password}}";'
+    primary = {"bootstrap.servers": "127.0.0.1:19092", "security.protocol": "SASL_PLAINTEXT",
+               "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": primary_jaas}  # fmt: skip
+    assert dict(spec.config) == {
+        "name": "mm2-primary-to-dr-reverse-heartbeat",
+        "connector.class": "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector",
+        "tasks.max": "1",
+        "source.cluster.alias": "dr",
+        "target.cluster.alias": "primary",
+        "source.cluster.bootstrap.servers": "127.0.0.1:19192",
+        "source.cluster.security.protocol": "SASL_PLAINTEXT",
+        "source.cluster.sasl.mechanism": "SCRAM-SHA-512",
+        "source.cluster.sasl.jaas.config": f'{scram} username="mm2" password="${{file:{secrets}:dr.mm2.password}}";',
+        **{f"target.cluster.{k}": v for k, v in primary.items()},
+        **{f"producer.override.{k}": v for k, v in primary.items()},
+        "key.converter": BYTES,
+        "value.converter": BYTES,
+        "header.converter": BYTES,
+        "replication.policy.class": "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
+        "replication.policy.separator": ".",
+        "heartbeats.topic.replication.factor": "1",
+    }

@@ -100,7 +100,7 @@ def test_worker_properties_dev_group() -> None:
         "rest.advertised.host.name": "127.0.0.1",
         "rest.advertised.port": "18084",
         "plugin.discovery": "service_load",
-        "scheduled.rebalance.max.delay.ms": "10000",
+        "scheduled.rebalance.max.delay.ms": "1000",
         "offset.flush.interval.ms": "5000",
         "config.providers": "file",
         "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",

@@ -205,3 +205,19 @@ def test_admin_may_not_be_the_mm2_user() -> None:
 
 def test_render_secrets_escapes_properties_syntax() -> None:
     assert render_secrets({"b.key": "p=w:1", "a key": " lead"}) == "a\\ key=\\ lead\nb.key=p=w:1\n"
+
+
+def test_reverse_heartbeats_let_the_source_mm2_user_create_and_write_heartbeats_there() -> None:
+    from components.topology.security import Acl, AclOperation, AclPattern, AclResource, flow_acls
+
+    config = secure_config()
+    before = flow_acls(parse_topology(config), parse_topology(config).flows[0])
+    config["flows"]["primary->dr"]["reverseHeartbeats"] = True
+    topology = parse_topology(config)
+    after = flow_acls(topology, topology.flows[0])
+    added = after["primary"] - before["primary"]
+    assert added == {
+        Acl("User:mm2", AclResource.TOPIC, "heartbeats", AclPattern.LITERAL, op)
+        for op in (AclOperation.CREATE, AclOperation.WRITE)
+    }
+    assert after["dr"] == before["dr"]

@@ -38,9 +38,18 @@ def test_a_changed_property_is_one_path_and_restarts_the_process() -> None:
 
 def test_a_changed_secret_file_is_named_by_its_key_only() -> None:
     news = {**props(), "secret_files": {"w.properties": "password=new"}}
-    result = diff(props(), news, peers=2)
+    result = diff(props(), news)
     assert result.detailed_diff == {"secret_files": "update"}
-    assert "rolling: one of 2 at a time" in result.impacts[0][1]
+
+
+def test_the_rolling_input_decides_the_restart_mode_the_preview_reports() -> None:
+    olds, news = props(), props(**{"offset.flush.interval.ms": "7000"})
+    rolling = diff(olds, {**news, "rolling": {"lock": "/run/connect-mm2", "processes": 2}})
+    assert "rolling: one of 2 at a time" in rolling.impacts[0][1]
+    # `restarts: all-at-once` on a group of two: no rolling input, both restart together.
+    together = diff(olds, {**news, "rolling": None}, peers=2)
+    assert "all at once: all 2 together (restarts: all-at-once)" in together.impacts[0][1]
+    assert "rolling" not in together.detailed_diff  # how it restarts is not a change of what runs
 
 
 def test_a_changed_run_dir_replaces() -> None:

@@ -109,3 +109,39 @@ def test_unknown_connector_state_and_role_name_the_key_and_the_choices() -> None
     assert "'halted'" in state.message and "running, paused, stopped" in state.message
     role = problem_at(config, "mm2:flows.primary->dr.connectorStates.sink")
     assert "source, checkpoint, heartbeat" in role.fix
+
+
+def test_reverse_heartbeats_parse_and_fail_at_preview_when_the_connector_cannot_write_to_the_source() -> None:
+    from components.topology import parse_topology
+    from tests.unit.topology.helpers import dev_config, problem_at
+
+    config = dev_config()
+    config["flows"]["primary->dr"]["reverseHeartbeats"] = True
+    assert parse_topology(config).flows[0].reverse_heartbeats is True
+    key = "mm2:flows.primary->dr.reverseHeartbeats"
+
+    off = dev_config()
+    off["flows"]["primary->dr"].update(reverseHeartbeats=True, settings={"emit.heartbeats.enabled": "false"})
+    assert "emit.heartbeats.enabled" in problem_at(off, key).message
+
+    external = dev_config()
+    external["clusters"]["primary"] = {
+        "platform": "external",
+        "brokers": 3,
+        "bootstrap": "primary:9092",
+        "security": {"protocol": "SASL_SSL", "saslMechanism": "SCRAM-SHA-512", "username": "reader",
+                     "password": {"secret": "primary.mm2.password"}},
+    }  # fmt: skip
+    external["flows"]["primary->dr"]["reverseHeartbeats"] = True
+    problem = problem_at(external, key)
+    assert "'reader'" in problem.message and "WRITE and CREATE on heartbeats" in problem.message
+    assert "Remove reverseHeartbeats" in problem.fix
+
+    no_override = dev_config()
+    no_override["workerGroups"]["mm2"]["workerConfig"] = {"connector.client.config.override.policy": "None"}
+    no_override["flows"]["primary->dr"]["reverseHeartbeats"] = True
+    assert "producer.override" in problem_at(no_override, key).message
+
+    not_bool = dev_config()
+    not_bool["flows"]["primary->dr"]["reverseHeartbeats"] = "sometimes"
+    problem_at(not_bool, key)

@@ -41,3 +41,15 @@ def test_external_worker_group_needs_a_url() -> None:
     problem_at(config, "mm2:workerGroups.mm2.url")
     config["workerGroups"]["mm2"] = {"cluster": "dr", "url": "http://connect.dr:8083"}
     assert parse_topology(config).worker_groups["mm2"].url == "http://connect.dr:8083"
+
+
+def test_restarts_is_rolling_or_all_at_once() -> None:
+    from components.topology.model import RestartMode
+
+    config = dev_config()
+    assert parse_topology(config).worker_groups["mm2"].restarts is None
+    config["workerGroups"]["mm2"]["restarts"] = "all-at-once"
+    assert parse_topology(config).worker_groups["mm2"].restarts is RestartMode.ALL_AT_ONCE
+    config["workerGroups"]["mm2"]["restarts"] = "sometimes"
+    problem = problem_at(config, "mm2:workerGroups.mm2.restarts")
+    assert "rolling, all-at-once" in problem.fix

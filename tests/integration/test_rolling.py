@@ -1,0 +1,181 @@
+"""Rolling restarts and reverse heartbeats on real processes (one shared copy of the dev stack, its
+flow with `reverseHeartbeats: true`).
+
+- Reverse heartbeats, keyed (dr, primary), arrive in `heartbeats` on the flow's source cluster.
+- A worker-config change under a steady stream restarts the group's two workers one at a time:
+  at every sampled moment at least one worker answers on REST, both workers did restart (new
+  pids), and the Spark stage finds nothing lost (its heartbeat check covers the reverse ones too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from components.mm2_records import RecordFormatError, decode_heartbeat
+from components.platform.local import process as proc
+from components.platform.local.layout import process_marker, worker_path
+from tests.integration.harness import (
+    ROOT,
+    TestStack,
+    connect_auth,
+    dev_config_with_free_ports,
+    kafka_conf,
+    running,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+FLOW = "primary->dr"
+GROUP = "mm2"
+WAIT_S = 240
+SPARK_ARGS = ("--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4", "--latency-window", "1")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestStack]:
+    config = dev_config_with_free_ports()
+    config["config"]["mm2:flows"][FLOW]["reverseHeartbeats"] = True
+    with running(tmp_path_factory.mktemp("rolling"), config) as s:
+        yield s
+
+
+def _reverse_heartbeat_seen(out: dict[str, Any]) -> bool:
+    """True when `heartbeats` on primary holds a heartbeat from (dr, primary)."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        kafka_conf(out, "primary", **{"group.id": f"itest-rhb-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})
+    )
+    consumer.subscribe(["heartbeats"])
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None or msg.error() is not None:
+                continue
+            try:
+                hb = decode_heartbeat(msg.key() or b"", msg.value() or b"")
+            except RecordFormatError:
+                continue
+            if (hb.source_alias, hb.target_alias) == ("dr", "primary"):
+                return True
+    finally:
+        consumer.close()
+    return False
+
+
+def test_reverse_heartbeats_arrive_on_the_source(stack: TestStack) -> None:
+    out = stack.outputs()
+    reverse = out["flows"][FLOW]["reverseHeartbeats"]
+    assert reverse == {"connector": "mm2-primary-to-dr-reverse-heartbeat", "cluster": "primary", "topic": "heartbeats"}
+    assert out["flows"][FLOW]["states"][reverse["connector"]] == "RUNNING"
+    wait_until(lambda: _reverse_heartbeat_seen(out), WAIT_S, "a (dr, primary) heartbeat in heartbeats on primary")
+
+
+def _stream(out: dict[str, Any], stop: threading.Event, rate: float, acked: list[int]) -> None:
+    """`rate` records/s into orders on primary until `stop`; counts what the broker acknowledged."""
+    from confluent_kafka import Producer
+
+    producer = Producer(kafka_conf(out, "primary", **{"enable.idempotence": True, "linger.ms": 5}))
+    started, sent = time.monotonic(), 0
+    while not stop.is_set():
+        producer.produce("orders", key=f"roll-{sent:07d}".encode(), value=b"x" * 50, on_delivery=lambda e, _m: None)
+        sent += 1
+        ahead = sent / rate - (time.monotonic() - started)
+        producer.poll(0)
+        if ahead > 0:  # poll(timeout) returns at the first delivery report: it cannot pace
+            time.sleep(ahead)
+    assert producer.flush(60) == 0, "the stream's producer could not flush within 60s"
+    acked.append(sent)
+
+
+def sample_workers(
+    urls: list[str], auth: tuple[str, str] | None, stop: threading.Event, samples: list[list[bool]]
+) -> None:
+    """Every 0.2 s until `stop`: which workers answer `GET /` (2 s bound each)."""
+    with httpx.Client(timeout=2, auth=auth) as http:
+        while not stop.is_set():
+            row = []
+            for url in urls:
+                try:
+                    row.append(http.get(f"{url}/").status_code == 200)
+                except httpx.HTTPError:
+                    row.append(False)
+            samples.append(row)
+            time.sleep(0.2)
+
+
+def spark_report(out: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    """The Spark stage on the stack's outputs (a 0600 file, removed afterwards); its JSON report."""
+    outputs, report = tmp / "outputs.json", tmp / "report.json"
+    fd = os.open(outputs, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(out, fh)
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "spark.validate", "--outputs", str(outputs), "--report", str(report), *SPARK_ARGS],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    finally:
+        outputs.unlink(missing_ok=True)
+    assert report.exists(), f"the Spark stage wrote no report (exit {run.returncode}):\n{run.stderr[-3000:]}"
+    return json.loads(report.read_text())
+
+
+def test_rolling_worker_restart_keeps_a_worker_up_and_loses_nothing(stack: TestStack, tmp_path: Path) -> None:
+    out = stack.outputs()
+    port = int(stack.config["config"]["mm2:workerGroups"][GROUP]["restPort"])
+    urls = [f"http://127.0.0.1:{port + i}" for i in range(2)]
+    markers = [process_marker(stack.name, worker_path(GROUP, i)) for i in range(2)]
+    pids_before = [proc.find_pids(m) for m in markers]
+    stack.config["config"]["mm2:workerGroups"][GROUP]["workerConfig"] = {"offset.flush.interval.ms": "2000"}
+    stack.write_config()
+
+    stop, acked, samples = threading.Event(), [], []
+    threads = [
+        threading.Thread(target=_stream, args=(out, stop, 200.0, acked)),
+        threading.Thread(target=sample_workers, args=(urls, connect_auth(out, GROUP), stop, samples)),
+    ]
+    for t in threads:
+        t.start()
+    try:
+        up = stack.pulumi("up", "--yes", "--skip-preview", check=False)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(90)
+    assert up.returncode == 0, f"pulumi up failed:\n{up.stdout[-4000:]}\n{up.stderr[-2000:]}"
+    pids_after = [proc.find_pids(m) for m in markers]
+    assert all(a and a != b for a, b in zip(pids_after, pids_before, strict=True)), (
+        f"both workers should have restarted: pids {pids_before} -> {pids_after}"
+    )
+    down = [i for i, row in enumerate(samples) if not any(row)]
+    partial = sum(1 for row in samples if not all(row))
+    print(f"\n[rolling] {len(samples)} samples, {partial} with one worker down, {len(down)} with none up")
+    assert partial > 0, "no sample caught a worker restarting: the sampling proves nothing"
+    assert down == [], f"no worker answered at {len(down)} sampled moment(s), first at sample {down[0]}"
+    assert acked and acked[0] > 0
+
+    report = spark_report(stack.outputs(), tmp_path)
+    flow = report["flows"][FLOW]
+    incomplete = {t: v["checks"]["completeness"] for t, v in flow["topics"].items() if "completeness" in v["checks"]}
+    assert incomplete and all(c["status"] == "pass" for c in incomplete.values()), json.dumps(incomplete, indent=1)
+    heartbeats = flow["checks"]["heartbeats"]
+    assert heartbeats["status"] == "pass" and "reverse heartbeat" in heartbeats["detail"], heartbeats

@@ -1,0 +1,110 @@
+"""components/platform/local/rolling.py and process.restart_turn: one process of a group restarts at
+a time, and keeps its turn until it is back."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.platform.local import process as proc
+from components.platform.local import rolling
+from components.platform.local.provider import ProcessProvider
+
+
+def test_restart_turns_of_one_group_exclude_each_other_across_threads(tmp_path: Path) -> None:
+    inside: list[int] = []
+    overlaps: list[int] = []
+
+    def restart(index: int) -> None:
+        with proc.restart_turn(str(tmp_path), f"worker {index}", timeout_s=30, poll_s=0.01):
+            inside.append(index)
+            if len(inside) > 1:
+                overlaps.append(index)
+            time.sleep(0.1)
+            inside.remove(index)
+
+    threads = [threading.Thread(target=restart, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert overlaps == []
+    assert list(tmp_path.iterdir()) == []  # no lock file left for destroy to trip on
+
+
+def test_a_turn_not_given_in_time_fails_naming_the_component(tmp_path: Path) -> None:
+    with (
+        proc.restart_turn(str(tmp_path), "worker 0", timeout_s=5),
+        pytest.raises(proc.ProcessError, match="worker 1: another process of its group"),
+        proc.restart_turn(str(tmp_path), "worker 1", timeout_s=0.2, poll_s=0.05),
+    ):
+        pass
+
+
+def _news(tmp_path: Path, url: str) -> dict[str, Any]:
+    return {
+        "component": f"worker at {url}",
+        "ready": {"kind": "connect", "url": url, "auth": None},
+        "rolling": {"lock": str(tmp_path), "processes": 2},
+        "timeout_seconds": 10,
+    }
+
+
+def test_the_next_worker_stops_only_after_the_previous_one_is_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[str] = []
+    back: dict[str, bool] = {}
+
+    def status(ready: dict[str, Any]) -> dict[str, Any] | None:
+        worker = ready["url"].split("://")[1]
+        if not back.get(worker):
+            # Just restarted: its tasks are still unassigned for a few polls.
+            back[worker] = len([e for e in events if e == f"checked {worker}"]) >= 2
+            events.append(f"checked {worker}")
+        state = "RUNNING" if back.get(worker, True) else "UNASSIGNED"
+        return {"src": {"connector": {"state": "RUNNING", "worker_id": worker}, "tasks": [
+            {"id": 0, "state": state, "worker_id": worker}]}}  # fmt: skip
+
+    monkeypatch.setattr(rolling, "_connect_status", status)
+    monkeypatch.setattr(rolling, "POLL_S", 0.01)
+
+    def update(worker: str) -> None:
+        def restart() -> dict[str, Any]:
+            events.append(f"stop {worker}")
+            back[worker] = False
+            events.append(f"started {worker}")
+            return {"pid": 1}
+
+        rolling.rolling_update(_news(tmp_path, f"http://{worker}"), restart)
+        events.append(f"back {worker}")
+
+    threads = [threading.Thread(target=update, args=(w,)) for w in ("w0", "w1")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    order = [e for e in events if not e.startswith("checked")]
+    first = order[0].split()[1]
+    second = "w1" if first == "w0" else "w0"
+    assert order == [f"stop {first}", f"started {first}", f"back {first}", f"stop {second}", f"started {second}",
+                     f"back {second}"]  # fmt: skip
+
+
+def test_a_worker_that_does_not_come_back_fails_the_update_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rolling, "_connect_status", lambda ready: None)
+    monkeypatch.setattr(rolling, "SETTLE_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(rolling, "POLL_S", 0.01)
+    with pytest.raises(proc.ProcessError, match=r"not back after 0s .*does not list its group's connectors"):
+        rolling.rolling_update(_news(tmp_path, "http://w0"), lambda: {"pid": 1})
+
+
+def test_how_a_process_restarts_is_not_itself_a_reason_to_restart_it() -> None:
+    base = {"marker": "m", "run_dir": "/r", "properties": {"a": "1"}, "rolling": None}
+    assert ProcessProvider().diff("m", base, {**base, "rolling": {"lock": "/r", "processes": 2}}).changes is False
