@@ -88,10 +88,7 @@ def _failed_section(failed: Iterable[Any]) -> str:
 def _toc(flows: Mapping[str, Any]) -> str:
     if not flows:
         return _no_data("this report has no flows")
-    items = "".join(
-        f'<li><a href="#{_anchor(n)}">{_e(n)}</a> {_badges(_mapping(_mapping(f).get("checks")))}</li>'
-        for n, f in flows.items()
-    )
+    items = "".join(f'<li><a href="#{_anchor(n)}">{_e(n)}</a> {_badges(_mapping(f))}</li>' for n, f in flows.items())
     return f'<nav><h2>Flows</h2><ul class="toc">{items}</ul></nav>'
 
 
@@ -333,10 +330,16 @@ def _has_finding(row: Mapping[str, Any]) -> bool:
     return src is not None and tgt is not None and src != tgt
 
 
-def _badges(checks: Mapping[str, Any]) -> str:
-    statuses = [str(_mapping(c).get("status")) for c in checks.values()]
+def _badges(flow: Mapping[str, Any]) -> str:
+    """Counts of the flow's check statuses, its topics' checks included."""
+    checks = list(_mapping(flow.get("checks")).values())
+    for t in _mapping(flow.get("topics")).values():
+        checks += list(_mapping(_mapping(t).get("checks")).values())
+    statuses = [str(_mapping(c).get("status")) for c in checks]
     return " ".join(
-        f'<span class="badge {s}">{statuses.count(s)} {s}</span>' for s in ("fail", "warn", "pass") if s in statuses
+        f'<span class="badge {s}">{statuses.count(s)} {s}</span>'
+        for s in ("fail", "warn", "pass", "skip")
+        if s in statuses
     )
 
 
@@ -376,7 +379,7 @@ th {{ background: #f4f4f4; }} table.partitions td {{ text-align: right; font-var
 tr.pass .status {{ color: #1a7f37; }} tr.fail {{ background: #ffebe9; }} tr.fail .status {{ color: #cf222e; }}
 tr.warn {{ background: #fff8c5; }} tr.skip .status {{ color: #777; }} tr.finding td {{ background: #fff1e5; }}
 .badge {{ border-radius: .8em; padding: 0 .5em; font-size: .85em; }} .badge.pass {{ background: #dafbe1; }}
-.badge.fail {{ background: #ffcecb; }} .badge.warn {{ background: #fff8c5; }}
+.badge.fail {{ background: #ffcecb; }} .badge.warn {{ background: #fff8c5; }} .badge.skip {{ background: #eee; }}
 .no-data {{ color: #777; font-style: italic; }} .plots {{ display: flex; flex-wrap: wrap; gap: 1em; }}
 figure {{ margin: 0; }} figure img {{ max-width: 100%; border: 1px solid #eee; }}
 figcaption {{ font-size: .9em; color: #555; }} .filter {{ font-size: .9em; color: #555; }}
