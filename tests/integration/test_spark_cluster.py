@@ -177,4 +177,6 @@ def test_cluster_and_local_give_the_same_verdicts(cluster: Standalone, stack: Te
     assert len(apps) == 1, cluster.state().get("completedapps")
     for work_dir in cluster.work_dirs:
         assert list(work_dir.glob(f"{apps[0]['id']}/*/stderr")), f"no executor of {apps[0]['id']} in {work_dir}"
-    assert (tmp_path / "cluster.html").exists() and (tmp_path / "local.html").exists()
+    pages = {name: (tmp_path / f"{name}.html").stat().st_size for name in ("cluster", "local")}
+    print(f"[spark cluster] HTML reports (bytes): {pages}")
+    assert min(pages.values()) > 10_000
