@@ -7,6 +7,7 @@ at-least-once), skip (could not be evaluated and says why).
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -104,8 +105,26 @@ class Report:
         }
 
     def write(self, path: Path) -> None:
+        """The JSON report at `path` and the HTML page beside it (`path.with_suffix('.html')`).
+
+        The verdict lives in the JSON and the exit code; a page that cannot be drawn (a plotting
+        library missing or failing) is reported on stderr and does not change either.
+        """
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=False, default=_json_default) + "\n")
+        data = self.to_dict()
+        path.write_text(json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n")
+        html_path = path.with_suffix(".html")
+        try:
+            from spark.html_report import write_html
+
+            write_html(json.loads(path.read_text()), html_path)
+        except Exception as exc:  # the page is a view of the JSON; never lose the verdict over it
+            html_path.unlink(missing_ok=True)
+            print(
+                f"[validate] HTML report not written ({type(exc).__name__}: {exc}); the JSON report {path} is "
+                "complete. Fix: bin/bootstrap installs matplotlib from requirements.lock",
+                file=sys.stderr,
+            )
 
 
 def _json_default(o: Any) -> Any:
