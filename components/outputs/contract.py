@@ -88,6 +88,9 @@ class FlowExport:
     name_preserving: bool = False  # IdentityReplicationPolicy: remote names equal source names
     offset_syncs_cluster: str = ""  # alias of the cluster holding the offset-syncs topic
     enabled: bool = True
+    # SMT aliases the source connector applies to records (empty when none): a transformed
+    # flow's records differ from the source's, so record-level checks do not apply.
+    transforms: tuple[str, ...] = ()
 
     @property
     def replicated_heartbeats_topic(self) -> str:
@@ -120,6 +123,7 @@ class FlowExport:
             "namePreserving": self.name_preserving,
             "offsetSyncsCluster": self.offset_syncs_cluster,
             "enabled": self.enabled,
+            "transforms": list(self.transforms),
         }
 
 
@@ -243,6 +247,7 @@ def _flow(name: str, raw: Any, clusters: Mapping[str, Any], problems: list[str])
             str(raw["offsetSyncsTopic"]), source, target, sep, raw.get("offsetSyncsCluster")
         ),
         enabled=raw.get("enabled") is not False,
+        transforms=tuple(str(a) for a in raw.get("transforms") or ()),
     )
 
 

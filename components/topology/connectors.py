@@ -37,7 +37,7 @@ from components.topology.model import (
     WorkerGroup,
     frozen_map,
 )
-from components.topology.settings import ROLE_SETTINGS
+from components.topology.settings import KNOWN_SETTINGS, ROLE_SETTINGS
 
 BYTE_ARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
 CONNECTOR_CLASSES: dict[ConnectorRole, str] = {
@@ -194,6 +194,34 @@ def flow_tasks_max(topology: Topology, flow: Flow) -> int:
     return min(partitions, MAX_TASKS_PER_WORKER * workers)
 
 
+EXACTLY_ONCE_PREPARING = "preparing"
+EXACTLY_ONCE_ENABLED = "enabled"
+
+
+def exactly_once_active(topology: Topology, flow: Flow) -> bool:
+    """An exactly-once flow whose workers are past the `preparing` step of the rollout."""
+    group = topology.worker_groups[flow.worker_group]
+    return flow.exactly_once and group.exactly_once_stage != EXACTLY_ONCE_PREPARING
+
+
+def routed_settings(flow: Flow, role: ConnectorRole) -> dict[str, str]:
+    """The flow's settings that `role`'s connector receives: catalogue keys where MM2 reads them,
+    keys outside the catalogue (transforms, predicates, any key Connect's validation accepts) on
+    the source connector, then `connectorSettings.<role>`."""
+    routed = {
+        k: v
+        for k, v in flow.settings.items()
+        if k in ROLE_SETTINGS[role] or (role is ConnectorRole.SOURCE and k not in KNOWN_SETTINGS)
+    }
+    routed.update(flow.role_settings.get(role, {}))
+    return routed
+
+
+def transform_aliases(config: Mapping[str, str]) -> tuple[str, ...]:
+    """The SMT aliases a connector config applies to records, in order (empty when none)."""
+    return tuple(a.strip() for a in config.get("transforms", "").split(",") if a.strip())
+
+
 def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     group: WorkerGroup = topology.worker_groups[flow.worker_group]
     source = topology.clusters[flow.source]
@@ -240,7 +268,7 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
         # MirrorHeartbeatConnector only ever runs one task.
         ConnectorRole.HEARTBEAT: {"tasks.max": "1"},
     }
-    if flow.exactly_once:
+    if exactly_once_active(topology, flow):
         per_role[ConnectorRole.SOURCE].update(
             {
                 "exactly.once.support": "required",
@@ -257,7 +285,7 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
             # Tuning first: cluster client overrides (in common) and settings win over it.
             **(TUNED_SOURCE_CLIENT if role is ConnectorRole.SOURCE else {}),
             **common,
-            **{k: v for k, v in flow.settings.items() if k in ROLE_SETTINGS[role]},
+            **routed_settings(flow, role),
             **per_role[role],
             "name": name,
             "connector.class": CONNECTOR_CLASSES[role],

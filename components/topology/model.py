@@ -182,6 +182,10 @@ class WorkerGroup:
     rest_password: SecretRef | None = None
     # HTTPS for the REST API, with a certificate from the stack's CA (local platform).
     rest_tls: bool = False
+    # Derived at deploy time from the running workers (connect_group.with_exactly_once_stages):
+    # "preparing" while an existing group takes the first step of Connect's two-step
+    # exactly-once rollout; None means "enabled" whenever a flow on the group is exactly-once.
+    exactly_once_stage: str | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +217,9 @@ class Flow:
     exactly_once: bool = False
     # Desired state per connector role (source, checkpoint, heartbeat); a missing role runs.
     connector_states: Mapping[ConnectorRole, ConnectorState] = field(default_factory=lambda: MappingProxyType({}))
+    # `connectorSettings.<role>`: keys outside the settings catalogue for one connector only
+    # (checked by Connect's validation at preview); applied over the routed `settings`.
+    role_settings: Mapping[ConnectorRole, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def name(self) -> str:

@@ -20,6 +20,7 @@ from components.topology.parse.mm2_settings import (
     MM2_TOPICS_EXCLUDE_DEFAULT,
     Level,
     merge_levels,
+    parse_connector_settings,
     parse_patterns,
     parse_policy,
     parse_settings,
@@ -41,6 +42,7 @@ FLOW_FIELDS = (
     "exactlyOnce",
     "state",
     "connectorStates",
+    "connectorSettings",
 )
 # Roles as `connectorStates` keys spell them (raw config keys are plain strings).
 ROLE_NAMES: tuple[str, ...] = tuple(role.value for role in ConnectorRole)
@@ -89,6 +91,9 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
     states = parse_connector_states(problems, mapping, where)
     group_name, group_ok = _worker_group(problems, mapping, where, target, declared)
     merged = _merged_settings(problems, mapping, where, source, target, switches, declared)
+    role_settings = parse_connector_settings(problems, mapping.get("connectorSettings"), f"{where}.connectorSettings")
+    if switches.exactly_once:
+        exactly_once_problems(problems, where, merged, declared.clusters.get(target))
     if (
         not (ok and group_ok)
         or switches.enabled is None
@@ -114,6 +119,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         tasks_max=switches.tasks_max,
         exactly_once=switches.exactly_once,
         connector_states=MappingProxyType(states),
+        role_settings=MappingProxyType({role: frozen_map(v) for role, v in role_settings.items()}),
     )
 
 
@@ -263,6 +269,31 @@ def _merged_settings(
                 "Remove the override (exactlyOnce sets read_committed) or set exactlyOnce: false.",
             )
     return merged
+
+
+def exactly_once_problems(problems: Problems, where: str, merged: Mapping[str, str], target: Cluster | None) -> None:
+    """Settings that make an exactly-once flow impossible: its source connector's producer
+    writes records and offsets in one transaction, which needs idempotence and acks=all."""
+    idempotence = merged.get("producer.override.enable.idempotence", "true").lower()
+    if idempotence == "false":
+        problems.add(
+            f"{where}.settings" + quoted("producer.override.enable.idempotence"),
+            "an exactly-once flow writes through a transactional producer, which needs idempotence; this turns it off.",
+            "Remove the key (exactlyOnce needs the default, true) or set exactlyOnce: false.",
+        )
+    client = dict(target.client) if target is not None else {}
+    for key, bad, need in (
+        ("producer.enable.idempotence", ("false",), "true"),
+        ("producer.acks", ("0", "1"), "all"),
+    ):
+        value = client.get(key, "").strip().lower()
+        if value in bad:
+            problems.add(
+                path("clusters", target.alias if target else "?", "client") + quoted(key),
+                f"exactly-once flow {where.rsplit('.', 1)[-1]} writes to this cluster transactionally, "
+                f"which needs {key.split('.', 1)[1]}={need}; got {value!r}.",
+                f"Remove the override (or set {need}), or set exactlyOnce: false on the flow.",
+            )
 
 
 def parse_connector_states(

@@ -22,10 +22,13 @@ from components.topology import (
 from components.topology.connectors import (
     MAX_TASKS_PER_WORKER,
     TUNED_SOURCE_CLIENT,
+    exactly_once_active,
     flow_tasks_max,
     replicated_partitions,
+    transform_aliases,
 )
 from components.topology.model import Flow, PolicyKind, frozen_map
+from components.topology.runtime_config import with_exactly_once_stage
 from tests.unit.topology.helpers import dev_config
 
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
@@ -407,3 +410,36 @@ def test_tasks_max_is_one_per_worker_when_no_topic_is_declared() -> None:
 def test_explicit_tasks_max_wins_over_the_derived_value() -> None:
     topology = parse_topology(dev_config())  # tasksMax: 3
     assert flow_connectors(topology, topology.flows[0]).source.config["tasks.max"] == "3"
+
+
+def test_pass_through_settings_reach_the_source_connector_and_role_settings_their_role() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["settings"] = {
+        "transforms": "dropTest, route",
+        "transforms.dropTest.type": "org.apache.kafka.connect.transforms.Filter",
+        "use.incremental.alter.configs": "never",
+        "sync.group.offsets.interval.seconds": "7",
+    }
+    config["flows"]["primary->dr"]["connectorSettings"] = {"heartbeat": {"transforms": "tag"}}
+    topology = parse_topology(config)
+    specs = flow_connectors(topology, topology.flows[0])
+    assert specs.source.config["transforms.dropTest.type"] == "org.apache.kafka.connect.transforms.Filter"
+    assert specs.source.config["use.incremental.alter.configs"] == "never"
+    assert "sync.group.offsets.interval.seconds" not in specs.source.config
+    assert specs.checkpoint.config["sync.group.offsets.interval.seconds"] == "7"
+    assert "transforms" not in specs.checkpoint.config
+    assert specs.heartbeat.config["transforms"] == "tag"
+    assert transform_aliases(specs.source.config) == ("dropTest", "route")
+    assert transform_aliases(specs.checkpoint.config) == ()
+
+
+def test_exactly_once_waits_for_the_preparing_step_of_the_rollout() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    topology = with_exactly_once_stage(parse_topology(config), "mm2", "preparing")
+    flow = topology.flows[0]
+    assert not exactly_once_active(topology, flow)
+    assert "exactly.once.support" not in flow_connectors(topology, flow).source.config
+    enabled = with_exactly_once_stage(topology, "mm2", "enabled")
+    assert exactly_once_active(enabled, flow)
+    assert flow_connectors(enabled, flow).source.config["exactly.once.support"] == "required"
