@@ -246,9 +246,12 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     # target's MM2 user: otherwise it would write as the worker, whose rights (least privilege)
     # end at the group's storage topics.
     if needs_producer_override(topology, flow):
-        common.update(_prefixed("producer.override.", client_properties(target, secrets)))
+        to_target = client_properties(target, secrets)
     elif target.security.protocol is not SecurityProtocol.PLAINTEXT:
-        common.update(_prefixed("producer.override.", security_properties(target.security, secrets)))
+        to_target = security_properties(target.security, secrets)
+    else:
+        to_target = {}
+    common.update(_prefixed("producer.override.", to_target))
     common.update(
         {f"producer.override.{k[len('producer.') :]}": v for k, v in target.client.items() if k.startswith("producer.")}
     )
@@ -275,6 +278,12 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
                 "transaction.boundary": "poll",
                 # MM2 supports exactly-once only when it skips aborted source records.
                 "source.consumer.isolation.level": "read_committed",
+                # The worker fences zombie task producers with the connector's admin client and
+                # reads its offsets back with the connector's consumer: both must reach the
+                # target as the producer does (Worker.adminConfigs / baseConsumerConfigs start
+                # from the worker's own cluster and user).
+                **_prefixed("admin.override.", to_target),
+                **_prefixed("consumer.override.", to_target),
             }
         )
 

@@ -32,6 +32,7 @@ from components.topology.connectors import (
 from components.topology.model import (
     ADMIN_USER,
     Cluster,
+    ConnectorRole,
     Flow,
     Platform,
     PolicyKind,
@@ -343,17 +344,36 @@ def flow_acls(topology: Topology, flow: Flow) -> dict[str, set[Acl]]:
         if _acl_sync(flow):
             grants |= _grant(dst_user, cluster_res, AclResource.CLUSTER, (AclOperation.DESCRIBE, AclOperation.ALTER))
         if flow.exactly_once:
-            group = topology.worker_groups[flow.worker_group]
-            # Transactional task producers: ids `<group.id>-<connector>-<task>`, and the
-            # source offsets they write into the worker group's offsets topic.
-            txn = ((f"{group.group_id}-{connector_name(flow, 'source')}", AclPattern.PREFIXED),)
-            grants |= _grant(dst_user, txn, AclResource.TRANSACTIONAL_ID, (AclOperation.WRITE, AclOperation.DESCRIBE))
-            grants |= _grant(dst_user, cluster_res, AclResource.CLUSTER, (AclOperation.IDEMPOTENT_WRITE,))
-            if group.cluster == flow.target:
-                offsets = ((group.offset_topic, AclPattern.LITERAL),)
-                grants |= _grant(dst_user, offsets, AclResource.TOPIC, (AclOperation.WRITE, AclOperation.DESCRIBE))
+            grants |= _exactly_once_grants(topology, flow, dst_user)
         acls.setdefault(flow.target, set()).update(grants)
     return acls
+
+
+def _exactly_once_grants(topology: Topology, flow: Flow, principal: str) -> set[Acl]:
+    """What an exactly-once source connector's MM2 user needs on the target (Kafka's "ACL
+    requirements" for exactly-once source connectors, KIP-618): its task producers'
+    transactional ids `<group.id>-<connector>-<task>` (WRITE, DESCRIBE; the leader fences
+    zombies through the connector's admin client, which is this user too), idempotent writes,
+    and the offsets topic its transactions write: the worker group's global one when the
+    target holds it, else a connector-specific topic of that name on the target (created by
+    the worker as this user, and read back)."""
+    group = topology.worker_groups[flow.worker_group]
+    txn = ((f"{group.group_id}-{connector_name(flow, ConnectorRole.SOURCE)}-", AclPattern.PREFIXED),)
+    grants = _grant(principal, txn, AclResource.TRANSACTIONAL_ID, (AclOperation.WRITE, AclOperation.DESCRIBE))
+    cluster_res = ((CLUSTER_RESOURCE_NAME, AclPattern.LITERAL),)
+    grants |= _grant(principal, cluster_res, AclResource.CLUSTER, (AclOperation.IDEMPOTENT_WRITE,))
+    offsets = ((group.offset_topic, AclPattern.LITERAL),)
+    if group.cluster == flow.target:
+        grants |= _grant(principal, offsets, AclResource.TOPIC, (AclOperation.WRITE, AclOperation.DESCRIBE))
+    else:
+        grants |= _grant(principal, offsets, AclResource.TOPIC, _OWN_TOPIC)
+    return grants
+
+
+def exactly_once_worker_transactional_id(group: WorkerGroup) -> str:
+    """The transactional id of the group leader's config-topic producer (Connect's
+    DistributedConfig.transactionalProducerId): `connect-cluster-<group.id>`."""
+    return f"connect-cluster-{group.group_id}"
 
 
 def worker_acls(topology: Topology, group: WorkerGroup) -> set[Acl]:
@@ -371,8 +391,8 @@ def worker_acls(topology: Topology, group: WorkerGroup) -> set[Acl]:
         (AclOperation.READ, AclOperation.DESCRIBE),
     )
     if any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name):
-        # The config topic is written transactionally with exactly-once source support.
-        txn = ((group.group_id, AclPattern.PREFIXED),)
+        # From `preparing` on, the leader writes the config topic in transactions.
+        txn = ((exactly_once_worker_transactional_id(group), AclPattern.LITERAL),)
         grants |= _grant(principal, txn, AclResource.TRANSACTIONAL_ID, (AclOperation.WRITE, AclOperation.DESCRIBE))
         grants |= _grant(
             principal,
@@ -458,6 +478,7 @@ __all__ = [
     "admin_password",
     "cluster_acls",
     "cluster_users",
+    "exactly_once_worker_transactional_id",
     "flow_acls",
     "flow_secret_keys",
     "generated_secret_keys",

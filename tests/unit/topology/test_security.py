@@ -205,3 +205,31 @@ def test_admin_may_not_be_the_mm2_user() -> None:
 
 def test_render_secrets_escapes_properties_syntax() -> None:
     assert render_secrets({"b.key": "p=w:1", "a key": " lead"}) == "a\\ key=\\ lead\nb.key=p=w:1\n"
+
+
+def test_exactly_once_grants_the_transactional_rights_kip_618_lists() -> None:
+    config = secure_config()
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    topology = parse_topology(config)
+    txn = AclResource.TRANSACTIONAL_ID
+    mm2_dr = flow_acls(topology, topology.flows[0])["dr"]
+    # Task producers `<group.id>-<connector>-<task>` (and fencing them), idempotence, and the
+    # worker group's offsets topic (on dr, the group's own cluster) written in the transaction.
+    assert {(a.name, a.pattern, a.operation) for a in mm2_dr if a.resource is txn} == {
+        ("mm2-mm2-mm2-primary-to-dr-source-", PRE, W),
+        ("mm2-mm2-mm2-primary-to-dr-source-", PRE, D),
+    }
+    assert cluster("User:mm2", AclOperation.IDEMPOTENT_WRITE) <= mm2_dr
+    assert topic("User:mm2", "mm2-mm2-offsets", LIT, W, D) <= mm2_dr
+    # The source side needs nothing transactional: it is read with read_committed.
+    assert not [a for a in flow_acls(topology, topology.flows[0])["primary"] if a.resource is txn]
+    worker = worker_acls(topology, topology.worker_groups["mm2"])
+    assert {(a.name, a.pattern, a.operation) for a in worker if a.resource is txn} == {
+        ("connect-cluster-mm2-mm2", LIT, W),
+        ("connect-cluster-mm2-mm2", LIT, D),
+    }
+
+
+def test_at_least_once_flows_grant_nothing_transactional() -> None:
+    topology = parse_topology(secure_config())
+    assert not [a for a in cluster_acls(topology, "dr") if a.resource is AclResource.TRANSACTIONAL_ID]

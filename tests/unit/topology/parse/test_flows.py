@@ -109,3 +109,29 @@ def test_unknown_connector_state_and_role_name_the_key_and_the_choices() -> None
     assert "'halted'" in state.message and "running, paused, stopped" in state.message
     role = problem_at(config, "mm2:flows.primary->dr.connectorStates.sink")
     assert "source, checkpoint, heartbeat" in role.fix
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value", "expected"),
+    [
+        ("flow", "producer.override.enable.idempotence", "false", "needs idempotence"),
+        ("target", "producer.enable.idempotence", "false", "needs enable.idempotence=true"),
+        ("target", "producer.acks", "1", "needs acks=all"),
+    ],
+)
+def test_exactly_once_refuses_settings_that_rule_out_transactions(
+    where: str, key: str, value: str, expected: str
+) -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    if where == "flow":
+        config["flows"]["primary->dr"]["settings"] = {key: value}
+        at = f'{FLOW}.settings["{key}"]'
+    else:
+        config["clusters"]["dr"]["client"] = {key: value}
+        at = f'mm2:clusters.dr.client["{key}"]'
+    problem = problem_at(config, at)
+    assert expected in problem.message
+    assert "exactlyOnce: false" in problem.fix
+    del config["flows"]["primary->dr"]["exactlyOnce"]
+    parse_topology(config)  # fine without exactly-once
