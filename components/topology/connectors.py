@@ -222,6 +222,31 @@ def transform_aliases(config: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(a.strip() for a in config.get("transforms", "").split(",") if a.strip())
 
 
+def _target_client(topology: Topology, flow: Flow, target: Cluster, secrets: str) -> dict[str, str]:
+    """How the connectors' framework clients reach the target: its address when the workers
+    live elsewhere, its MM2 credentials when it is secured."""
+    if needs_producer_override(topology, flow):
+        return client_properties(target, secrets)
+    if target.security.protocol is not SecurityProtocol.PLAINTEXT:
+        return security_properties(target.security, secrets)
+    return {}
+
+
+def _exactly_once_source(to_target: Mapping[str, str]) -> dict[str, str]:
+    return {
+        "exactly.once.support": "required",
+        "transaction.boundary": "poll",
+        # MM2 supports exactly-once only when it skips aborted source records.
+        "source.consumer.isolation.level": "read_committed",
+        # The worker fences zombie task producers with the connector's admin client and reads
+        # its offsets back with the connector's consumer: both must reach the target as the
+        # producer does (Worker.adminConfigs / baseConsumerConfigs start from the worker's own
+        # cluster and user).
+        **_prefixed("admin.override.", to_target),
+        **_prefixed("consumer.override.", to_target),
+    }
+
+
 def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     group: WorkerGroup = topology.worker_groups[flow.worker_group]
     source = topology.clusters[flow.source]
@@ -245,12 +270,7 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     # The framework producer writes every connector's records; aim it at the target, as the
     # target's MM2 user: otherwise it would write as the worker, whose rights (least privilege)
     # end at the group's storage topics.
-    if needs_producer_override(topology, flow):
-        to_target = client_properties(target, secrets)
-    elif target.security.protocol is not SecurityProtocol.PLAINTEXT:
-        to_target = security_properties(target.security, secrets)
-    else:
-        to_target = {}
+    to_target = _target_client(topology, flow, target, secrets)
     common.update(_prefixed("producer.override.", to_target))
     common.update(
         {f"producer.override.{k[len('producer.') :]}": v for k, v in target.client.items() if k.startswith("producer.")}
@@ -272,20 +292,7 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
         ConnectorRole.HEARTBEAT: {"tasks.max": "1"},
     }
     if exactly_once_active(topology, flow):
-        per_role[ConnectorRole.SOURCE].update(
-            {
-                "exactly.once.support": "required",
-                "transaction.boundary": "poll",
-                # MM2 supports exactly-once only when it skips aborted source records.
-                "source.consumer.isolation.level": "read_committed",
-                # The worker fences zombie task producers with the connector's admin client and
-                # reads its offsets back with the connector's consumer: both must reach the
-                # target as the producer does (Worker.adminConfigs / baseConsumerConfigs start
-                # from the worker's own cluster and user).
-                **_prefixed("admin.override.", to_target),
-                **_prefixed("consumer.override.", to_target),
-            }
-        )
+        per_role[ConnectorRole.SOURCE].update(_exactly_once_source(to_target))
 
     specs: dict[ConnectorRole, ConnectorSpec] = {}
     for role in ConnectorRole:
