@@ -10,6 +10,7 @@ class that is not installed is named with what the workers do have (`GET /connec
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,9 @@ DYNAMIC_PREFIXES: tuple[str, ...] = (
     "admin.override.",
 )
 _PLUGIN_KINDS = {"transforms": "transformation", "predicates": "predicate"}
+# MirrorSourceConnector declares exactly-once support from Kafka 3.5 (KIP-618 came to Connect in
+# 3.3; MM2's connectors implemented it in 3.5).
+EXACTLY_ONCE_SINCE = (3, 5)
 
 
 def validate_config(client: ConnectClient, connector_class: str, config: Mapping[str, str]) -> list[ConfigProblem]:
@@ -34,6 +38,8 @@ def validate_config(client: ConnectClient, connector_class: str, config: Mapping
     plugins only when a transformation or predicate class is missing."""
     answer = client.validate_answer(connector_class, config)
     problems = config_problems(connector_class, answer, config)
+    if config.get("exactly.once.support") == "required":
+        problems += exactly_once_version_problems(str(client.server_info().get("version", "")), client.url)
     if any(_missing_class(p) for p in problems):
         installed = client.list_all_plugins()
         problems = [_with_installed(p, config, installed, client.url) for p in problems]
@@ -64,6 +70,24 @@ def config_problems(connector_class: str, answer: Mapping[str, Any], config: Map
             )
         )
     return problems
+
+
+def exactly_once_version_problems(version: str, url: str) -> list[ConfigProblem]:
+    """Pure: a worker group too old for an exactly-once MM2 flow (version as `GET /` gives it)."""
+    numbers = re.match(r"(\d+)\.(\d+)", version)
+    if numbers is None or (int(numbers[1]), int(numbers[2])) >= EXACTLY_ONCE_SINCE:
+        return []
+    since = ".".join(map(str, EXACTLY_ONCE_SINCE))
+    return [
+        ConfigProblem(
+            "exactly.once.support",
+            (
+                f"the workers at {url} run Kafka Connect {version}; MirrorSourceConnector supports "
+                f"exactly-once from {since}. Fix: upgrade the worker group to Kafka {since} or later, "
+                "or set exactlyOnce: false on the flow.",
+            ),
+        )
+    ]
 
 
 def pass_through_keys(config: Mapping[str, str]) -> list[str]:

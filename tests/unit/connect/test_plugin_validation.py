@@ -10,7 +10,12 @@ import httpx
 import pytest
 
 from components.connect.client import ConnectClient
-from components.connect.plugin_validation import config_problems, pass_through_keys, validate_config
+from components.connect.plugin_validation import (
+    config_problems,
+    exactly_once_version_problems,
+    pass_through_keys,
+    validate_config,
+)
 from components.connect.provider import ConnectorOperationFailed, ConnectorProvider
 
 SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
@@ -100,3 +105,27 @@ def test_create_refuses_a_config_with_unknown_keys_before_creating_anything() ->
     assert 'Did you mean "refresh.topics.interval.seconds"' in str(caught.value)
     assert "nothing was created" in str(caught.value)
     assert all("/connectors" not in s for s in seen)
+
+
+@pytest.mark.parametrize(("version", "refused"), [("3.4.1", True), ("2.8.0", True), ("3.5.0", False), ("4.3.1", False)])
+def test_exactly_once_needs_connect_3_5(version: str, refused: bool) -> None:
+    problems = exactly_once_version_problems(version, URL)
+    assert bool(problems) == refused
+    if refused:
+        assert version in problems[0].messages[0] and "exactlyOnce: false" in problems[0].messages[0]
+
+
+def test_an_exactly_once_config_asks_the_workers_version() -> None:
+    seen: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.method} {request.url.path}")
+        if request.url.path == "/":
+            return httpx.Response(200, json={"version": "3.4.0", "commit": "x", "kafka_cluster_id": "y"})
+        return httpx.Response(200, json=answer({"exactly.once.support": []}))
+
+    with ConnectClient(URL, transport=httpx.MockTransport(handle), retry_budget_s=0) as client:
+        problems = validate_config(client, SOURCE, {"exactly.once.support": "required"})
+        assert [p.key for p in problems] == ["exactly.once.support"]
+        assert validate_config(client, SOURCE, {"exactly.once.support": "requested"}) == []
+    assert seen.count("GET /") == 1
