@@ -232,19 +232,23 @@ def _target_client(topology: Topology, flow: Flow, target: Cluster, secrets: str
     return {}
 
 
-def _exactly_once_source(to_target: Mapping[str, str]) -> dict[str, str]:
+def _exactly_once_source() -> dict[str, str]:
     return {
         "exactly.once.support": "required",
         "transaction.boundary": "poll",
         # MM2 supports exactly-once only when it skips aborted source records.
         "source.consumer.isolation.level": "read_committed",
-        # The worker fences zombie task producers with the connector's admin client and reads
-        # its offsets back with the connector's consumer: both must reach the target as the
-        # producer does (Worker.adminConfigs / baseConsumerConfigs start from the worker's own
-        # cluster and user).
-        **_prefixed("admin.override.", to_target),
-        **_prefixed("consumer.override.", to_target),
     }
+
+
+def transactional_group(topology: Topology, flow: Flow) -> bool:
+    """The flow runs on workers at exactly.once.source.support=enabled: then every source task
+    there (checkpoint and heartbeat ones too, exactly-once flow or not) writes in transactions,
+    and the leader fences old task generations before starting new ones."""
+    group = topology.worker_groups[flow.worker_group]
+    return group.exactly_once_stage != EXACTLY_ONCE_PREPARING and any(
+        f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name
+    )
 
 
 def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
@@ -272,6 +276,13 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     # end at the group's storage topics.
     to_target = _target_client(topology, flow, target, secrets)
     common.update(_prefixed("producer.override.", to_target))
+    if transactional_group(topology, flow):
+        # The worker fences zombie task producers with the connector's admin client and reads
+        # a connector's offsets back with its consumer: both must reach the target as the
+        # producer does (Worker.adminConfigs / baseConsumerConfigs start from the worker's own
+        # cluster and user).
+        common.update(_prefixed("admin.override.", to_target))
+        common.update(_prefixed("consumer.override.", to_target))
     common.update(
         {f"producer.override.{k[len('producer.') :]}": v for k, v in target.client.items() if k.startswith("producer.")}
     )
@@ -292,7 +303,7 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
         ConnectorRole.HEARTBEAT: {"tasks.max": "1"},
     }
     if exactly_once_active(topology, flow):
-        per_role[ConnectorRole.SOURCE].update(_exactly_once_source(to_target))
+        per_role[ConnectorRole.SOURCE].update(_exactly_once_source())
 
     specs: dict[ConnectorRole, ConnectorSpec] = {}
     for role in ConnectorRole:

@@ -343,22 +343,23 @@ def flow_acls(topology: Topology, flow: Flow) -> dict[str, set[Acl]]:
             grants |= _grant(dst_user, syncs, AclResource.TOPIC, _OWN_TOPIC)
         if _acl_sync(flow):
             grants |= _grant(dst_user, cluster_res, AclResource.CLUSTER, (AclOperation.DESCRIBE, AclOperation.ALTER))
-        if flow.exactly_once:
+        if any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == flow.worker_group):
             grants |= _exactly_once_grants(topology, flow, dst_user)
         acls.setdefault(flow.target, set()).update(grants)
     return acls
 
 
 def _exactly_once_grants(topology: Topology, flow: Flow, principal: str) -> set[Acl]:
-    """What an exactly-once source connector's MM2 user needs on the target (Kafka's "ACL
-    requirements" for exactly-once source connectors, KIP-618): its task producers'
-    transactional ids `<group.id>-<connector>-<task>` (WRITE, DESCRIBE; the leader fences
-    zombies through the connector's admin client, which is this user too), idempotent writes,
-    and the offsets topic its transactions write: the worker group's global one when the
-    target holds it, else a connector-specific topic of that name on the target (created by
-    the worker as this user, and read back)."""
+    """What the MM2 user of a flow on an exactly-once worker group needs on the target (Kafka's
+    "ACL requirements" for exactly-once source connectors, KIP-618). On such workers every
+    source task writes in transactions, so for each of the flow's three connectors: its task
+    producers' transactional ids `<group.id>-<connector>-<task>` (WRITE, DESCRIBE; the leader
+    fences zombies through the connector's admin client, which is this user too), idempotent
+    writes, and the offsets topic the transactions write: the worker group's global one when
+    the target holds it, else a connector-specific topic of that name on the target (created
+    by the worker as this user, and read back)."""
     group = topology.worker_groups[flow.worker_group]
-    txn = ((f"{group.group_id}-{connector_name(flow, ConnectorRole.SOURCE)}-", AclPattern.PREFIXED),)
+    txn = tuple((f"{group.group_id}-{connector_name(flow, role)}-", AclPattern.PREFIXED) for role in ConnectorRole)
     grants = _grant(principal, txn, AclResource.TRANSACTIONAL_ID, (AclOperation.WRITE, AclOperation.DESCRIBE))
     cluster_res = ((CLUSTER_RESOURCE_NAME, AclPattern.LITERAL),)
     grants |= _grant(principal, cluster_res, AclResource.CLUSTER, (AclOperation.IDEMPOTENT_WRITE,))

@@ -29,7 +29,7 @@ from components.topology.connectors import (
 )
 from components.topology.model import Flow, PolicyKind, frozen_map
 from components.topology.runtime_config import with_exactly_once_stage
-from tests.unit.topology.helpers import dev_config
+from tests.unit.topology.helpers import dev_config, secure_config
 
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
 SECRETS = "/var/lib/mm2/secrets.properties"
@@ -443,3 +443,16 @@ def test_exactly_once_waits_for_the_preparing_step_of_the_rollout() -> None:
     enabled = with_exactly_once_stage(topology, "mm2", "enabled")
     assert exactly_once_active(enabled, flow)
     assert flow_connectors(enabled, flow).source.config["exactly.once.support"] == "required"
+
+
+def test_connectors_on_exactly_once_workers_fence_and_read_offsets_through_the_target() -> None:
+    config = secure_config()
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    topology = parse_topology(config)
+    for spec in flow_connectors(topology, topology.flows[0]).all():
+        assert spec.config["admin.override.sasl.jaas.config"] == spec.config["producer.override.sasl.jaas.config"]
+        assert spec.config["consumer.override.security.protocol"] == "SASL_PLAINTEXT"
+    preparing = with_exactly_once_stage(topology, "mm2", "preparing")
+    assert not any(
+        k.startswith("admin.override.") for k in flow_connectors(preparing, preparing.flows[0]).source.config
+    )

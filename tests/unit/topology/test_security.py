@@ -215,9 +215,11 @@ def test_exactly_once_grants_the_transactional_rights_kip_618_lists() -> None:
     mm2_dr = flow_acls(topology, topology.flows[0])["dr"]
     # Task producers `<group.id>-<connector>-<task>` (and fencing them), idempotence, and the
     # worker group's offsets topic (on dr, the group's own cluster) written in the transaction.
+    # On exactly-once workers every source task is transactional: checkpoint and heartbeat too.
     assert {(a.name, a.pattern, a.operation) for a in mm2_dr if a.resource is txn} == {
-        ("mm2-mm2-mm2-primary-to-dr-source-", PRE, W),
-        ("mm2-mm2-mm2-primary-to-dr-source-", PRE, D),
+        (f"mm2-mm2-mm2-primary-to-dr-{role}-", PRE, op)
+        for role in ("source", "checkpoint", "heartbeat")
+        for op in (W, D)
     }
     assert cluster("User:mm2", AclOperation.IDEMPOTENT_WRITE) <= mm2_dr
     assert topic("User:mm2", "mm2-mm2-offsets", LIT, W, D) <= mm2_dr
