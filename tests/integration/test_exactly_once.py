@@ -37,7 +37,7 @@ from components.ops.clients import connect_auth, kafka_config
 from components.outputs.contract import StackExports
 from components.platform.local import process as proc
 from components.platform.local.layout import PROCESS_PROPERTIES, process_marker, worker_path
-from tests.integration.harness import ROOT, TestStack, dev_config_with_free_ports, running, wait_until
+from tests.integration.harness import ROOT, TestStack, deployed, dev_config_with_free_ports, wait_until
 from tests.integration.test_faults import _all_running, _produce, _remote_total, _worker_of
 
 pytestmark = pytest.mark.integration
@@ -53,8 +53,23 @@ WAIT_S = 300
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
     config = dev_config_with_free_ports()
     config["config"]["mm2:flows"][FLOW]["exactlyOnce"] = True
-    with running(tmp_path_factory.mktemp("eos"), config) as s:
+    with deployed(tmp_path_factory.mktemp("eos"), config) as s:
+        try:
+            s.up()
+        except AssertionError:
+            _print_worker_problems(s)
+            raise
         yield s
+    assert s.markers() == [], f"processes left behind: {s.markers()}"
+    assert not s.run_dir.exists(), f"data directory left behind: {s.run_dir}"
+
+
+def _print_worker_problems(s: TestStack) -> None:
+    """The workers' WARN/ERROR lines, before the destroy removes their logs."""
+    for log in sorted(Path(s.run_dir).glob(f"connect-{GROUP}/worker-*/logs/*.log")):
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if " ERROR " in ln or " WARN " in ln]
+        print(f"--- {log.relative_to(s.run_dir)}: {len(lines)} WARN/ERROR lines, last 40:")
+        print("\n".join(line[:400] for line in lines[-40:]))
 
 
 # --- helpers ----------------------------------------------------------------------------------
