@@ -365,7 +365,11 @@ def _exactly_once_grants(topology: Topology, flow: Flow, principal: str) -> set[
     grants |= _grant(principal, cluster_res, AclResource.CLUSTER, (AclOperation.IDEMPOTENT_WRITE,))
     offsets = ((group.offset_topic, AclPattern.LITERAL),)
     if group.cluster == flow.target:
-        grants |= _grant(principal, offsets, AclResource.TOPIC, (AclOperation.WRITE, AclOperation.DESCRIBE))
+        # Written in each transaction, and read back by the task's own offset reader (the
+        # connector's consumer, which reaches the target as this user).
+        grants |= _grant(
+            principal, offsets, AclResource.TOPIC, (AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE)
+        )
     else:
         grants |= _grant(principal, offsets, AclResource.TOPIC, _OWN_TOPIC)
     return grants
