@@ -12,7 +12,7 @@ from typing import Any
 
 import pulumi
 
-from components.connect_group import ConnectWorkerGroup
+from components.connect_group import ConnectWorkerGroup, with_exactly_once_stages
 from components.credentials import Credentials
 from components.kafka_cluster import KafkaCluster
 from components.outputs.contract import ClusterExport, ConnectGroupExport
@@ -117,6 +117,7 @@ def main() -> None:
     local = local_platform(stack, any(c.platform is Platform.LOCAL for c in topology.clusters.values()))
     topology = local_secrets_files(topology, local)
     topology = with_local_tls(topology, tls_layout(local.run_root))
+    topology = with_exactly_once_stages(topology, local)
     config = pulumi.Config(NAMESPACE)
     credentials = Credentials(
         "credentials",

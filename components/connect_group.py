@@ -13,16 +13,24 @@ The component is wiring: it validates, hands the workers to the platform's backe
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import pulumi
 
 from components.kafka_cluster import KafkaCluster
 from components.platform.backends import platform_backend
 from components.platform.contract import ContainerPlatforms, WorkerRequest
-from components.platform.local.layout import LocalPlatform
+from components.platform.local.layout import PROCESS_PROPERTIES, LocalPlatform, worker_path
 from components.platform.local.tls import StackTls
 from components.platform.local.watcher import deploy_local_watcher
 from components.topology import Platform, Topology, WorkerGroup, worker_rest_urls
+from components.topology.connectors import EXACTLY_ONCE_PREPARING
+from components.topology.runtime_config import (
+    EXACTLY_ONCE_KEY,
+    next_exactly_once_stage,
+    wants_exactly_once,
+    with_exactly_once_stage,
+)
 from components.topology.tls import local_rest_tls, local_tls_cluster
 
 
@@ -85,3 +93,40 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
             )
         self.url = pulumi.Output.from_input(endpoint)
         self.register_outputs({**props, "url": self.url})
+
+
+def with_exactly_once_stages(topology: Topology, local: LocalPlatform) -> Topology:
+    """Each local worker group that wants exactly-once at its next rollout step.
+
+    Connect's two-step rollout (KIP-618) for a group that already runs without it: one
+    `pulumi up` rolls every worker to `exactly.once.source.support=preparing` (connectors stay
+    at-least-once), the next rolls them to `enabled` and turns exactly-once on in the source
+    connectors. A new group starts at enabled. The step is read from the properties the running
+    workers were started with; groups on other platforms start at enabled.
+    """
+    for name, group in topology.worker_groups.items():
+        if group.platform is not Platform.LOCAL or group.url or not wants_exactly_once(topology, group):
+            continue
+        stage = next_exactly_once_stage(deployed_worker_values(local, group, EXACTLY_ONCE_KEY, "disabled"))
+        if stage == EXACTLY_ONCE_PREPARING:
+            pulumi.log.info(
+                f"ConnectWorkerGroup {name!r}: exactly-once rollout step 1 of 2, workers restart with "
+                f"{EXACTLY_ONCE_KEY}=preparing and flows stay at-least-once; run `pulumi up` again to enable it."
+            )
+        topology = with_exactly_once_stage(topology, name, stage)
+    return topology
+
+
+def deployed_worker_values(local: LocalPlatform, group: WorkerGroup, key: str, absent: str) -> list[str]:
+    """`key` in the properties each existing worker of a local group was started with (`absent`
+    when not set); workers never started (a new group, or one being scaled up) are left out."""
+    values = []
+    for index in range(group.workers):
+        file = Path(local.run_dir(worker_path(group.name, index))) / PROCESS_PROPERTIES
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            continue
+        found = [line.split("=", 1)[1].strip() for line in lines if line.split("=", 1)[0].strip() == key]
+        values.append(found[-1] if found else absent)
+    return values

@@ -33,7 +33,9 @@ from components.topology import (
     remote_topic,
     reverse_heartbeat_connector,
 )
+from components.topology.connectors import exactly_once_active, transform_aliases
 from components.topology.security import flow_secret_keys
+from components.topology.settings import pass_through_keys
 
 
 class ReplicationFlow(pulumi.ComponentResource):
@@ -67,6 +69,12 @@ class ReplicationFlow(pulumi.ComponentResource):
         }
         super().__init__("mm2:index:ReplicationFlow", name, props, opts)
         specs = flow_connectors(topology, flow)
+        unchecked = sorted({k for spec in specs.all() for k in pass_through_keys(_user_keys(flow, spec.role))})
+        if unchecked:
+            pulumi.log.info(
+                f"ReplicationFlow {flow.name}: {', '.join(unchecked)} are checked by Connect's validation at preview "
+                "when the worker group answers, else before the connectors are first created."
+            )
         # A connector must not start before the clusters it reads and writes, and the topics it
         # replicates, exist; nor before the workers that will run it.
         depends: list[pulumi.Resource] = [group, clusters[flow.source], clusters[flow.target]]
@@ -111,6 +119,14 @@ class ReplicationFlow(pulumi.ComponentResource):
         self.register_outputs({**props, "summary": self.summary})
 
 
+def _user_keys(flow: Flow, role: ConnectorRole) -> list[str]:
+    return (
+        [*flow.settings, *flow.role_settings.get(role, {})]
+        if role is ConnectorRole.SOURCE
+        else [*flow.role_settings.get(role, {})]
+    )
+
+
 def flow_export(flow: Flow, topology: Topology, specs: FlowConnectors, states: Mapping[str, str]) -> dict[str, Any]:
     """The flow's entry in the stack outputs (the contract's `FlowExport`), given its connectors
     and the live state of each by connector name."""
@@ -127,7 +143,7 @@ def flow_export(flow: Flow, topology: Topology, specs: FlowConnectors, states: M
         checkpoints_topic=checkpoints_topic(flow),
         offset_syncs_topic=offset_syncs_topic(flow),
         heartbeats_topic=heartbeats_topic(flow),
-        exactly_once=flow.exactly_once,
+        exactly_once=exactly_once_active(topology, flow),
         offset_lag_max=int(flow.settings.get("offset.lag.max", "100")),
         groups=tuple(flow.groups),
         separator=policy.separator,
@@ -135,4 +151,5 @@ def flow_export(flow: Flow, topology: Topology, specs: FlowConnectors, states: M
         offset_syncs_cluster=offset_syncs_cluster(flow),
         enabled=flow.enabled,
         reverse_heartbeats_connector=reverse.name if (reverse := reverse_heartbeat_connector(topology, flow)) else None,
+        transforms=transform_aliases(specs.source.config),
     ).to_json()

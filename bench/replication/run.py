@@ -14,6 +14,8 @@ connectors through components/connect/client.py). Three setups copy the same sou
      worker configured like seed 001's connect.properties
   c  MM2 as this tool generates it: `flow_connectors()` output for a flow parsed from stack config
      with no tuning of its own, on a worker from `worker_properties()`
+  d  (c) with `exactlyOnce: true`: a worker group of its own at exactly.once.source.support=enabled,
+     the source connector transactional (exactly.once.support=required, read_committed source)
 
 Throughput: for each record size the source topic is pre-loaded with a backlog; each setup
 replicates it into a fresh remote topic and the clock runs from the first record seen on the target
@@ -67,8 +69,13 @@ from components.topology.parse import parse_topology  # noqa: E402
 from components.topology.runtime_config import broker_properties, worker_properties  # noqa: E402
 from tests.integration.harness import free_port_block  # noqa: E402
 
-SETUPS = ("a", "b", "c")
-SETUP_NAMES = {"a": "copy ceiling (Kafka clients, no MM2)", "b": "MM2, seed 001 settings", "c": "MM2, tuned defaults"}
+SETUPS = ("a", "b", "c", "d")
+SETUP_NAMES = {
+    "a": "copy ceiling (Kafka clients, no MM2)",
+    "b": "MM2, seed 001 settings",
+    "c": "MM2, tuned defaults",
+    "d": "MM2, tuned defaults, exactly-once",
+}
 STACK = f"bench-{uuid.uuid4().hex[:6]}"
 LATENCY_WARMUP_MS = 2000
 
@@ -88,6 +95,7 @@ class Rig:
     dst_port: int = 0
     rest_tuned: int = 0
     rest_seed: int = 0
+    rest_eos: int = 0
     markers: list[str] = field(default_factory=list)
     pids: dict[str, int] = field(default_factory=dict)
     children: list[subprocess.Popen[str]] = field(default_factory=list)
@@ -141,6 +149,15 @@ def tuned_topology(rig: Rig, alias: str, topic: str, partitions: int) -> Topolog
     topology = parse_topology(stack_config(rig, alias, topic, partitions))
     assert topology.flows[0].tasks_max is None
     return topology
+
+
+def eos_topology(rig: Rig, alias: str, topic: str, partitions: int) -> Topology:
+    """(d): the same flow with `exactlyOnce: true`, on a group of its own (a new group starts
+    at exactly.once.source.support=enabled)."""
+    config = stack_config(rig, alias, topic, partitions)
+    config["workerGroups"] = {"eos": {"cluster": "dst", "workers": 1, "restPort": rig.rest_eos}}
+    config["flows"][f"{alias}->dst"].update({"exactlyOnce": True, "workerGroup": "eos"})
+    return parse_topology(config)
 
 
 def seed_connectors(rig: Rig, alias: str, topic: str) -> dict[str, dict[str, str]]:
@@ -246,6 +263,9 @@ def start_rig(rig: Rig, partitions: int) -> None:
         rig.dst_port = free_port_block(2)
     rig.rest_tuned = free_port_block(1)
     rig.rest_seed = free_port_block(1)
+    rig.rest_eos = free_port_block(1)
+    while rig.rest_eos in (rig.rest_tuned, rig.rest_seed):
+        rig.rest_eos = free_port_block(1)
     topology = tuned_topology(rig, "src", "probe", partitions)
     for alias, port in (("src", rig.src_port), ("dst", rig.dst_port)):
         cluster = topology.clusters[alias]
@@ -268,6 +288,15 @@ def start_rig(rig: Rig, partitions: int) -> None:
         worker_properties(topology, group, 0),
         "768m",
         lambda: _probe_connect(f"http://127.0.0.1:{rig.rest_tuned}", None),
+    )
+    eos = eos_topology(rig, "src", "probe", partitions)
+    start_jvm(
+        rig,
+        "worker-eos",
+        CONNECT_MAIN,
+        worker_properties(eos, eos.worker_groups["eos"], 0),
+        "768m",
+        lambda: _probe_connect(f"http://127.0.0.1:{rig.rest_eos}", None),
     )
     start_jvm(
         rig,
@@ -397,9 +426,10 @@ def pipeline(rig: Rig, setup: str, alias: str, topic: str, partitions: int, coun
     if setup == "b":
         url, configs = f"http://127.0.0.1:{rig.rest_seed}", seed_connectors(rig, alias, topic)
     else:
-        topology = tuned_topology(rig, alias, topic, partitions)
+        make, port = (tuned_topology, rig.rest_tuned) if setup == "c" else (eos_topology, rig.rest_eos)
+        topology = make(rig, alias, topic, partitions)
         specs = flow_connectors(topology, topology.flows[0]).all()
-        url, configs = f"http://127.0.0.1:{rig.rest_tuned}", {s.name: dict(s.config) for s in specs}
+        url, configs = f"http://127.0.0.1:{port}", {s.name: dict(s.config) for s in specs}
     with ConnectClient(url, timeout=30, retry_budget_s=120) as client:
         try:
             for name, config in configs.items():
@@ -536,7 +566,9 @@ def render(report: dict[str, Any], command: str) -> str:
         f"Two single-broker KRaft clusters and the Connect workers on this machine (PLAINTEXT, loopback); "
         f"source topic of {report['partitions']} partitions; values of random letters (compressible like "
         f"text). Medians of {report['repeats']} interleaved runs per cell; throughput is the backlog copy "
-        f"from first to last record on the target, start-up excluded.",
+        f"from first to last record on the target, start-up excluded. (d) counts the target's end offsets "
+        f"like the others, so its transaction markers (one per task per committed poll) count as records; "
+        f"its latency is the append time of records later committed, so it leaves out the commit itself.",
         "",
         "| setup | " + " | ".join(f"{s} B rec/s | {s} B MB/s" for s in sizes) + " |",
         "|---|" + "---:|---:|" * len(sizes),
@@ -553,6 +585,9 @@ def render(report: dict[str, Any], command: str) -> str:
     ]
     lines.append("| (c)/(a) | " + " | ".join(f"{ratios['c_over_a'][str(s)]:.2f}" for s in sizes) + " | >= 0.8 |")
     lines.append("| (c)/(b) | " + " | ".join(f"{ratios['c_over_b'][str(s)]:.2f}" for s in sizes) + " | >= 1.5 |")
+    lines.append(
+        "| (d)/(c) exactly-once cost | " + " | ".join(f"{ratios['d_over_c'][str(s)]:.2f}" for s in sizes) + " | - |"
+    )
     lines += [
         "",
         f"End-to-end latency at half of (c)'s median throughput, {report['latency_seconds']} s of steady sends "
@@ -685,6 +720,7 @@ def main() -> int:
     ratios = {
         "c_over_a": {str(z): tp["c"][str(z)]["records_per_s"] / tp["a"][str(z)]["records_per_s"] for z in sizes},
         "c_over_b": {str(z): tp["c"][str(z)]["records_per_s"] / tp["b"][str(z)]["records_per_s"] for z in sizes},
+        "d_over_c": {str(z): tp["d"][str(z)]["records_per_s"] / tp["c"][str(z)]["records_per_s"] for z in sizes},
     }
 
     def verdict(ok: bool) -> str:
@@ -743,7 +779,16 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _cpu_order(name: str) -> tuple[int, str]:
-    order = ["broker-src", "broker-dst", "worker-seed", "worker-tuned", "copy-loop", "bench-python", "machine"]
+    order = [
+        "broker-src",
+        "broker-dst",
+        "worker-seed",
+        "worker-tuned",
+        "worker-eos",
+        "copy-loop",
+        "bench-python",
+        "machine",
+    ]
     return (order.index(name) if name in order else len(order), name)
 
 

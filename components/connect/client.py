@@ -374,6 +374,24 @@ class ConnectClient:
                 problems.append(ConfigProblem(str(value.get("name", "?")), errors))
         return problems
 
+    def validate_answer(self, connector_class: str, config: Mapping[str, str]) -> dict[str, Any]:
+        """Connect's whole validation answer: every config definition with its value and errors
+        (errors masked); `validate` keeps only the rejected keys."""
+        self._remember_config_secrets(config)
+        body = {**config, "connector.class": connector_class}
+        path = "/connector-plugins/" + quote(connector_class, safe="") + "/config/validate"
+        answer = self._json(self._call("PUT", path, json=body))
+        for entry in answer.get("configs") or []:
+            value = entry.get("value") or {}
+            value["errors"] = [self._mask(str(e)) for e in value.get("errors") or []]
+        return answer
+
+    def list_all_plugins(self) -> list[dict[str, Any]]:
+        """GET /connector-plugins?connectorsOnly=false: connectors, transformations, predicates,
+        converters ({class, type, version})."""
+        body = self._call("GET", "/connector-plugins", params={"connectorsOnly": "false"}).json()
+        return list(body) if isinstance(body, list) else []
+
     def restart(self, name: str, *, include_tasks: bool = True, only_failed: bool = False) -> None:
         params = {
             "includeTasks": str(include_tasks).lower(),

@@ -42,6 +42,7 @@ from .client import (
 from .diff import ConnectorDiff, connector_diff, same_config
 from .health import failed_instances, unassigned_tasks
 from .inputs import DEFAULT_STATE, DEFAULT_TIMEOUT_S, DESIRED_STATES, ConnectorInputs, input_failures, state_outputs
+from .plugin_validation import pass_through_keys, validate_config, validation_failure_text
 
 __all__ = ["TYPE_TOKEN", "Connector", "ConnectorArgs", "ConnectorProvider"]
 
@@ -199,7 +200,7 @@ class ConnectorProvider(ResourceProvider):
         connector_class = spec.config["connector.class"]
         try:
             with self._client(spec, retry_budget_s=0.0, timeout=_CHECK_TIMEOUT_S) as client:
-                problems = client.validate(connector_class, {**spec.config, "name": spec.name})
+                problems = validate_config(client, connector_class, {**spec.config, "name": spec.name})
         except ConnectUnavailable:
             # During a first preview the worker group does not exist yet: nothing to ask.
             return []
@@ -233,6 +234,7 @@ class ConnectorProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         spec = ConnectorInputs.from_props(props)
         with self._client(spec) as client:
+            _refuse_unknown_keys(client, spec)
             try:
                 existed = client.get_config(spec.name) is not None
                 if existed:
@@ -464,3 +466,19 @@ def _runs_without_tasks(status: Any) -> bool:
         and (status.get("connector") or {}).get("state") == "RUNNING"
         and not status.get("tasks")
     )
+
+
+def _refuse_unknown_keys(client: ConnectClient, spec: ConnectorInputs) -> None:
+    """At first deploy (the preview could not reach the workers): the same validation as check,
+    before anything is created. Only configs with keys outside the catalogue need it."""
+    if not pass_through_keys(spec.config):
+        return
+    connector_class = spec.config["connector.class"]
+    try:
+        problems = validate_config(client, connector_class, {**spec.config, "name": spec.name})
+    except ConnectError as exc:
+        raise ConnectorOperationFailed(
+            f"validating connector {spec.name!r} at {spec.connect_url} failed: {exc}\nNothing was created."
+        ) from exc
+    if problems:
+        raise ConnectorOperationFailed(validation_failure_text(spec.name, problems))

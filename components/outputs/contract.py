@@ -91,6 +91,9 @@ class FlowExport:
     # `reverseHeartbeats`: the connector emitting heartbeats target -> source into the source's
     # `heartbeats_topic` (records keyed (target, source)); None when the flow has none.
     reverse_heartbeats_connector: str | None = None
+    # SMT aliases the source connector applies to records (empty when none): a transformed
+    # flow's records differ from the source's, so record-level checks do not apply.
+    transforms: tuple[str, ...] = ()
 
     @property
     def replicated_heartbeats_topic(self) -> str:
@@ -128,6 +131,7 @@ class FlowExport:
                 if self.reverse_heartbeats_connector
                 else None
             ),
+            "transforms": list(self.transforms),
         }
 
 
@@ -252,6 +256,7 @@ def _flow(name: str, raw: Any, clusters: Mapping[str, Any], problems: list[str])
         ),
         enabled=raw.get("enabled") is not False,
         reverse_heartbeats_connector=_reverse_heartbeats_connector(raw.get("reverseHeartbeats")),
+        transforms=tuple(str(a) for a in raw.get("transforms") or ()),
     )
 
 

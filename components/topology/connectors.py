@@ -37,7 +37,7 @@ from components.topology.model import (
     WorkerGroup,
     frozen_map,
 )
-from components.topology.settings import ROLE_SETTINGS
+from components.topology.settings import KNOWN_SETTINGS, ROLE_SETTINGS
 
 BYTE_ARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
 CONNECTOR_CLASSES: dict[ConnectorRole, str] = {
@@ -194,6 +194,63 @@ def flow_tasks_max(topology: Topology, flow: Flow) -> int:
     return min(partitions, MAX_TASKS_PER_WORKER * workers)
 
 
+EXACTLY_ONCE_PREPARING = "preparing"
+EXACTLY_ONCE_ENABLED = "enabled"
+
+
+def exactly_once_active(topology: Topology, flow: Flow) -> bool:
+    """An exactly-once flow whose workers are past the `preparing` step of the rollout."""
+    group = topology.worker_groups[flow.worker_group]
+    return flow.exactly_once and group.exactly_once_stage != EXACTLY_ONCE_PREPARING
+
+
+def routed_settings(flow: Flow, role: ConnectorRole) -> dict[str, str]:
+    """The flow's settings that `role`'s connector receives: catalogue keys where MM2 reads them,
+    keys outside the catalogue (transforms, predicates, any key Connect's validation accepts) on
+    the source connector, then `connectorSettings.<role>`."""
+    routed = {
+        k: v
+        for k, v in flow.settings.items()
+        if k in ROLE_SETTINGS[role] or (role is ConnectorRole.SOURCE and k not in KNOWN_SETTINGS)
+    }
+    routed.update(flow.role_settings.get(role, {}))
+    return routed
+
+
+def transform_aliases(config: Mapping[str, str]) -> tuple[str, ...]:
+    """The SMT aliases a connector config applies to records, in order (empty when none)."""
+    return tuple(a.strip() for a in config.get("transforms", "").split(",") if a.strip())
+
+
+def _target_client(topology: Topology, flow: Flow, target: Cluster, secrets: str) -> dict[str, str]:
+    """How the connectors' framework clients reach the target: its address when the workers
+    live elsewhere, its MM2 credentials when it is secured."""
+    if needs_producer_override(topology, flow):
+        return client_properties(target, secrets)
+    if target.security.protocol is not SecurityProtocol.PLAINTEXT:
+        return security_properties(target.security, secrets)
+    return {}
+
+
+def _exactly_once_source() -> dict[str, str]:
+    return {
+        "exactly.once.support": "required",
+        "transaction.boundary": "poll",
+        # MM2 supports exactly-once only when it skips aborted source records.
+        "source.consumer.isolation.level": "read_committed",
+    }
+
+
+def transactional_group(topology: Topology, flow: Flow) -> bool:
+    """The flow runs on workers at exactly.once.source.support=enabled: then every source task
+    there (checkpoint and heartbeat ones too, exactly-once flow or not) writes in transactions,
+    and the leader fences old task generations before starting new ones."""
+    group = topology.worker_groups[flow.worker_group]
+    return group.exactly_once_stage != EXACTLY_ONCE_PREPARING and any(
+        f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name
+    )
+
+
 def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     group: WorkerGroup = topology.worker_groups[flow.worker_group]
     source = topology.clusters[flow.source]
@@ -217,10 +274,15 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     # The framework producer writes every connector's records; aim it at the target, as the
     # target's MM2 user: otherwise it would write as the worker, whose rights (least privilege)
     # end at the group's storage topics.
-    if needs_producer_override(topology, flow):
-        common.update(_prefixed("producer.override.", client_properties(target, secrets)))
-    elif target.security.protocol is not SecurityProtocol.PLAINTEXT:
-        common.update(_prefixed("producer.override.", security_properties(target.security, secrets)))
+    to_target = _target_client(topology, flow, target, secrets)
+    common.update(_prefixed("producer.override.", to_target))
+    if transactional_group(topology, flow):
+        # The worker fences zombie task producers with the connector's admin client and reads
+        # a connector's offsets back with its consumer: both must reach the target as the
+        # producer does (Worker.adminConfigs / baseConsumerConfigs start from the worker's own
+        # cluster and user).
+        common.update(_prefixed("admin.override.", to_target))
+        common.update(_prefixed("consumer.override.", to_target))
     common.update(
         {f"producer.override.{k[len('producer.') :]}": v for k, v in target.client.items() if k.startswith("producer.")}
     )
@@ -240,15 +302,8 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
         # MirrorHeartbeatConnector only ever runs one task.
         ConnectorRole.HEARTBEAT: {"tasks.max": "1"},
     }
-    if flow.exactly_once:
-        per_role[ConnectorRole.SOURCE].update(
-            {
-                "exactly.once.support": "required",
-                "transaction.boundary": "poll",
-                # MM2 supports exactly-once only when it skips aborted source records.
-                "source.consumer.isolation.level": "read_committed",
-            }
-        )
+    if exactly_once_active(topology, flow):
+        per_role[ConnectorRole.SOURCE].update(_exactly_once_source())
 
     specs: dict[ConnectorRole, ConnectorSpec] = {}
     for role in ConnectorRole:
@@ -257,7 +312,7 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
             # Tuning first: cluster client overrides (in common) and settings win over it.
             **(TUNED_SOURCE_CLIENT if role is ConnectorRole.SOURCE else {}),
             **common,
-            **{k: v for k, v in flow.settings.items() if k in ROLE_SETTINGS[role]},
+            **routed_settings(flow, role),
             **per_role[role],
             "name": name,
             "connector.class": CONNECTOR_CLASSES[role],

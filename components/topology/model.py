@@ -199,6 +199,10 @@ class WorkerGroup:
     metrics_port: int | None = None
     # `restarts`; None: rolling when the group has more than one worker (platform/restarts.py).
     restarts: RestartMode | None = None
+    # Derived at deploy time from the running workers (connect_group.with_exactly_once_stages):
+    # "preparing" while an existing group takes the first step of Connect's two-step
+    # exactly-once rollout; None means "enabled" whenever a flow on the group is exactly-once.
+    exactly_once_stage: str | None = None
 
 
 @dataclass(frozen=True)
@@ -251,6 +255,9 @@ class Flow:
     # `reverseHeartbeats`: a fourth connector emits heartbeats target -> source, so the source
     # side sees that the target is alive (connectors.reverse_heartbeat_connector).
     reverse_heartbeats: bool = False
+    # `connectorSettings.<role>`: keys outside the settings catalogue for one connector only
+    # (checked by Connect's validation at preview); applied over the routed `settings`.
+    role_settings: Mapping[ConnectorRole, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def name(self) -> str:

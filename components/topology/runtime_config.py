@@ -8,10 +8,14 @@ uses SASL, PLAINTEXT when the cluster explicitly asked for PLAINTEXT).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from types import MappingProxyType
 
 from components.topology.connectors import (
     BYTE_ARRAY_CONVERTER,
+    EXACTLY_ONCE_ENABLED,
+    EXACTLY_ONCE_PREPARING,
     _jaas_quote,
     bootstrap_servers,
     flow_connectors,
@@ -266,8 +270,10 @@ def worker_properties(
         props["rest.extension.classes"] = BASIC_AUTH_EXTENSION
     if _group_flows_need_override(topology, group):
         props["connector.client.config.override.policy"] = "All"
-    if any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name):
-        props["exactly.once.source.support"] = "enabled"
+    if wants_exactly_once(topology, group):
+        # A new group starts at enabled; an existing one goes through preparing first
+        # (connect_group.with_exactly_once_stages decides from the running workers).
+        props[EXACTLY_ONCE_KEY] = group.exactly_once_stage or EXACTLY_ONCE_ENABLED
     _reject_owned(group.worker_config, WORKER_OWNED, WORKER_OWNED_PREFIXES, f"worker group {group.name} workerConfig")
     props.update(group.worker_config)
     return props
@@ -347,3 +353,32 @@ def worker_rest_urls(group: WorkerGroup) -> tuple[str, ...]:
         return tuple(f"{scheme}://127.0.0.1:{group.rest_port + i}" for i in range(group.workers))
     # Kubernetes: one Service in front of all workers (Strimzi names it <name>-connect-api).
     return (f"http://{group.name}-connect-api:{KUBERNETES_REST_PORT}",)
+
+
+EXACTLY_ONCE_KEY = "exactly.once.source.support"
+
+
+def wants_exactly_once(topology: Topology, group: WorkerGroup) -> bool:
+    """True when an enabled flow on `group` is exactly-once."""
+    return any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name)
+
+
+def next_exactly_once_stage(deployed: Sequence[str]) -> str:
+    """The `exactly.once.source.support` to roll out to a group that wants exactly-once.
+
+    `deployed`: the value each running worker of the group has now ("disabled" when its
+    properties do not set it), empty for a group with no workers yet. Connect (KIP-618): a new
+    group may start at enabled; an existing one first runs every worker at preparing, then
+    enabled. So: enabled when there are no workers or all are at preparing or enabled;
+    preparing while any worker is still without it (also after a half-done first step).
+    """
+    if all(value in (EXACTLY_ONCE_PREPARING, EXACTLY_ONCE_ENABLED) for value in deployed):
+        return EXACTLY_ONCE_ENABLED
+    return EXACTLY_ONCE_PREPARING
+
+
+def with_exactly_once_stage(topology: Topology, group: str, stage: str | None) -> Topology:
+    """The same topology with `group` at rollout `stage` (worker properties and connectors follow)."""
+    groups = dict(topology.worker_groups)
+    groups[group] = replace(groups[group], exactly_once_stage=stage)
+    return replace(topology, worker_groups=MappingProxyType(groups))

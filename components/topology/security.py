@@ -32,6 +32,7 @@ from components.topology.connectors import (
 from components.topology.model import (
     ADMIN_USER,
     Cluster,
+    ConnectorRole,
     Flow,
     Platform,
     PolicyKind,
@@ -346,18 +347,42 @@ def flow_acls(topology: Topology, flow: Flow) -> dict[str, set[Acl]]:
             grants |= _grant(dst_user, syncs, AclResource.TOPIC, _OWN_TOPIC)
         if _acl_sync(flow):
             grants |= _grant(dst_user, cluster_res, AclResource.CLUSTER, (AclOperation.DESCRIBE, AclOperation.ALTER))
-        if flow.exactly_once:
-            group = topology.worker_groups[flow.worker_group]
-            # Transactional task producers: ids `<group.id>-<connector>-<task>`, and the
-            # source offsets they write into the worker group's offsets topic.
-            txn = ((f"{group.group_id}-{connector_name(flow, 'source')}", AclPattern.PREFIXED),)
-            grants |= _grant(dst_user, txn, AclResource.TRANSACTIONAL_ID, (AclOperation.WRITE, AclOperation.DESCRIBE))
-            grants |= _grant(dst_user, cluster_res, AclResource.CLUSTER, (AclOperation.IDEMPOTENT_WRITE,))
-            if group.cluster == flow.target:
-                offsets = ((group.offset_topic, AclPattern.LITERAL),)
-                grants |= _grant(dst_user, offsets, AclResource.TOPIC, (AclOperation.WRITE, AclOperation.DESCRIBE))
+        if any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == flow.worker_group):
+            grants |= _exactly_once_grants(topology, flow, dst_user)
         acls.setdefault(flow.target, set()).update(grants)
     return acls
+
+
+def _exactly_once_grants(topology: Topology, flow: Flow, principal: str) -> set[Acl]:
+    """What the MM2 user of a flow on an exactly-once worker group needs on the target (Kafka's
+    "ACL requirements" for exactly-once source connectors, KIP-618). On such workers every
+    source task writes in transactions, so for each of the flow's three connectors: its task
+    producers' transactional ids `<group.id>-<connector>-<task>` (WRITE, DESCRIBE; the leader
+    fences zombies through the connector's admin client, which is this user too), idempotent
+    writes, and the offsets topic the transactions write: the worker group's global one when
+    the target holds it, else a connector-specific topic of that name on the target (created
+    by the worker as this user, and read back)."""
+    group = topology.worker_groups[flow.worker_group]
+    txn = tuple((f"{group.group_id}-{connector_name(flow, role)}-", AclPattern.PREFIXED) for role in ConnectorRole)
+    grants = _grant(principal, txn, AclResource.TRANSACTIONAL_ID, (AclOperation.WRITE, AclOperation.DESCRIBE))
+    cluster_res = ((CLUSTER_RESOURCE_NAME, AclPattern.LITERAL),)
+    grants |= _grant(principal, cluster_res, AclResource.CLUSTER, (AclOperation.IDEMPOTENT_WRITE,))
+    offsets = ((group.offset_topic, AclPattern.LITERAL),)
+    if group.cluster == flow.target:
+        # Written in each transaction, and read back by the task's own offset reader (the
+        # connector's consumer, which reaches the target as this user).
+        grants |= _grant(
+            principal, offsets, AclResource.TOPIC, (AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE)
+        )
+    else:
+        grants |= _grant(principal, offsets, AclResource.TOPIC, _OWN_TOPIC)
+    return grants
+
+
+def exactly_once_worker_transactional_id(group: WorkerGroup) -> str:
+    """The transactional id of the group leader's config-topic producer (Connect's
+    DistributedConfig.transactionalProducerId): `connect-cluster-<group.id>`."""
+    return f"connect-cluster-{group.group_id}"
 
 
 def worker_acls(topology: Topology, group: WorkerGroup) -> set[Acl]:
@@ -375,8 +400,8 @@ def worker_acls(topology: Topology, group: WorkerGroup) -> set[Acl]:
         (AclOperation.READ, AclOperation.DESCRIBE),
     )
     if any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name):
-        # The config topic is written transactionally with exactly-once source support.
-        txn = ((group.group_id, AclPattern.PREFIXED),)
+        # From `preparing` on, the leader writes the config topic in transactions.
+        txn = ((exactly_once_worker_transactional_id(group), AclPattern.LITERAL),)
         grants |= _grant(principal, txn, AclResource.TRANSACTIONAL_ID, (AclOperation.WRITE, AclOperation.DESCRIBE))
         grants |= _grant(
             principal,
@@ -462,6 +487,7 @@ __all__ = [
     "admin_password",
     "cluster_acls",
     "cluster_users",
+    "exactly_once_worker_transactional_id",
     "flow_acls",
     "flow_secret_keys",
     "generated_secret_keys",

@@ -37,6 +37,7 @@ SOURCE_ONLY: frozenset[str] = frozenset(
         "refresh.topics.enabled",
         "refresh.topics.interval.seconds",
         "sync.topic.configs.enabled",
+        "use.incremental.alter.configs",
         "sync.topic.configs.interval.seconds",
         "sync.topic.acls.enabled",
         "sync.topic.acls.interval.seconds",
@@ -146,6 +147,7 @@ INTEGER_SETTINGS: frozenset[str] = frozenset(
     k for k in KNOWN_SETTINGS if k.endswith((".seconds", ".ms", ".factor", ".max", ".bytes", ".size", ".records"))
 ) | {"errors.retry.timeout", "producer.override.max.in.flight.requests.per.connection"}
 ENUM_SETTINGS: dict[str, tuple[str, ...]] = {
+    "use.incremental.alter.configs": ("requested", "required", "never"),
     "offset-syncs.topic.location": ("source", "target"),
     "errors.tolerance": ("none", "all"),
     "producer.override.compression.type": ("none", "gzip", "snappy", "lz4", "zstd"),
@@ -271,6 +273,26 @@ BROKER_OWNED_PREFIXES: dict[str, str] = {
     "listener.name.": "`clusters.<alias>.security`",
     "config.providers": "nothing: brokers get the file config provider automatically",
 }
+
+# Keys outside the catalogue that MM2's connectors accept: Connect's single message transforms
+# and their predicates (ConnectorConfig), and any key the connector class defines. They pass
+# through to the source connector from `settings` (records flow there), or to one role from
+# `flows.<flow>.connectorSettings.<role>`; Connect's
+# `PUT /connector-plugins/{class}/config/validate` checks them at preview
+# (components/connect/plugin_validation.py).
+TRANSFORM_KEYS: tuple[str, ...] = ("transforms", "predicates")
+TRANSFORM_PREFIXES: tuple[str, ...] = ("transforms.", "predicates.")
+
+
+def is_transform_key(key: str) -> bool:
+    """`transforms`, `predicates` or a key under them (SMT and predicate configs)."""
+    return key in TRANSFORM_KEYS or key.startswith(TRANSFORM_PREFIXES)
+
+
+def pass_through_keys(settings: Iterable[str]) -> tuple[str, ...]:
+    """The keys of `settings` outside the catalogue: checked only by Connect's validation."""
+    return tuple(sorted(k for k in settings if k not in KNOWN_SETTINGS))
+
 
 _PLACEHOLDER = re.compile(r"^\$\{[A-Za-z0-9_.-]+:[^}]*\}$")
 

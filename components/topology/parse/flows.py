@@ -21,6 +21,7 @@ from components.topology.parse.mm2_settings import (
     MM2_TOPICS_EXCLUDE_DEFAULT,
     Level,
     merge_levels,
+    parse_connector_settings,
     parse_patterns,
     parse_policy,
     parse_settings,
@@ -44,6 +45,7 @@ FLOW_FIELDS = (
     "connectorStates",
     "autoRestart",
     "reverseHeartbeats",
+    "connectorSettings",
 )
 # Roles as `connectorStates` keys spell them (raw config keys are plain strings).
 ROLE_NAMES: tuple[str, ...] = tuple(role.value for role in ConnectorRole)
@@ -96,6 +98,9 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         problems, mapping.get("autoRestart"), f"{where}.autoRestart", declared.groups.get(group_name or "")
     )
     reverse = _reverse_heartbeats(problems, mapping, where, source, merged, declared, group_name)
+    role_settings = parse_connector_settings(problems, mapping.get("connectorSettings"), f"{where}.connectorSettings")
+    if switches.exactly_once:
+        exactly_once_problems(problems, where, merged, declared.clusters.get(target))
     if (
         not (ok and group_ok)
         or switches.enabled is None
@@ -124,6 +129,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         connector_states=MappingProxyType(states),
         auto_restart=MappingProxyType(auto_restart),
         reverse_heartbeats=reverse,
+        role_settings=MappingProxyType({role: frozen_map(v) for role, v in role_settings.items()}),
     )
 
 
@@ -273,6 +279,31 @@ def _merged_settings(
                 "Remove the override (exactlyOnce sets read_committed) or set exactlyOnce: false.",
             )
     return merged
+
+
+def exactly_once_problems(problems: Problems, where: str, merged: Mapping[str, str], target: Cluster | None) -> None:
+    """Settings that make an exactly-once flow impossible: its source connector's producer
+    writes records and offsets in one transaction, which needs idempotence and acks=all."""
+    idempotence = merged.get("producer.override.enable.idempotence", "true").lower()
+    if idempotence == "false":
+        problems.add(
+            f"{where}.settings" + quoted("producer.override.enable.idempotence"),
+            "an exactly-once flow writes through a transactional producer, which needs idempotence; this turns it off.",
+            "Remove the key (exactlyOnce needs the default, true) or set exactlyOnce: false.",
+        )
+    client = dict(target.client) if target is not None else {}
+    for key, bad, need in (
+        ("producer.enable.idempotence", ("false",), "true"),
+        ("producer.acks", ("0", "1"), "all"),
+    ):
+        value = client.get(key, "").strip().lower()
+        if value in bad:
+            problems.add(
+                path("clusters", target.alias if target else "?", "client") + quoted(key),
+                f"exactly-once flow {where.rsplit('.', 1)[-1]} writes to this cluster transactionally, "
+                f"which needs {key.split('.', 1)[1]}={need}; got {value!r}.",
+                f"Remove the override (or set {need}), or set exactlyOnce: false on the flow.",
+            )
 
 
 def parse_connector_states(

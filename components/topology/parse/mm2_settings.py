@@ -16,7 +16,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from components.topology import settings as known
-from components.topology.model import DEFAULT_POLICY_CLASS, IDENTITY_POLICY_CLASS, PolicyKind, ReplicationPolicy
+from components.topology.model import (
+    DEFAULT_POLICY_CLASS,
+    IDENTITY_POLICY_CLASS,
+    ConnectorRole,
+    PolicyKind,
+    ReplicationPolicy,
+)
 from components.topology.parse.problems import Problems, quoted
 from components.topology.parse.values import as_bool, as_list, as_mapping, as_str, string_map, unknown_fields
 
@@ -82,19 +88,63 @@ def parse_settings(problems: Problems, raw: Any, key: str) -> dict[str, str]:
                 "Credentials belong in `clusters.<alias>.security` as {secret: ...} references.",
             )
             continue
-        if k not in known.KNOWN_SETTINGS:
-            hint = known.suggest(k, known.KNOWN_SETTINGS | set(known.SETTINGS_OWNED))
-            did = f'Did you mean "{hint}"? ' if hint else ""
-            problems.add(
-                item,
-                f'"{k}" is not an MM2 connector setting.',
-                f"{did}See the MM2 settings table (seed 000) for valid keys.",
-            )
+        if k not in known.KNOWN_SETTINGS and not _pass_through_ok(problems, k, v, item):
             continue
         if not setting_value_ok(problems, k, v, item):
             continue
         accepted[k] = v.strip()
     return accepted
+
+
+def _pass_through_ok(problems: Problems, k: str, v: str, item: str) -> bool:
+    """A key outside the catalogue passes through to Connect, which checks it at preview.
+
+    Only what needs no connector class to judge is refused here: an empty key, and a
+    `transforms` / `predicates` list that is not a comma-separated list of aliases.
+    """
+    if not k.strip() or k != k.strip():
+        problems.add(item, f"setting key {k!r} is empty or has surrounding spaces.", "Write the exact MM2 key.")
+        return False
+    if k in known.TRANSFORM_KEYS:
+        aliases = [a.strip() for a in v.split(",")]
+        if v.strip() and not all(re.fullmatch(r"[A-Za-z0-9_$-]+", a) for a in aliases):
+            problems.add(
+                item,
+                f'"{k}" must list aliases separated by commas, got {v!r}.',
+                f'Name each one (e.g. "dropTest,route") and configure it under "{k}.<alias>.type".',
+            )
+            return False
+    return True
+
+
+def parse_connector_settings(problems: Problems, raw: Any, key: str) -> dict[ConnectorRole, dict[str, str]]:
+    """`flows.<flow>.connectorSettings.<role>`: keys outside the catalogue for one connector.
+
+    Catalogue keys belong in `settings`, which sends each to every connector that reads it (a
+    key set on one role only would let source and checkpoint disagree).
+    """
+    mapping = as_mapping(problems, raw, key)
+    if not mapping:
+        return {}
+    roles = {role.value: role for role in ConnectorRole}
+    out: dict[ConnectorRole, dict[str, str]] = {}
+    for name, values in mapping.items():
+        where = f"{key}.{name}"
+        if name not in roles:
+            hint = known.suggest(str(name), roles)
+            did = f'Did you mean "{hint}"? ' if hint else ""
+            problems.add(where, f"unknown connector role {name!r}.", f"{did}Use one of: {', '.join(roles)}.")
+            continue
+        accepted = parse_settings(problems, values, where)
+        for k in sorted(set(accepted) & known.KNOWN_SETTINGS):
+            problems.add(
+                f"{where}{quoted(k)}",
+                f'"{k}" is an MM2 setting that goes to every connector reading it, not to one role.',
+                "Move it to `settings` (flow, cluster or defaults level); it is routed to the right connectors.",
+            )
+            accepted.pop(k)
+        out[roles[name]] = accepted
+    return out
 
 
 def setting_value_ok(problems: Problems, k: str, v: str, item: str) -> bool:

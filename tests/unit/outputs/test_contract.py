@@ -66,12 +66,13 @@ def test_exported_keys_stay_those_existing_stacks_have() -> None:
         "offsetSyncsCluster",
         "enabled",
         "reverseHeartbeats",
+        "transforms",
     }
 
 
 def _older_flow(**changes: Any) -> dict[str, Any]:
     data = FLOW.to_json()
-    for key in ("separator", "namePreserving", "offsetSyncsCluster", "enabled"):
+    for key in ("separator", "namePreserving", "offsetSyncsCluster", "enabled", "transforms"):
         data.pop(key)
     return {**data, **changes}
 

@@ -22,11 +22,14 @@ from components.topology import (
 from components.topology.connectors import (
     MAX_TASKS_PER_WORKER,
     TUNED_SOURCE_CLIENT,
+    exactly_once_active,
     flow_tasks_max,
     replicated_partitions,
+    transform_aliases,
 )
 from components.topology.model import Flow, PolicyKind, frozen_map
-from tests.unit.topology.helpers import dev_config
+from components.topology.runtime_config import with_exactly_once_stage
+from tests.unit.topology.helpers import dev_config, secure_config
 
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
 SECRETS = "/var/lib/mm2/secrets.properties"
@@ -444,3 +447,49 @@ def test_reverse_heartbeat_connector_writes_heartbeats_into_the_source_as_its_mm
         "replication.policy.separator": ".",
         "heartbeats.topic.replication.factor": "1",
     }
+
+
+def test_pass_through_settings_reach_the_source_connector_and_role_settings_their_role() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["settings"] = {
+        "transforms": "dropTest, route",
+        "transforms.dropTest.type": "org.apache.kafka.connect.transforms.Filter",
+        "use.incremental.alter.configs": "never",
+        "sync.group.offsets.interval.seconds": "7",
+    }
+    config["flows"]["primary->dr"]["connectorSettings"] = {"heartbeat": {"transforms": "tag"}}
+    topology = parse_topology(config)
+    specs = flow_connectors(topology, topology.flows[0])
+    assert specs.source.config["transforms.dropTest.type"] == "org.apache.kafka.connect.transforms.Filter"
+    assert specs.source.config["use.incremental.alter.configs"] == "never"
+    assert "sync.group.offsets.interval.seconds" not in specs.source.config
+    assert specs.checkpoint.config["sync.group.offsets.interval.seconds"] == "7"
+    assert "transforms" not in specs.checkpoint.config
+    assert specs.heartbeat.config["transforms"] == "tag"
+    assert transform_aliases(specs.source.config) == ("dropTest", "route")
+    assert transform_aliases(specs.checkpoint.config) == ()
+
+
+def test_exactly_once_waits_for_the_preparing_step_of_the_rollout() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    topology = with_exactly_once_stage(parse_topology(config), "mm2", "preparing")
+    flow = topology.flows[0]
+    assert not exactly_once_active(topology, flow)
+    assert "exactly.once.support" not in flow_connectors(topology, flow).source.config
+    enabled = with_exactly_once_stage(topology, "mm2", "enabled")
+    assert exactly_once_active(enabled, flow)
+    assert flow_connectors(enabled, flow).source.config["exactly.once.support"] == "required"
+
+
+def test_connectors_on_exactly_once_workers_fence_and_read_offsets_through_the_target() -> None:
+    config = secure_config()
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    topology = parse_topology(config)
+    for spec in flow_connectors(topology, topology.flows[0]).all():
+        assert spec.config["admin.override.sasl.jaas.config"] == spec.config["producer.override.sasl.jaas.config"]
+        assert spec.config["consumer.override.security.protocol"] == "SASL_PLAINTEXT"
+    preparing = with_exactly_once_stage(topology, "mm2", "preparing")
+    assert not any(
+        k.startswith("admin.override.") for k in flow_connectors(preparing, preparing.flows[0]).source.config
+    )

@@ -14,6 +14,7 @@ from components.topology import (
     worker_rest_urls,
 )
 from components.topology.model import frozen_map
+from components.topology.runtime_config import next_exactly_once_stage, wants_exactly_once, with_exactly_once_stage
 from tests.unit.topology.helpers import dev_config, example
 
 
@@ -146,3 +147,29 @@ def test_worker_properties_exactly_once_rest_auth_and_overrides() -> None:
     assert props["rest.extension.classes"].endswith("BasicAuthSecurityRestExtension")
     assert props["plugin.path"] == "/opt/plugins"
     assert group.rest_password is not None and group.rest_password.key == "mm2.rest.password"
+
+
+@pytest.mark.parametrize(
+    ("deployed", "stage"),
+    [
+        ([], "enabled"),  # a new group starts at enabled
+        (["disabled", "disabled"], "preparing"),
+        (["preparing", "disabled"], "preparing"),  # a half-done first step is finished first
+        (["preparing", "preparing"], "enabled"),
+        (["enabled", "preparing"], "enabled"),
+        (["enabled"], "enabled"),
+    ],
+)
+def test_exactly_once_rollout_steps(deployed: list[str], stage: str) -> None:
+    assert next_exactly_once_stage(deployed) == stage
+
+
+def test_worker_properties_follow_the_rollout_stage() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    topology = with_exactly_once_stage(parse_topology(config), "mm2", "preparing")
+    group = topology.worker_groups["mm2"]
+    assert wants_exactly_once(topology, group)
+    assert worker_properties(topology, group, 1)["exactly.once.source.support"] == "preparing"
+    plain = parse_topology(dev_config())
+    assert "exactly.once.source.support" not in worker_properties(plain, plain.worker_groups["mm2"], 0)

@@ -221,3 +221,35 @@ def test_reverse_heartbeats_let_the_source_mm2_user_create_and_write_heartbeats_
         for op in (AclOperation.CREATE, AclOperation.WRITE)
     }
     assert after["dr"] == before["dr"]
+
+
+def test_exactly_once_grants_the_transactional_rights_kip_618_lists() -> None:
+    config = secure_config()
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    topology = parse_topology(config)
+    txn = AclResource.TRANSACTIONAL_ID
+    mm2_dr = flow_acls(topology, topology.flows[0])["dr"]
+    # Task producers `<group.id>-<connector>-<task>` (and fencing them), idempotence, and the
+    # worker group's offsets topic (on dr, the group's own cluster) written in the transaction.
+    # On exactly-once workers every source task is transactional: checkpoint and heartbeat too.
+    assert {(a.name, a.pattern, a.operation) for a in mm2_dr if a.resource is txn} == {
+        (f"mm2-mm2-mm2-primary-to-dr-{role}-", PRE, op)
+        for role in ("source", "checkpoint", "heartbeat")
+        for op in (W, D)
+    }
+    assert cluster("User:mm2", AclOperation.IDEMPOTENT_WRITE) <= mm2_dr
+    # Written in each transaction and read back by the task (found on real workers: "Not
+    # authorized to read from partition mm2-mm2-offsets-N" kept tasks from starting).
+    assert topic("User:mm2", "mm2-mm2-offsets", LIT, R, W, D) <= mm2_dr
+    # The source side needs nothing transactional: it is read with read_committed.
+    assert not [a for a in flow_acls(topology, topology.flows[0])["primary"] if a.resource is txn]
+    worker = worker_acls(topology, topology.worker_groups["mm2"])
+    assert {(a.name, a.pattern, a.operation) for a in worker if a.resource is txn} == {
+        ("connect-cluster-mm2-mm2", LIT, W),
+        ("connect-cluster-mm2-mm2", LIT, D),
+    }
+
+
+def test_at_least_once_flows_grant_nothing_transactional() -> None:
+    topology = parse_topology(secure_config())
+    assert not [a for a in cluster_acls(topology, "dr") if a.resource is AclResource.TRANSACTIONAL_ID]

@@ -145,3 +145,29 @@ def test_reverse_heartbeats_parse_and_fail_at_preview_when_the_connector_cannot_
     not_bool = dev_config()
     not_bool["flows"]["primary->dr"]["reverseHeartbeats"] = "sometimes"
     problem_at(not_bool, key)
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value", "expected"),
+    [
+        ("flow", "producer.override.enable.idempotence", "false", "needs idempotence"),
+        ("target", "producer.enable.idempotence", "false", "needs enable.idempotence=true"),
+        ("target", "producer.acks", "1", "needs acks=all"),
+    ],
+)
+def test_exactly_once_refuses_settings_that_rule_out_transactions(
+    where: str, key: str, value: str, expected: str
+) -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    if where == "flow":
+        config["flows"]["primary->dr"]["settings"] = {key: value}
+        at = f'{FLOW}.settings["{key}"]'
+    else:
+        config["clusters"]["dr"]["client"] = {key: value}
+        at = f'mm2:clusters.dr.client["{key}"]'
+    problem = problem_at(config, at)
+    assert expected in problem.message
+    assert "exactlyOnce: false" in problem.fix
+    del config["flows"]["primary->dr"]["exactlyOnce"]
+    parse_topology(config)  # fine without exactly-once

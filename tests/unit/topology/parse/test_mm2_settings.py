@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from components.topology import ConnectorRole, parse_topology
 from tests.unit.topology.helpers import FLOW, dev_config, problem_at
 
 
@@ -37,11 +40,85 @@ def test_comma_inside_a_pattern_is_rejected() -> None:
     assert "comma" in problem_at(config, f"{FLOW}.groupsExclude[0]").message
 
 
-def test_unknown_setting_key_suggests_the_right_one() -> None:
+def test_keys_outside_the_catalogue_pass_through_to_connect_validation() -> None:
+    # A typo is no longer refused here: Connect's validation names it at preview, with a
+    # "did you mean" (components/connect/plugin_validation.py).
     config = dev_config()
     config["flows"]["primary->dr"]["settings"] = {"sync.group.offset.enabled": "true"}
-    problem = problem_at(config, f'{FLOW}.settings["sync.group.offset.enabled"]')
-    assert 'Did you mean "sync.group.offsets.enabled"' in problem.fix
+    flow = parse_topology(config).flow("primary->dr")
+    assert flow.settings["sync.group.offset.enabled"] == "true"
+
+
+def test_transforms_predicates_and_incremental_alter_configs_are_accepted() -> None:
+    config = dev_config()
+    settings = {
+        "transforms": "dropTest",
+        "transforms.dropTest.type": "org.apache.kafka.connect.transforms.Filter",
+        "transforms.dropTest.predicate": "isTest",
+        "predicates": "isTest",
+        "predicates.isTest.type": "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
+        "predicates.isTest.name": "test",
+        "use.incremental.alter.configs": "required",
+    }
+    config["flows"]["primary->dr"]["settings"] = settings
+    flow = parse_topology(config).flow("primary->dr")
+    assert {k: flow.settings[k] for k in settings} == settings
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("use.incremental.alter.configs", "always", "must be one of requested, required, never"),
+        ("transforms", "a b", "must list aliases separated by commas"),
+    ],
+)
+def test_bad_pass_through_values_fail_at_parse(key: str, value: str, expected: str) -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["settings"] = {key: value}
+    assert expected in problem_at(config, f'{FLOW}.settings["{key}"]').message
+
+
+@pytest.mark.parametrize(
+    ("key", "field"),
+    [
+        ("tasks.max", "`tasksMax`"),
+        ("exactly.once.support", "`exactlyOnce: true`"),
+        ("producer.override.bootstrap.servers", "`clusters.<target>.client`"),
+        ("source.cluster.bootstrap.servers", "`clusters.<source>.security`"),
+    ],
+)
+def test_keys_typed_fields_own_stay_rejected_naming_the_field(key: str, field: str) -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["settings"] = {key: "x"}
+    problem = problem_at(config, f'{FLOW}.settings["{key}"]')
+    assert "owned by a typed field" in problem.message
+    assert field in problem.fix
+
+
+def test_connector_settings_go_to_one_role() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["connectorSettings"] = {
+        "checkpoint": {"transforms": "t", "transforms.t.type": "org.apache.kafka.connect.transforms.InsertHeader"}
+    }
+    flow = parse_topology(config).flow("primary->dr")
+    assert flow.role_settings[ConnectorRole.CHECKPOINT]["transforms"] == "t"
+    assert ConnectorRole.SOURCE not in flow.role_settings
+
+
+@pytest.mark.parametrize(
+    ("raw", "key", "expected"),
+    [
+        ({"sorce": {"a.b": "1"}}, "sorce", 'Did you mean "source"'),
+        ({"heartbeat": {"emit.heartbeats.interval.seconds": "1"}}, 'heartbeat["emit.heartbeats.interval.seconds"]',
+         "Move it to `settings`"),
+        ({"source": {"tasks.max": "3"}}, 'source["tasks.max"]', "`tasksMax`"),
+    ],
+)  # fmt: skip
+def test_bad_connector_settings_name_the_fix(raw: dict[str, Any], key: str, expected: str) -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["connectorSettings"] = raw
+    problem = problem_at(config, f"{FLOW}.connectorSettings.{key}")
+    assert expected in problem.fix
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ def test_valid_dev_config_parses_with_string_numbers_and_bools() -> None:
 def test_every_problem_is_reported_at_once() -> None:
     config = dev_config()
     config["flows"]["primary->dr"]["topics"] = ["("]
-    config["flows"]["primary->dr"]["settings"] = {"tasks.max": "2", "refresh.topic.interval.seconds": "1"}
+    config["flows"]["primary->dr"]["settings"] = {"tasks.max": "2", "refresh.topics.interval.seconds": "soon"}
     config["flows"]["x->dr"] = {}
     config["clusters"]["dr"]["port"] = 19092
     config["clusters"]["primary"]["security"] = {
@@ -64,7 +64,7 @@ def test_every_problem_is_reported_at_once() -> None:
     expected = {
         f"{FLOW}.topics[0]",
         f'{FLOW}.settings["tasks.max"]',
-        f'{FLOW}.settings["refresh.topic.interval.seconds"]',
+        f'{FLOW}.settings["refresh.topics.interval.seconds"]',
         "mm2:flows.x->dr",
         "mm2:clusters.primary.port",
         "mm2:clusters.primary.security.password",

@@ -1,0 +1,127 @@
+"""What Connect's plugins say about a connector config: the preview-time check of settings
+that pass through the stack's catalogue (transforms, predicates, any connector key).
+
+`PUT /connector-plugins/{class}/config/validate` reports bad values, but silently accepts keys
+no definition names, so a typo would deploy and do nothing. `config_problems` adds those: a
+key outside the catalogue (components/topology/settings.py) that the connector class and its
+transformations do not define is rejected with a "did you mean". A transformation or predicate
+class that is not installed is named with what the workers do have (`GET /connector-plugins`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from components.topology.settings import KNOWN_SETTINGS, SETTINGS_OWNED, suggest
+
+from .client import ConfigProblem, ConnectClient
+
+# Keys MM2 and Connect read by prefix, never listed in a definition; the stack generates them
+# and parse already refuses user keys here that typed fields own.
+DYNAMIC_PREFIXES: tuple[str, ...] = (
+    "source.",
+    "target.",
+    "producer.override.",
+    "consumer.override.",
+    "admin.override.",
+)
+_PLUGIN_KINDS = {"transforms": "transformation", "predicates": "predicate"}
+# MirrorSourceConnector declares exactly-once support from Kafka 3.5 (KIP-618 came to Connect in
+# 3.3; MM2's connectors implemented it in 3.5).
+EXACTLY_ONCE_SINCE = (3, 5)
+
+
+def validate_config(client: ConnectClient, connector_class: str, config: Mapping[str, str]) -> list[ConfigProblem]:
+    """Connect's problems with `config` plus keys nothing defines; asks for the installed
+    plugins only when a transformation or predicate class is missing."""
+    answer = client.validate_answer(connector_class, config)
+    problems = config_problems(connector_class, answer, config)
+    if config.get("exactly.once.support") == "required":
+        problems += exactly_once_version_problems(str(client.server_info().get("version", "")), client.url)
+    if any(_missing_class(p) for p in problems):
+        installed = client.list_all_plugins()
+        problems = [_with_installed(p, config, installed, client.url) for p in problems]
+    return problems
+
+
+def config_problems(connector_class: str, answer: Mapping[str, Any], config: Mapping[str, str]) -> list[ConfigProblem]:
+    """Pure: the rejected keys of a validation answer, then the keys it does not define."""
+    defined: set[str] = set()
+    problems: list[ConfigProblem] = []
+    for entry in answer.get("configs") or []:
+        name = str((entry.get("definition") or {}).get("name") or (entry.get("value") or {}).get("name") or "")
+        defined.add(name)
+        errors = tuple(str(e) for e in (entry.get("value") or {}).get("errors") or [])
+        if errors:
+            problems.append(ConfigProblem(name, errors))
+    broken = {p.key.rsplit(".", 1)[0] + "." for p in problems if p.key.endswith(".type")}
+    short = connector_class.rsplit(".", 1)[-1]
+    for key in sorted(config):
+        if key in defined or _generated(key) or key.startswith(tuple(broken)):
+            continue
+        hint = suggest(key, defined | KNOWN_SETTINGS)
+        did = f' Did you mean "{hint}"?' if hint else ""
+        problems.append(
+            ConfigProblem(
+                key,
+                (f"{short} and its transformations define no such setting, so Connect would ignore it.{did}",),
+            )
+        )
+    return problems
+
+
+def exactly_once_version_problems(version: str, url: str) -> list[ConfigProblem]:
+    """Pure: a worker group too old for an exactly-once MM2 flow (version as `GET /` gives it)."""
+    numbers = re.match(r"(\d+)\.(\d+)", version)
+    if numbers is None or (int(numbers[1]), int(numbers[2])) >= EXACTLY_ONCE_SINCE:
+        return []
+    since = ".".join(map(str, EXACTLY_ONCE_SINCE))
+    return [
+        ConfigProblem(
+            "exactly.once.support",
+            (
+                f"the workers at {url} run Kafka Connect {version}; MirrorSourceConnector supports "
+                f"exactly-once from {since}. Fix: upgrade the worker group to Kafka {since} or later, "
+                "or set exactlyOnce: false on the flow.",
+            ),
+        )
+    ]
+
+
+def pass_through_keys(config: Mapping[str, str]) -> list[str]:
+    """Keys of a connector config that only Connect can judge (outside the catalogue)."""
+    return sorted(k for k in config if not _generated(k))
+
+
+def _generated(key: str) -> bool:
+    return key in KNOWN_SETTINGS or key in SETTINGS_OWNED or key.startswith(DYNAMIC_PREFIXES)
+
+
+def _missing_class(problem: ConfigProblem) -> bool:
+    return problem.key.endswith(".type") and problem.key.split(".", 1)[0] in _PLUGIN_KINDS
+
+
+def _with_installed(
+    problem: ConfigProblem, config: Mapping[str, str], installed: list[dict[str, Any]], url: str
+) -> ConfigProblem:
+    if not _missing_class(problem):
+        return problem
+    kind = _PLUGIN_KINDS[problem.key.split(".", 1)[0]]
+    have = sorted(str(p.get("class")) for p in installed if str(p.get("type", "")).lower() == kind)
+    wanted = config.get(problem.key, "?")
+    message = (
+        f"class {wanted!r} is not on the plugin path of the workers at {url} "
+        f"({'; '.join(problem.messages)}). Installed {kind}s: {', '.join(have) or '(none)'}. "
+        "Fix: correct the class name, or install its jar on every worker (plugin.path) first."
+    )
+    return ConfigProblem(problem.key, (message,))
+
+
+def validation_failure_text(name: str, problems: list[ConfigProblem]) -> str:
+    lines = "\n".join(f"  {p.key}: {'; '.join(p.messages)}" for p in problems)
+    return (
+        f"connector {name!r}: Connect's validation rejected its config, so nothing was created:\n{lines}\n"
+        "Next step: fix these keys in `settings` / `connectorSettings` of the flow, then run `pulumi up` again."
+    )

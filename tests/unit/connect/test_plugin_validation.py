@@ -1,0 +1,131 @@
+"""components/connect/plugin_validation.py: keys Connect's validation does not define are named,
+typos get a "did you mean", a missing transformation class is named with what is installed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from components.connect.client import ConnectClient
+from components.connect.plugin_validation import (
+    config_problems,
+    exactly_once_version_problems,
+    pass_through_keys,
+    validate_config,
+)
+from components.connect.provider import ConnectorOperationFailed, ConnectorProvider
+
+SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
+FILTER = "org.apache.kafka.connect.transforms.Filter"
+URL = "http://connect.test:8083"
+
+
+def answer(defined: dict[str, list[str]]) -> dict[str, Any]:
+    """A validation answer: key -> its errors."""
+    return {
+        "name": SOURCE,
+        "error_count": sum(len(e) for e in defined.values()),
+        "configs": [{"definition": {"name": k}, "value": {"name": k, "errors": e}} for k, e in defined.items()],
+    }
+
+
+def test_generated_and_catalogue_keys_are_never_called_unknown() -> None:
+    config = {
+        "source.cluster.bootstrap.servers": "a:1",
+        "producer.override.linger.ms": "10",
+        "sync.topic.acls.enabled": "false",  # catalogue
+        "tasks.max": "2",  # owned by a typed field
+    }
+    assert config_problems(SOURCE, answer({}), config) == []
+    assert pass_through_keys(config) == []
+
+
+def test_a_typo_gets_did_you_mean_from_the_definitions() -> None:
+    problems = config_problems(SOURCE, answer({"offset.flush.timeout.ms": []}), {"offset.flush.timout.ms": "5"})
+    assert [p.key for p in problems] == ["offset.flush.timout.ms"]
+    assert 'Did you mean "offset.flush.timeout.ms"?' in problems[0].messages[0]
+    assert "MirrorSourceConnector" in problems[0].messages[0]
+
+
+def test_a_catalogue_key_on_the_wrong_role_is_suggested_too() -> None:
+    problems = config_problems(SOURCE, answer({}), {"sync.group.offset.enabled": "true"})
+    assert 'Did you mean "sync.group.offsets.enabled"?' in problems[0].messages[0]
+
+
+def test_rejected_values_are_reported_and_keys_under_a_broken_transform_not_twice() -> None:
+    defined = {"transforms": [], "transforms.x.type": ["Class com.example.Nope could not be found."]}
+    config = {"transforms": "x", "transforms.x.type": "com.example.Nope", "transforms.x.field": "f"}
+    problems = config_problems(SOURCE, answer(defined), config)
+    assert [p.key for p in problems] == ["transforms.x.type"]
+
+
+def _transport(validation: dict[str, Any], plugins: list[dict[str, Any]], seen: list[str]) -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.method} {request.url.path}?{request.url.query.decode()}")
+        if request.url.path.endswith("/config/validate"):
+            assert json.loads(request.content)["connector.class"] == SOURCE
+            return httpx.Response(200, json=validation)
+        if request.url.path == "/connector-plugins":
+            return httpx.Response(200, json=plugins)
+        return httpx.Response(404, json={"error_code": 404, "message": "not found"})
+
+    return httpx.MockTransport(handle)
+
+
+def test_missing_transformation_class_is_named_with_the_installed_ones() -> None:
+    seen: list[str] = []
+    validation = answer({"transforms": [], "transforms.x.type": ["Invalid value com.example.Nope: not found"]})
+    plugins = [{"class": FILTER, "type": "transformation"}, {"class": SOURCE, "type": "source"}]
+    with ConnectClient(URL, transport=_transport(validation, plugins, seen), retry_budget_s=0) as client:
+        problems = validate_config(client, SOURCE, {"transforms": "x", "transforms.x.type": "com.example.Nope"})
+    assert len(problems) == 1
+    text = problems[0].messages[0]
+    assert "'com.example.Nope' is not on the plugin path" in text
+    assert FILTER in text and SOURCE not in text
+    assert "GET /connector-plugins?connectorsOnly=false" in seen
+
+
+def test_create_refuses_a_config_with_unknown_keys_before_creating_anything() -> None:
+    seen: list[str] = []
+    validation = answer({"name": [], "connector.class": []})
+    provider = ConnectorProvider(transport_factory=lambda: _transport(validation, [], seen), retry_budget_s=0)
+    props = {
+        "connect_url": URL,
+        "name": "c1",
+        "config": {"connector.class": SOURCE, "refresh.topic.interval.seconds": "5"},
+        "timeout_seconds": 5,
+        "desired_state": "RUNNING",
+    }
+    with pytest.raises(ConnectorOperationFailed) as caught:
+        provider.create(props)
+    assert "refresh.topic.interval.seconds" in str(caught.value)
+    assert 'Did you mean "refresh.topics.interval.seconds"' in str(caught.value)
+    assert "nothing was created" in str(caught.value)
+    assert all("/connectors" not in s for s in seen)
+
+
+@pytest.mark.parametrize(("version", "refused"), [("3.4.1", True), ("2.8.0", True), ("3.5.0", False), ("4.3.1", False)])
+def test_exactly_once_needs_connect_3_5(version: str, refused: bool) -> None:
+    problems = exactly_once_version_problems(version, URL)
+    assert bool(problems) == refused
+    if refused:
+        assert version in problems[0].messages[0] and "exactlyOnce: false" in problems[0].messages[0]
+
+
+def test_an_exactly_once_config_asks_the_workers_version() -> None:
+    seen: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.method} {request.url.path}")
+        if request.url.path == "/":
+            return httpx.Response(200, json={"version": "3.4.0", "commit": "x", "kafka_cluster_id": "y"})
+        return httpx.Response(200, json=answer({"exactly.once.support": []}))
+
+    with ConnectClient(URL, transport=httpx.MockTransport(handle), retry_budget_s=0) as client:
+        problems = validate_config(client, SOURCE, {"exactly.once.support": "required"})
+        assert [p.key for p in problems] == ["exactly.once.support"]
+        assert validate_config(client, SOURCE, {"exactly.once.support": "requested"}) == []
+    assert seen.count("GET /") == 1
