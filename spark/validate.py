@@ -112,6 +112,10 @@ def build_session(args: argparse.Namespace, jars: KafkaSourceJars) -> Any:
     builder = builder.config("spark.sql.session.timeZone", "UTC")
     # The stage prints its own progress lines; Spark's `[Stage N: ===>]` bars would interleave.
     builder = builder.config("spark.ui.showConsoleProgress", "false")
+    if not already_submitted and "spark.driver.extraJavaOptions" not in confs:
+        # Quiet from the first line (setLogLevel below only takes effect once the JVM is up).
+        log4j = Path(__file__).resolve().parent / "log4j2.properties"
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
     # Small inputs (a few thousand records) must not pay for 200 shuffle tasks per stage: AQE
     # coalesces post-shuffle partitions to what the data needs, from a small initial count.
     builder = builder.config("spark.sql.adaptive.coalescePartitions.initialPartitionNum", "16")
