@@ -151,6 +151,18 @@ def outputs_file(brokers: dict[str, cluster.Broker], topic: str, path: Path) -> 
     return path
 
 
+def _driver_figures(mon: Monitor, wall: float) -> dict[str, Any]:
+    """A Spark driver's memory (Python and JVM) and the CPU split during its run."""
+    roles = mon.by_role()
+    return {
+        "driver_python_peak_rss_mib": roles.get("spark_driver_python", {}).get("peak_rss_mib"),
+        "driver_jvm_peak_rss_mib": roles.get("spark_driver_jvm", {}).get("peak_rss_mib"),
+        "driver_jvm_heap": vars(mon.heap),
+        "driver_jvm_xmx": mon.notes.get("xmx"),
+        "cpu": _cpu(mon, wall),
+    }
+
+
 def _cpu(monitor: Monitor, wall: float) -> dict[str, Any]:
     roles = monitor.by_role()
     machine = roles.pop("machine")
@@ -191,7 +203,6 @@ def run_spark(
     fast_s = re.findall(r"fingerprinted in ([\d.]+)s", text)
     rest_s = re.findall(r"order, duplicates and unmatched records in ([\d.]+)s", text)
     checks = {k: v["status"] for t in flow.get("topics", {}).values() for k, v in t["checks"].items()}
-    roles = mon.by_role()
     result = {
         "exit_code": rc,
         "passed": bool(rep.get("passed")) and rc == 0,
@@ -207,11 +218,7 @@ def run_spark(
         "failed_checks": rep.get("failedChecks"),
         "partitions_by_path": rep.get("meta", {}).get("partitionsByPath"),
         "findings_s": float(rest_s[0]) if rest_s else None,
-        "driver_python_peak_rss_mib": roles.get("spark_driver_python", {}).get("peak_rss_mib"),
-        "driver_jvm_peak_rss_mib": roles.get("spark_driver_jvm", {}).get("peak_rss_mib"),
-        "driver_jvm_heap": vars(mon.heap),
-        "driver_jvm_xmx": mon.notes.get("xmx"),
-        "cpu": _cpu(mon, wall),
+        **_driver_figures(mon, wall),
         "log": str(log),
     }
     if not result["passed"] or result["matched"] != n:
@@ -279,7 +286,6 @@ def run_bare(brokers: dict[str, cluster.Broker], topic: str, n: int, work: Path,
     ]
     rc, wall, mon = timed_run(cmd, log, spark_roles, brokers, heap_role="spark_driver_jvm")
     res = json.loads(out.read_text()) if out.exists() else {}
-    roles = mon.by_role()
     result = {
         "exit_code": rc,
         "passed": rc == 0 and res.get("records") == 2 * n,
@@ -287,11 +293,7 @@ def run_bare(brokers: dict[str, cluster.Broker], topic: str, n: int, work: Path,
         "wall_s": round(wall, 2),
         "records_per_s": round(n / wall),
         "scan_s": res.get("scan_s"),
-        "driver_python_peak_rss_mib": roles.get("spark_driver_python", {}).get("peak_rss_mib"),
-        "driver_jvm_peak_rss_mib": roles.get("spark_driver_jvm", {}).get("peak_rss_mib"),
-        "driver_jvm_heap": vars(mon.heap),
-        "driver_jvm_xmx": mon.notes.get("xmx"),
-        "cpu": _cpu(mon, wall),
+        **_driver_figures(mon, wall),
         "log": str(log),
     }
     if not result["passed"]:
