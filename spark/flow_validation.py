@@ -149,6 +149,7 @@ def validate_topic(
 
     x_cut = {p: r for p, r in cut.items() if p in deferred}
     x_snap = {p: r for p, r in snapshot.items() if p in deferred}
+    size_shuffle(spark, sum(hi - lo for lo, hi in [*x_cut.values(), *x_snap.values()]))
     src = project(kafka_io.spark_read(spark, run.src, topic, x_cut, run.isolation))
     tgt = project(kafka_io.spark_read(spark, run.tgt, remote, x_snap, run.isolation))
     matched = checks.match_records(src, tgt).persist(StorageLevel.MEMORY_AND_DISK)
@@ -162,6 +163,20 @@ def validate_topic(
     finally:
         matched.unpersist()
     return rep
+
+
+# Rows per initial shuffle partition of the exact matching: AQE coalesces from there, and it keeps
+# each task's share bounded (at 10M records, 4 partitions ran out of a 1 GiB heap; 200 is Spark's
+# default and costs 200 shuffle files per map task on a stack of a few records).
+ROWS_PER_SHUFFLE_PARTITION = 100_000
+
+
+def size_shuffle(spark: Any, rows: int) -> None:
+    if spark.conf.get("spark.mm2.validate.fixedShuffle", "false") == "true":
+        return
+    n = max(4, min(200, rows // ROWS_PER_SHUFFLE_PARTITION + 1))
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.initialPartitionNum", str(n))
+    spark.conf.set("spark.sql.shuffle.partitions", str(n))
 
 
 def _reasons(deferred: dict[int, str]) -> str:

@@ -116,9 +116,12 @@ def build_session(args: argparse.Namespace, jars: KafkaSourceJars) -> Any:
         # Quiet from the first line (setLogLevel below only takes effect once the JVM is up).
         log4j = Path(__file__).resolve().parent / "log4j2.properties"
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
-    # Small inputs (a few thousand records) must not pay for 200 shuffle tasks per stage: AQE
-    # coalesces post-shuffle partitions to what the data needs, from a small initial count.
-    builder = builder.config("spark.sql.adaptive.coalescePartitions.initialPartitionNum", "16")
+    # Small inputs (a few thousand records) must not pay for 200 shuffle tasks per stage: the fast
+    # path shuffles one row per partition and map task; the exact matching sizes its own shuffle
+    # to its input (flow_validation.size_shuffle), and AQE coalesces from there.
+    builder = builder.config("spark.sql.shuffle.partitions", "4")
+    if "spark.sql.shuffle.partitions" in confs:  # the user's count stands for every stage
+        builder = builder.config("spark.mm2.validate.fixedShuffle", "true")
     builder = builder.config("spark.sql.adaptive.coalescePartitions.parallelismFirst", "false")
     for key, value in confs.items():
         builder = builder.config(key, value)
