@@ -150,8 +150,8 @@ def validate_topic(
     x_cut = {p: r for p, r in cut.items() if p in deferred}
     x_snap = {p: r for p, r in snapshot.items() if p in deferred}
     size_shuffle(spark, sum(hi - lo for lo, hi in [*x_cut.values(), *x_snap.values()]))
-    src = project(kafka_io.spark_read(spark, run.src, topic, x_cut, run.isolation))
-    tgt = project(kafka_io.spark_read(spark, run.tgt, remote, x_snap, run.isolation))
+    src = project(_read(spark, run.src, topic, x_cut, run.isolation))
+    tgt = project(_read(spark, run.tgt, remote, x_snap, run.isolation))
     matched = checks.match_records(src, tgt).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         t0 = time.monotonic()
@@ -177,6 +177,15 @@ def size_shuffle(spark: Any, rows: int) -> None:
     n = max(4, min(200, rows // ROWS_PER_SHUFFLE_PARTITION + 1))
     spark.conf.set("spark.sql.adaptive.coalescePartitions.initialPartitionNum", str(n))
     spark.conf.set("spark.sql.shuffle.partitions", str(n))
+
+
+def _read(spark: Any, cluster: Any, topic: str, ranges: dict[int, Range], isolation: str) -> Any:
+    """The records of `ranges`; an empty frame when there is no partition to read (Spark needs one)."""
+    from spark.transforms import KAFKA_SCHEMA
+
+    if not ranges:
+        return spark.createDataFrame([], KAFKA_SCHEMA)
+    return kafka_io.spark_read(spark, cluster, topic, ranges, isolation)
 
 
 def _reasons(deferred: dict[int, str]) -> str:
