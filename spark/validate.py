@@ -68,7 +68,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--skip", action="append", default=[], choices=CHECK_NAMES, help="do not run this check")
     p.add_argument("--catch-up-timeout", type=float, default=120.0, help="seconds to wait for targets (default 120)")
     p.add_argument("--heartbeat-max-age", type=float, default=60.0, help="newest heartbeat must be younger (s)")
-    p.add_argument("--latency-window", type=float, default=10.0, help="seconds to sample heartbeat latency (0: off)")
+    p.add_argument("--latency-window", type=float, default=5.0, help="seconds to sample heartbeat latency (0: off)")
     p.add_argument(
         "--checkpoint-wait",
         type=float,
