@@ -244,7 +244,9 @@ def test_stopped_checkpoint_connector_fails_the_stage(stack: TestStack, tmp_path
         group = f"it-after-stop-{uuid.uuid4().hex[:6]}"
         src = Consumer(kafka_conf(out, "primary", **{"group.id": group, "enable.auto.commit": False}))
         try:
-            commit = [TopicPartition("orders", 0, 1)]
+            # At the end of the partition, where MM2 can always translate (a recent offset sync).
+            _, high = src.get_watermark_offsets(TopicPartition("orders", 0), timeout=10)
+            commit = [TopicPartition("orders", 0, high)]
             kafka_retrying(lambda: src.commit(offsets=commit, asynchronous=False), f"committing group {group}")
         finally:
             src.close()
@@ -268,7 +270,7 @@ def test_records_deleted_on_the_target_fail_the_stage(stack: TestStack, tmp_path
     done = admin.delete_records([TopicPartition("primary.orders", 0, 5)])
     for f in done.values():
         f.result(timeout=30)
-    code, report, text, _ = _validate(stack, tmp_path)
+    code, report, text, _ = _validate(stack, tmp_path, "--checkpoint-wait", "30")
     assert code == 1, text[-6000:]
     assert f"{FLOW}: orders: completeness" in report["failedChecks"], report["failedChecks"]
     parts = report["flows"][FLOW]["topics"]["orders"]["partitions"]
