@@ -93,7 +93,7 @@ def kind_counts(matched: DataFrame) -> DataFrame:
     )
 
 
-def _int_map(values: Mapping[int, Any]) -> Column:
+def int_map(values: Mapping[int, Any]) -> Column:
     if not values:
         return F.create_map().cast("map<int,bigint>")
     return F.create_map(*[x for k, v in sorted(values.items()) for x in (F.lit(int(k)), F.lit(int(v)))])
@@ -145,8 +145,8 @@ def explain_unmatched(
 
     src_rest = src_rn.join(pairs.select("part", "gap", "rn"), ["part", "gap", "rn"], "left_anti")
     tgt_rest = tgt_rn.join(pairs.select("part", "gap", "rn"), ["part", "gap", "rn"], "left_anti")
-    caught = F.coalesce(F.element_at(_int_map({p: int(v) for p, v in caught_up.items()}), F.col("part")), F.lit(1))
-    starts = F.coalesce(F.element_at(_int_map(source_start), F.col("part")), F.lit(0))
+    caught = F.coalesce(F.element_at(int_map({p: int(v) for p, v in caught_up.items()}), F.col("part")), F.lit(1))
+    starts = F.coalesce(F.element_at(int_map(source_start), F.col("part")), F.lit(0))
     no_fields = F.array().cast("array<string>")
     missing = src_rest.select(
         "part",
@@ -234,71 +234,75 @@ def duplicates(matched: DataFrame) -> DataFrame:
 
 
 def offset_sync_results(
-    matched: DataFrame,
+    matched: DataFrame | None,
     syncs: DataFrame,
     source_range: Mapping[int, tuple[int, int]],
     target_range: Mapping[int, tuple[int, int]],
+    shift: Mapping[int, int] | None = None,
 ) -> DataFrame:
     """Each decoded sync (partition, upstream_offset, downstream_offset) of this topic, with a status.
 
     ok: the source record at the upstream offset equals the target record at the downstream
     offset. mismatch: they differ. target_absent: no target record at the downstream offset.
     skipped_*: the sync points outside what this run read (deleted, or after the cut).
+    Partitions in `shift` were decided healthy by the fast path (`spark.fast_path`): the record at
+    source offset u sits at target offset u + shift, so a sync is ok exactly when d = u + shift.
+    The others are judged by `matched` (the exact pairing of those partitions; None: there are none).
     """
+    s_lo = F.element_at(int_map({p: r[0] for p, r in source_range.items()}), F.col("part"))
+    s_hi = F.element_at(int_map({p: r[1] for p, r in source_range.items()}), F.col("part"))
+    t_lo = F.element_at(int_map({p: r[0] for p, r in target_range.items()}), F.col("part"))
+    t_hi = F.element_at(int_map({p: r[1] for p, r in target_range.items()}), F.col("part"))
+    sh = F.element_at(int_map(shift or {}), F.col("part"))
+    skipped = (
+        F.when(s_lo.isNull() | (F.col("u") < s_lo), "skipped_source_deleted")
+        .when(F.col("u") >= s_hi, "skipped_after_cut")
+        .when(F.col("d") < t_lo, "skipped_target_deleted")
+        .when(F.col("d") >= t_hi, "skipped_after_snapshot")
+    )
+    base = syncs.select(
+        F.col("partition").alias("part"), F.col("upstream_offset").alias("u"), F.col("downstream_offset").alias("d")
+    )
+    fast = base.filter(sh.isNotNull()).select(
+        "part", "u", "d", skipped.when(F.col("d") == F.col("u") + sh, "ok").otherwise("mismatch").alias("status")
+    )
+    if matched is None:
+        return fast
     src_pos = matched.filter(F.col("so").isNotNull()).select(
         F.col("part"), F.col("so").alias("u"), F.col("fp").alias("sfp")
     )
     tgt_pos = matched.filter(F.col("to").isNotNull()).select(
         F.col("part"), F.col("to").alias("d"), F.col("fp").alias("tfp")
     )
-    s_lo = F.element_at(_int_map({p: r[0] for p, r in source_range.items()}), F.col("part"))
-    s_hi = F.element_at(_int_map({p: r[1] for p, r in source_range.items()}), F.col("part"))
-    t_lo = F.element_at(_int_map({p: r[0] for p, r in target_range.items()}), F.col("part"))
-    t_hi = F.element_at(_int_map({p: r[1] for p, r in target_range.items()}), F.col("part"))
-    joined = (
-        syncs.select(
-            F.col("partition").alias("part"), F.col("upstream_offset").alias("u"), F.col("downstream_offset").alias("d")
-        )
-        .join(src_pos, ["part", "u"], "left")
-        .join(tgt_pos, ["part", "d"], "left")
-    )
+    joined = base.filter(sh.isNull()).join(src_pos, ["part", "u"], "left").join(tgt_pos, ["part", "d"], "left")
     status = (
-        F.when(s_lo.isNull() | (F.col("u") < s_lo), "skipped_source_deleted")
-        .when(F.col("u") >= s_hi, "skipped_after_cut")
-        .when(F.col("d") < t_lo, "skipped_target_deleted")
-        .when(F.col("d") >= t_hi, "skipped_after_snapshot")
-        .when(F.col("sfp").isNull(), "skipped_source_gap")
+        skipped.when(F.col("sfp").isNull(), "skipped_source_gap")
         .when(F.col("tfp").isNull(), "target_absent")
         .when(F.col("sfp") == F.col("tfp"), "ok")
         .otherwise("mismatch")
     )
-    return joined.select("part", "u", "d", status.alias("status"))
+    return fast.unionByName(joined.select("part", "u", "d", status.alias("status")))
 
 
 def checkpoint_results(
-    matched: DataFrame,
+    matched: DataFrame | None,
     checkpoints: DataFrame,
-    cut: Mapping[int, int],
+    cut: Mapping[int, tuple[int, int]],
     snapshot_end: Mapping[int, int],
     log_end: Mapping[int, int],
+    shift: Mapping[int, int] | None = None,
 ) -> DataFrame:
     """Each checkpoint (group, partition, upstream U, downstream D, ckpt_offset) with a status.
 
-    exact(U) is the target offset of the first replicated record whose source offset is >= U
-    (a suffix minimum over matched pairs, computed with one window per partition, no range
-    join). MM2 guarantees D <= exact(U) (never ahead: failover skips nothing) and D <= the
-    target log end. Checkpoints with U at or after the cut can only be held to the log end.
-    Per (group, partition), D must not decrease unless U went back (monotonicity).
+    exact(U) is the target offset of the first replicated record whose source offset is >= U.
+    On partitions the fast path decided healthy (`shift`: target offset - source offset) that is
+    max(U, first source offset) + shift; elsewhere a suffix minimum over the matched pairs of
+    `matched`, computed with one window per partition (no range join). MM2 guarantees
+    D <= exact(U) (never ahead: failover skips nothing) and D <= the target log end. Checkpoints
+    with U at or after the cut can only be held to the log end. Per (group, partition), D must not
+    decrease unless U went back (monotonicity).
     """
-    recs = matched.filter(F.col("kind") == "matched").select(
-        "part",
-        F.col("so").alias("k"),
-        F.col("to").alias("v"),
-        F.lit(0).alias("is_ckpt"),
-        F.lit(None).cast("string").alias("group"),
-        F.lit(None).cast("bigint").alias("D"),
-        F.lit(None).cast("bigint").alias("ckpt_offset"),
-    )
+    sh = F.element_at(int_map(shift or {}), F.col("part"))
     ck = checkpoints.select(
         F.col("partition").alias("part"),
         F.col("upstream_offset").alias("k"),
@@ -308,17 +312,30 @@ def checkpoint_results(
         F.col("downstream_offset").alias("D"),
         "ckpt_offset",
     )
-    # Descending by offset with records before checkpoints at equal offsets: the running minimum
-    # at a checkpoint row covers exactly the records with so >= U.
-    w = (
-        Window.partitionBy("part")
-        .orderBy(F.col("k").desc(), F.col("is_ckpt").asc())
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    with_exact = recs.unionByName(ck).withColumn("exact", F.min("v").over(w)).filter(F.col("is_ckpt") == 1)
-    cut_c = F.element_at(_int_map(cut), F.col("part"))
-    snap_c = F.element_at(_int_map(snapshot_end), F.col("part"))
-    end_c = F.element_at(_int_map(log_end), F.col("part"))
+    s_lo = F.element_at(int_map({p: lo for p, (lo, _) in cut.items()}), F.col("part"))
+    with_exact = ck.filter(sh.isNotNull()).withColumn("exact", F.greatest(F.col("k"), s_lo) + sh)
+    if matched is not None:
+        recs = matched.filter(F.col("kind") == "matched").select(
+            "part",
+            F.col("so").alias("k"),
+            F.col("to").alias("v"),
+            F.lit(0).alias("is_ckpt"),
+            F.lit(None).cast("string").alias("group"),
+            F.lit(None).cast("bigint").alias("D"),
+            F.lit(None).cast("bigint").alias("ckpt_offset"),
+        )
+        # Descending by offset with records before checkpoints at equal offsets: the running
+        # minimum at a checkpoint row covers exactly the records with so >= U.
+        w = (
+            Window.partitionBy("part")
+            .orderBy(F.col("k").desc(), F.col("is_ckpt").asc())
+            .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        )
+        exact_rows = recs.unionByName(ck.filter(sh.isNull())).withColumn("exact", F.min("v").over(w))
+        with_exact = with_exact.unionByName(exact_rows.filter(F.col("is_ckpt") == 1))
+    cut_c = F.element_at(int_map({p: hi for p, (_, hi) in cut.items()}), F.col("part"))
+    snap_c = F.element_at(int_map(snapshot_end), F.col("part"))
+    end_c = F.element_at(int_map(log_end), F.col("part"))
     bound = F.when(cut_c.isNull() | (F.col("k") >= cut_c), end_c).otherwise(F.coalesce(F.col("exact"), snap_c))
     mono = Window.partitionBy("group", "part").orderBy("ckpt_offset")
     prev_d, prev_u = F.lag("D").over(mono), F.lag("k").over(mono)

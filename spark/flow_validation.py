@@ -1,9 +1,11 @@
-"""Validating one flow: wait for the target to cover the cut, then compare every topic with Spark.
+"""Validating flows: wait for the targets to cover the cut, then compare every topic in two tiers.
 
-`FlowRun` is what the stage captured for a flow before waiting (its cut). `validate_flow` waits
-(bounded) for the target, reads the flow's offset syncs and checkpoints once, compares each
-topic (`validate_topic`), and checks the flow's group offsets and heartbeats. The verdicts
-themselves are built in `spark.topic_checks`; the Spark computations live in `spark.checks`.
+`FlowRun` is what the stage captured for a flow before waiting (its cut). `prepare_flow` waits
+(bounded) for the target and snapshots it; `run_fast_path` reduces every topic of every flow to
+per-partition aggregates in one Spark job (`spark.fast_path`); `validate_flow` then reads the
+flow's offset syncs and checkpoints once, sends only the partitions the fast path could not
+decide to the exact matching (`spark.checks`), and runs the flow-level checks
+(`spark.flow_checks`). Verdicts are built in `spark.topic_checks`.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from datetime import datetime
 from typing import Any
 
 from components.outputs.contract import FlowExport
-from spark import catchup, checks, kafka_io
+from spark import catchup, checks, fast_path, flow_checks, kafka_io
 from spark.catchup import Range
+from spark.fast_path import EXACT, FAST, SideAgg, SideRead
 from spark.outputs import ValidationScope
 from spark.report import Check, FlowReport, Status, TopicReport
 from spark.topic_checks import checkpoint_check, offset_sync_check, partition_rows, record_checks
@@ -28,7 +31,7 @@ def log(msg: str) -> None:
 
 
 class FlowRun:
-    """What the stage captured for one flow before waiting: its cut and the topics present."""
+    """What the stage captured for one flow: its cut, then (after `prepare_flow`) the target's state."""
 
     def __init__(self, flow: FlowExport, outputs: ValidationScope, topics: dict[str, dict[str, int]]) -> None:
         self.flow = flow
@@ -43,7 +46,13 @@ class FlowRun:
                 self.absent_source.append(topic)
                 continue
             self.cut[topic] = kafka_io.watermarks(self.src, topic, self.src_topics[topic], self.isolation)
-        self.latency: Future[dict[str, list[int]]] | None = None
+        self.latency: Future[dict[str, list[tuple[int, int]]]] | None = None
+        # SMTs applied to records (a newer outputs contract exports them): records then differ by design.
+        self.transforms: tuple[str, ...] = tuple(getattr(flow, "transforms", ()) or ())
+        self.caught: catchup.CatchUp | None = None
+        self.snapshot: dict[str, dict[int, Range] | None] = {}
+        self.fast: dict[str, tuple[dict[int, SideAgg], dict[int, SideAgg]]] = {}
+        self.sync_cluster = self.src if flow.offset_syncs_cluster == flow.source else self.tgt
 
 
 def target_ranges(run: FlowRun) -> dict[str, dict[int, Range] | None]:
@@ -55,67 +64,214 @@ def target_ranges(run: FlowRun) -> dict[str, dict[int, Range] | None]:
     return out
 
 
+def prepare_flow(run: FlowRun, args: argparse.Namespace) -> None:
+    """Wait (bounded) for the target to cover the cut, then take the target's snapshot."""
+    sync_topics = kafka_io.list_topics(run.sync_cluster)
+    run.caught = _wait_for_target(
+        run, run.sync_cluster, run.flow.offset_syncs_topic in sync_topics, args.catch_up_timeout
+    )
+    run.snapshot = target_ranges(run)
+
+
+def fast_reads(runs: list[FlowRun]) -> list[tuple[FlowRun, str, SideRead, SideRead]]:
+    """The two sides of every topic the fast path can look at (present on both, records untransformed)."""
+    out = []
+    for run in runs:
+        if run.transforms:
+            continue
+        for topic, cut in sorted(run.cut.items()):
+            snapshot = run.snapshot.get(topic)
+            if snapshot is None:
+                continue
+            remote = run.flow.topics[topic]
+            out.append(
+                (
+                    run,
+                    topic,
+                    SideRead(run.src, topic, cut, run.isolation),
+                    SideRead(run.tgt, remote, fast_path.target_window(cut, snapshot), run.isolation),
+                )
+            )
+    return out
+
+
+def run_fast_path(spark: Any, runs: list[FlowRun]) -> None:
+    """Tier 1 for every topic of every flow, in one Spark job; results land in each run's `fast`."""
+    plan = fast_reads(runs)
+    n = sum(hi - lo for _, _, s, _ in plan for lo, hi in s.ranges.values())
+    t0 = time.monotonic()
+    aggs = fast_path.aggregate(spark, [r for _, _, s, t in plan for r in (s, t)])
+    for i, (run, topic, _, _) in enumerate(plan):
+        run.fast[topic] = (aggs[2 * i], aggs[2 * i + 1])
+    log(f"fast path: {len(plan)} topic(s), {n} source record(s) fingerprinted in {time.monotonic() - t0:.1f}s")
+
+
 def validate_topic(
-    spark: Any,
-    run: FlowRun,
-    topic: str,
-    snapshot: dict[int, Range] | None,
-    lag: dict[int, int],
-    syncs: Any,
-    ckpts: Any,
-    skip: set[str],
+    spark: Any, run: FlowRun, topic: str, lag: dict[int, int], syncs: Any, ckpts: Any, skip: set[str]
 ) -> TopicReport:
+    flow, remote = run.flow, run.flow.topics[topic]
+    rep = TopicReport(topic, remote)
+    cut, snapshot = run.cut[topic], run.snapshot.get(topic)
+    if snapshot is None:
+        rep.checks.append(Check("completeness", Status.FAIL, f"remote topic {remote} does not exist on {flow.target}"))
+        rep.partitions = [
+            {
+                "partition": p,
+                "path": EXACT,
+                "sourceRange": list(r),
+                "sourceCount": r[1] - r[0],
+                "targetCount": 0,
+                "lag": r[1] - r[0],
+            }
+            for p, r in sorted(cut.items())
+        ]
+        return rep
+    if run.transforms:
+        return _transformed(rep, run, cut, snapshot, lag)
+    decisions = fast_path.decide(cut, snapshot, *run.fast.get(topic, ({}, {})))
+    healthy = {p for p, d in decisions.items() if d.path == FAST}
+    deferred = {p: d.reason for p, d in decisions.items() if d.path == EXACT}
+    for p, (t_lo, t_hi) in snapshot.items():
+        if p not in cut and t_hi > t_lo:
+            deferred[p] = "partition only on the target"
+    rows = {p: fast_path.fast_row(p, cut[p], snapshot[p], lag.get(p, 0)) for p in healthy}
+    shift = fast_path.position_map(cut, snapshot, healthy)
+    log(
+        f"{flow.name}: {topic} -> {remote}: {len(healthy)} partition(s) healthy by fingerprint"
+        + (f", {len(deferred)} to exact matching: {_reasons(deferred)}" if deferred else "")
+    )
+    if not deferred:
+        _finish_topic(rep, run, topic, None, rows, shift, syncs, ckpts, skip)
+        return rep
     from pyspark import StorageLevel
 
     from spark.transforms import project
 
-    flow, remote = run.flow, run.flow.topics[topic]
-    rep = TopicReport(topic, remote)
-    cut = run.cut[topic]
-    if snapshot is None:
-        rep.checks.append(Check("completeness", Status.FAIL, f"remote topic {remote} does not exist on {flow.target}"))
-        rep.partitions = [{"partition": p, "sourceRange": list(r), "lag": r[1] - r[0]} for p, r in sorted(cut.items())]
-        return rep
-    n_src, n_tgt = sum(hi - lo for lo, hi in cut.values()), sum(hi - lo for lo, hi in snapshot.values())
-    log(
-        f"{flow.name}: {topic} -> {remote}: comparing {n_src} source and {n_tgt} target offsets "
-        f"over {len(cut)} partition(s)"
-    )
-    src = project(kafka_io.spark_read(spark, run.src, topic, cut, run.isolation))
-    tgt = project(kafka_io.spark_read(spark, run.tgt, remote, snapshot, run.isolation))
+    x_cut = {p: r for p, r in cut.items() if p in deferred}
+    x_snap = {p: r for p, r in snapshot.items() if p in deferred}
+    size_shuffle(spark, sum(hi - lo for lo, hi in [*x_cut.values(), *x_snap.values()]))
+    src = project(_read(spark, run.src, topic, x_cut, run.isolation))
+    tgt = project(_read(spark, run.tgt, remote, x_snap, run.isolation))
     matched = checks.match_records(src, tgt).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         t0 = time.monotonic()
-        counts = {int(r["part"]): r.asDict() for r in checks.kind_counts(matched).collect()}
-        log(f"{flow.name}: {topic}: matched records in {time.monotonic() - t0:.1f}s")
-        caught = {p: lag.get(p, 0) == 0 for p in cut}
-        parts = [checks.order_violations(matched), checks.duplicates(matched)]
-        if any(c["missing"] or c["extra"] for c in counts.values()):
-            parts.append(checks.explain_unmatched(matched, {p: lo for p, (lo, _) in cut.items()}, caught))
-        found = parts[0]
-        for df in parts[1:]:
-            found = found.unionByName(df)
-        t0 = time.monotonic()
-        summary = checks.summarize_findings(found)
-        log(f"{flow.name}: {topic}: order, duplicates and unmatched records in {time.monotonic() - t0:.1f}s")
-        rep.partitions = partition_rows(cut, snapshot, counts, summary, lag)
-        rep.checks += record_checks(rep.partitions, sorted(set(cut) - set(snapshot)), flow.exactly_once)
-        if "offset_syncs" not in skip and syncs is not None:
-            _check_offset_syncs(rep, run, topic, matched, syncs, snapshot, n_src)
-        if "checkpoints" not in skip and ckpts is not None:
-            _check_checkpoints(rep, run, topic, matched, ckpts, snapshot)
+        for row in _exact_rows(matched, x_cut, x_snap, lag):
+            row["fastPathReason"] = deferred.get(row["partition"], "")
+            rows[row["partition"]] = row
+        log(f"{flow.name}: {topic}: exact matching of {len(deferred)} partition(s) in {time.monotonic() - t0:.1f}s")
+        _finish_topic(rep, run, topic, matched, rows, shift, syncs, ckpts, skip)
     finally:
         matched.unpersist()
+    return rep
+
+
+# Rows per initial shuffle partition of the exact matching: AQE coalesces from there, and it keeps
+# each task's share bounded (at 10M records, 4 partitions ran out of a 1 GiB heap; 200 is Spark's
+# default and costs 200 shuffle files per map task on a stack of a few records).
+ROWS_PER_SHUFFLE_PARTITION = 100_000
+
+
+def size_shuffle(spark: Any, rows: int) -> None:
+    if spark.conf.get("spark.mm2.validate.fixedShuffle", "false") == "true":
+        return
+    n = max(4, min(200, rows // ROWS_PER_SHUFFLE_PARTITION + 1))
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.initialPartitionNum", str(n))
+    spark.conf.set("spark.sql.shuffle.partitions", str(n))
+
+
+def _read(spark: Any, cluster: Any, topic: str, ranges: dict[int, Range], isolation: str) -> Any:
+    """The records of `ranges`; an empty frame when there is no partition to read (Spark needs one)."""
+    from spark.transforms import KAFKA_SCHEMA
+
+    if not ranges:
+        return spark.createDataFrame([], KAFKA_SCHEMA)
+    return kafka_io.spark_read(spark, cluster, topic, ranges, isolation)
+
+
+def _reasons(deferred: dict[int, str]) -> str:
+    return "; ".join(f"p{p} {why}" for p, why in sorted(deferred.items())[:5])
+
+
+def _exact_rows(
+    matched: Any, cut: dict[int, Range], snapshot: dict[int, Range], lag: dict[int, int]
+) -> list[dict[str, Any]]:
+    """Report rows of the partitions the exact matching decided (pairing, order, duplicates, unmatched)."""
+    counts = {int(r["part"]): r.asDict() for r in checks.kind_counts(matched).collect()}
+    caught = {p: lag.get(p, 0) == 0 for p in cut}
+    parts = [checks.order_violations(matched), checks.duplicates(matched)]
+    if any(c["missing"] or c["extra"] for c in counts.values()):
+        parts.append(checks.explain_unmatched(matched, {p: lo for p, (lo, _) in cut.items()}, caught))
+    found = parts[0]
+    for df in parts[1:]:
+        found = found.unionByName(df)
+    rows = partition_rows(cut, snapshot, counts, checks.summarize_findings(found), lag)
+    for row in rows:
+        row.update(path=EXACT, sourceCount=row["sourceRecords"], targetCount=row["targetRecords"])
+    return rows
+
+
+def _finish_topic(
+    rep: TopicReport,
+    run: FlowRun,
+    topic: str,
+    matched: Any,
+    rows: dict[int, dict[str, Any]],
+    shift: dict[int, int],
+    syncs: Any,
+    ckpts: Any,
+    skip: set[str],
+) -> None:
+    """Record checks from all partition rows; offset syncs and checkpoints over both tiers."""
+    cut, snapshot = run.cut[topic], run.snapshot[topic] or {}
+    rep.partitions = [rows[p] for p in sorted(rows)]
+    rep.checks += record_checks(rep.partitions, sorted(set(cut) - set(snapshot)), run.flow.exactly_once)
+    n_src = sum(hi - lo for lo, hi in cut.values())
+    if "offset_syncs" not in skip and syncs is not None:
+        _check_offset_syncs(rep, run, topic, matched, syncs, shift, n_src)
+    if "checkpoints" not in skip and ckpts is not None:
+        _check_checkpoints(rep, run, topic, matched, ckpts, shift)
     rep.checks = [c for c in rep.checks if c.name not in skip]
+
+
+def _transformed(
+    rep: TopicReport, run: FlowRun, cut: dict[int, Range], snapshot: dict[int, Range], lag: dict[int, int]
+) -> TopicReport:
+    """Records are changed by SMTs on the way: only counts and catch-up can be judged."""
+    why = f"records are transformed by SMTs: {', '.join(run.transforms)}"
+    rep.partitions = [
+        {
+            "partition": p,
+            "path": "skipped",
+            "sourceRange": list(cut[p]),
+            "targetRange": list(snapshot[p]) if p in snapshot else None,
+            "sourceCount": cut[p][1] - cut[p][0],
+            "targetCount": (snapshot[p][1] - snapshot[p][0]) if p in snapshot else 0,
+            "lag": lag.get(p, 0),
+        }
+        for p in sorted(cut)
+    ]
+    names = ("completeness", "partitioning", "integrity", "order", "duplicates", "unexpected_records")
+    rep.checks += [Check(n, Status.SKIP, why) for n in names]
+    behind = sum(lag.values())
+    rep.checks.append(
+        Check(
+            "catch_up",
+            Status.FAIL if behind else Status.PASS,
+            f"{behind} record(s) before the cut not yet on the target",
+        )
+    )
+    rep.checks += [Check(n, Status.SKIP, why) for n in ("offset_syncs", "checkpoints")]
     return rep
 
 
 def _check_offset_syncs(
-    rep: TopicReport, run: FlowRun, topic: str, matched: Any, syncs: Any, snapshot: dict[int, Range], n_src: int
+    rep: TopicReport, run: FlowRun, topic: str, matched: Any, syncs: Any, shift: dict[int, int], n_src: int
 ) -> None:
     from pyspark.sql import functions as F
 
-    res = checks.offset_sync_results(matched, syncs.filter(F.col("topic") == topic), run.cut[topic], snapshot)
+    res = checks.offset_sync_results(
+        matched, syncs.filter(F.col("topic") == topic), run.cut[topic], run.snapshot[topic] or {}, shift
+    )
     t0 = time.monotonic()
     st = checks.summarize_status(res, ("part", "u", "d"))
     log(f"{run.flow.name}: {topic}: offset syncs in {time.monotonic() - t0:.1f}s")
@@ -124,19 +280,16 @@ def _check_offset_syncs(
 
 
 def _check_checkpoints(
-    rep: TopicReport, run: FlowRun, topic: str, matched: Any, ckpts: Any, snapshot: dict[int, Range]
+    rep: TopicReport, run: FlowRun, topic: str, matched: Any, ckpts: Any, shift: dict[int, int]
 ) -> None:
     from pyspark.sql import functions as F
 
     remote = run.flow.topics[topic]
+    snapshot = run.snapshot[topic] or {}
     mine = ckpts.filter(F.col("topic") == remote)
     log_end = {p: hi for p, (_, hi) in kafka_io.watermarks(run.tgt, remote, len(snapshot), run.isolation).items()}
     res = checks.checkpoint_results(
-        matched,
-        mine,
-        {p: hi for p, (_, hi) in run.cut[topic].items()},
-        {p: hi for p, (_, hi) in snapshot.items()},
-        log_end,
+        matched, mine, run.cut[topic], {p: hi for p, (_, hi) in snapshot.items()}, log_end, shift
     )
     t0 = time.monotonic()
     st = checks.summarize_status(res, ("group", "part", "U", "D", "exact", "bound"))
@@ -156,11 +309,10 @@ def _read_internal(spark: Any, cluster: Any, topic: str, partitions: int, decode
     return raw.select(*[c.alias(k) for k, c in cols.items()], F.col("offset").alias("ckpt_offset")).filter("valid")
 
 
-def validate_flow(spark: Any, run: FlowRun, args: argparse.Namespace, skip: set[str]) -> FlowReport:
-    from pyspark import StorageLevel
-
-    from spark import decoders
-
+def validate_flow(
+    spark: Any, run: FlowRun, args: argparse.Namespace, skip: set[str], sync_enabled: bool | None = None
+) -> FlowReport:
+    """Every check of one flow (after `prepare_flow` and `run_fast_path`)."""
     flow = run.flow
     rep = FlowReport(flow.name, flow.source, flow.target, flow.exactly_once)
     started = time.monotonic()
@@ -168,61 +320,62 @@ def validate_flow(spark: Any, run: FlowRun, args: argparse.Namespace, skip: set[
         t = TopicReport(topic, flow.topics[topic])
         t.checks.append(Check("completeness", Status.FAIL, f"source topic {topic} does not exist on {flow.source}"))
         rep.topics.append(t)
-
-    # Offset syncs live on the source by default, on the target with location=target.
-    sync_cluster = run.src if flow.offset_syncs_cluster == flow.source else run.tgt
-    sync_topics = kafka_io.list_topics(sync_cluster)
-    result = _wait_for_target(run, sync_cluster, flow.offset_syncs_topic in sync_topics, args.catch_up_timeout)
+    result = run.caught or catchup.CatchUp({}, 0.0)
     rep.catch_up = {"caughtUp": result.caught_up, "waitedSeconds": round(result.waited_s, 1), "lag": result.total()}
-    snapshot = target_ranges(run)
-
-    tgt_topics = kafka_io.list_topics(run.tgt)
-    syncs = ckpts = None
-    if "offset_syncs" not in skip:
-        if flow.offset_syncs_topic not in sync_topics:
-            rep.checks.append(
-                Check("offset_syncs", Status.FAIL, f"{flow.offset_syncs_topic} does not exist on {sync_cluster.alias}")
-            )
-        else:
-            syncs = _read_internal(
-                spark,
-                sync_cluster,
-                flow.offset_syncs_topic,
-                sync_topics[flow.offset_syncs_topic],
-                decoders.offset_sync_columns,
-            )
-    if "checkpoints" not in skip:
-        if flow.checkpoints_topic not in tgt_topics:
-            rep.checks.append(
-                Check(
-                    "checkpoints",
-                    Status.WARN,
-                    f"{flow.checkpoints_topic} does not exist on {flow.target} (no checkpoints emitted yet)",
-                )
-            )
-        else:
-            ckpts = _read_internal(
-                spark, run.tgt, flow.checkpoints_topic, tgt_topics[flow.checkpoints_topic], decoders.checkpoint_columns
-            )
-    for df in (syncs, ckpts):
-        if df is not None:
-            df.persist(StorageLevel.MEMORY_AND_DISK)
+    syncs, ckpts = _internal_topics(spark, run, rep, skip)
     try:
         for topic in sorted(run.cut):
-            rep.topics.append(
-                validate_topic(spark, run, topic, snapshot.get(topic), result.lag.get(topic, {}), syncs, ckpts, skip)
-            )
+            rep.topics.append(validate_topic(spark, run, topic, result.lag.get(topic, {}), syncs, ckpts, skip))
     finally:
         for df in (syncs, ckpts):
             if df is not None:
                 df.unpersist()
-
+    groups: set[str] = set()
+    if "checkpoints" not in skip:
+        check, groups = flow_checks.check_checkpoints_emitted(run, args.checkpoint_wait)
+        rep.checks.append(check)
     if "group_offsets" not in skip:
-        rep.checks.append(check_group_offsets(run))
+        rep.checks.append(flow_checks.check_group_offsets(run, groups, sync_enabled, args.checkpoint_wait))
     if "heartbeats" not in skip:
-        rep.checks.append(check_heartbeats(run, rep, args, tgt_topics))
+        rep.heartbeats = flow_checks.heartbeat_info(run, args.heartbeat_max_age)
+        rep.checks.append(flow_checks.check_heartbeats(run, rep.heartbeats, args.heartbeat_max_age))
     rep.catch_up["validationSeconds"] = round(time.monotonic() - started, 1)
     return rep
+
+
+def _internal_topics(spark: Any, run: FlowRun, rep: FlowReport, skip: set[str]) -> tuple[Any, Any]:
+    """The flow's offset syncs and checkpoints as (persisted) DataFrames; None when absent or skipped."""
+    from pyspark import StorageLevel
+
+    from spark import decoders
+
+    flow = run.flow
+    sync_topics = kafka_io.list_topics(run.sync_cluster)
+    tgt_topics = kafka_io.list_topics(run.tgt)
+    syncs = ckpts = None
+    if "offset_syncs" not in skip and not run.transforms:
+        if flow.offset_syncs_topic not in sync_topics:
+            rep.checks.append(
+                Check(
+                    "offset_syncs", Status.FAIL, f"{flow.offset_syncs_topic} does not exist on {run.sync_cluster.alias}"
+                )
+            )
+        else:
+            syncs = _read_internal(
+                spark,
+                run.sync_cluster,
+                flow.offset_syncs_topic,
+                sync_topics[flow.offset_syncs_topic],
+                decoders.offset_sync_columns,
+            )
+    if "checkpoints" not in skip and not run.transforms and flow.checkpoints_topic in tgt_topics:
+        ckpts = _read_internal(
+            spark, run.tgt, flow.checkpoints_topic, tgt_topics[flow.checkpoints_topic], decoders.checkpoint_columns
+        )
+    for df in (syncs, ckpts):
+        if df is not None:
+            df.persist(StorageLevel.MEMORY_AND_DISK)
+    return syncs, ckpts
 
 
 def _wait_for_target(run: FlowRun, sync_cluster: Any, has_syncs: bool, timeout_s: float) -> catchup.CatchUp:
@@ -250,115 +403,3 @@ def _wait_for_target(run: FlowRun, sync_cluster: Any, has_syncs: bool, timeout_s
         + f" after {result.waited_s:.1f}s"
     )
     return result
-
-
-def check_group_offsets(run: FlowRun) -> Check:
-    remotes = [run.flow.topics[t] for t in run.cut]
-    committed = kafka_io.committed_group_offsets(run.tgt, remotes)
-    present = kafka_io.list_topics(run.tgt)
-    ends: dict[str, dict[int, int]] = {}
-    beyond = []
-    for g in committed:
-        if g.topic not in ends:
-            ends[g.topic] = {
-                p: hi for p, (_, hi) in kafka_io.watermarks(run.tgt, g.topic, present.get(g.topic, 0)).items()
-            }
-        end = ends[g.topic].get(g.partition)
-        if end is None or g.offset > end:
-            beyond.append(f"group {g.group} {g.topic}-{g.partition} at {g.offset} > log end {end}")
-    if beyond:
-        return Check(
-            "group_offsets",
-            Status.FAIL,
-            f"{len(beyond)} committed offset(s) beyond the log end: {'; '.join(beyond[:3])}",
-        )
-    groups = len({g.group for g in committed})
-    return Check(
-        "group_offsets", Status.PASS, f"{len(committed)} committed offset(s) of {groups} group(s) within the log end"
-    )
-
-
-def check_heartbeats(run: FlowRun, rep: FlowReport, args: argparse.Namespace, tgt_topics: dict[str, int]) -> Check:
-    """Heartbeats on the target; with reverseHeartbeats also those the target side emits into the source."""
-    forward = _check_forward_heartbeats(run, rep, args, tgt_topics)
-    if not run.flow.reverse_heartbeats_connector or forward.status is Status.FAIL:
-        return forward
-    reverse = check_reverse_heartbeats(run, rep, args)
-    if reverse.status is Status.FAIL:
-        return reverse
-    return Check("heartbeats", forward.status, f"{forward.detail}; {reverse.detail}")
-
-
-def _check_forward_heartbeats(
-    run: FlowRun, rep: FlowReport, args: argparse.Namespace, tgt_topics: dict[str, int]
-) -> Check:
-    flow = run.flow
-    hb = flow.heartbeats_topic
-    info: dict[str, Any] = {"topic": hb, "maxAgeSeconds": args.heartbeat_max_age}
-    latencies = run.latency.result() if run.latency is not None else {}
-    info["latencyMs"] = {
-        t: {
-            **kafka_io.percentiles(v),
-            "measures": (
-                "emission on the source cluster -> visible on the target (MM2 data path)"
-                if t == flow.replicated_heartbeats_topic
-                else "heartbeat connector emission -> visible on the target"
-            ),
-        }
-        for t, v in latencies.items()
-    }
-    rep.heartbeats = info
-    if hb not in tgt_topics:
-        return Check("heartbeats", Status.FAIL, f"{hb} does not exist on {flow.target}")
-    tail = kafka_io.heartbeat_tail(run.tgt, hb, flow.source, flow.target)
-    now_ms = int(time.time() * 1000)  # after the read: the newest heartbeat may be younger than the call
-    if flow.replicated_heartbeats_topic in tgt_topics:
-        rtail = kafka_io.heartbeat_tail(run.tgt, flow.replicated_heartbeats_topic, None, None)
-        info["replicated"] = {
-            "topic": flow.replicated_heartbeats_topic,
-            "ageSeconds": None if rtail.newest_ms is None else round((now_ms - rtail.newest_ms) / 1000, 1),
-        }
-    if tail.newest_ms is None:
-        return Check(
-            "heartbeats", Status.FAIL, f"no heartbeat from ({flow.source}, {flow.target}) in {hb} on {flow.target}"
-        )
-    age = (now_ms - tail.newest_ms) / 1000
-    info["ageSeconds"] = round(age, 1)
-    lat = info["latencyMs"].get(hb, {})
-    lat_txt = (
-        f"; latency p50={lat.get('p50')}ms p99={lat.get('p99')}ms max={lat.get('max')}ms over {lat.get('samples')}"
-        if lat.get("samples")
-        else ""
-    )
-    if age > args.heartbeat_max_age:
-        return Check(
-            "heartbeats", Status.FAIL, f"newest heartbeat in {hb} is {age:.0f}s old (max {args.heartbeat_max_age:.0f}s)"
-        )
-    return Check("heartbeats", Status.PASS, f"newest heartbeat {age:.1f}s old{lat_txt}")
-
-
-def check_reverse_heartbeats(run: FlowRun, rep: FlowReport, args: argparse.Namespace) -> Check:
-    """`reverseHeartbeats`: heartbeats keyed (target, source) in `heartbeats` on the source, fresh."""
-    flow = run.flow
-    hb = flow.heartbeats_topic
-    info: dict[str, Any] = {"topic": hb, "cluster": flow.source, "connector": flow.reverse_heartbeats_connector}
-    rep.heartbeats["reverse"] = info
-    if hb not in run.src_topics:
-        return Check("heartbeats", Status.FAIL, f"reverse heartbeats: {hb} does not exist on {flow.source}")
-    tail = kafka_io.heartbeat_tail(run.src, hb, flow.target, flow.source)
-    if tail.newest_ms is None:
-        return Check(
-            "heartbeats",
-            Status.FAIL,
-            f"reverse heartbeats: none from ({flow.target}, {flow.source}) in {hb} on {flow.source}",
-        )
-    age = (int(time.time() * 1000) - tail.newest_ms) / 1000
-    info["ageSeconds"] = round(age, 1)
-    if age > args.heartbeat_max_age:
-        return Check(
-            "heartbeats",
-            Status.FAIL,
-            f"reverse heartbeats: newest in {hb} on {flow.source} is {age:.0f}s old"
-            f" (max {args.heartbeat_max_age:.0f}s)",
-        )
-    return Check("heartbeats", Status.PASS, f"reverse heartbeat on {flow.source} {age:.1f}s old")

@@ -15,7 +15,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from components.mm2_records import RecordFormatError, decode_heartbeat, decode_offset_sync
+from components.mm2_records import (
+    Checkpoint,
+    RecordFormatError,
+    decode_checkpoint,
+    decode_heartbeat,
+    decode_offset_sync,
+)
 from spark import StageError
 from spark.outputs import ClusterAccess
 
@@ -188,8 +194,10 @@ def heartbeat_tail(
         consumer.close()
 
 
-def heartbeat_latencies(cluster: ClusterAccess, topics: Iterable[str], window_s: float) -> dict[str, list[int]]:
-    """For heartbeats arriving during `window_s`: receive time minus the heartbeat's timestamp (ms).
+def heartbeat_latencies(
+    cluster: ClusterAccess, topics: Iterable[str], window_s: float
+) -> dict[str, list[tuple[int, int]]]:
+    """For heartbeats arriving during `window_s`: (receive time, receive time minus the heartbeat's timestamp), ms.
 
     The timestamp is the emitter's wall clock (MM2 preserves it through replication), so on
     `<source>.heartbeats` this is emission on the source to visibility on the target (the whole
@@ -198,7 +206,7 @@ def heartbeat_latencies(cluster: ClusterAccess, topics: Iterable[str], window_s:
     from confluent_kafka import OFFSET_END, TopicPartition
 
     topics = list(topics)
-    out: dict[str, list[int]] = {t: [] for t in topics}
+    out: dict[str, list[tuple[int, int]]] = {t: [] for t in topics}
     if not topics or window_s <= 0:
         return out
     consumer = _consumer(cluster)
@@ -218,10 +226,48 @@ def heartbeat_latencies(cluster: ClusterAccess, topics: Iterable[str], window_s:
                     hb = decode_heartbeat(m.key() or b"", m.value() or b"")
                 except RecordFormatError:
                     continue
-                out[m.topic()].append(now_ms - hb.timestamp_ms)
+                out[m.topic()].append((now_ms, now_ms - hb.timestamp_ms))
         return out
     finally:
         consumer.close()
+
+
+def read_checkpoints(cluster: ClusterAccess, topic: str, budget_s: float = 10.0) -> list[Checkpoint]:
+    """Every checkpoint in `topic` up to its current end (compacted: one per group and partition)."""
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+    consumer = _consumer(cluster)
+    out: list[Checkpoint] = []
+    try:
+        md = consumer.list_topics(topic, timeout=TIMEOUT_S).topics.get(topic)
+        if md is None or md.error is not None:
+            return out
+        parts = [p for p in md.partitions if _has_records(consumer, topic, p)]
+        if not parts:
+            return out
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        done: set[int] = set()
+        deadline = time.monotonic() + budget_s
+        while len(done) < len(parts) and time.monotonic() < deadline:
+            for m in consumer.consume(num_messages=10000, timeout=0.5):
+                if m.error() is not None:
+                    if m.error().code() == _PARTITION_EOF:
+                        done.add(m.partition())
+                    continue
+                try:
+                    out.append(decode_checkpoint(m.key() or b"", m.value() or b""))
+                except RecordFormatError:
+                    continue
+        return out
+    finally:
+        consumer.close()
+
+
+def _has_records(consumer: Any, topic: str, partition: int) -> bool:
+    from confluent_kafka import TopicPartition
+
+    low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=TIMEOUT_S, cached=False)
+    return high > low
 
 
 def percentiles(samples: list[int]) -> dict[str, float | int | None]:

@@ -30,11 +30,12 @@ if __package__ in (None, ""):
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
-from components.outputs.contract import OutputsError
+from components.outputs.contract import FlowExport, OutputsError, StackExports
+from components.outputs.loader import read_exports_file, read_stack_exports
 from spark import kafka_io, loops
-from spark.flow_validation import FlowRun, log, validate_flow
+from spark.flow_validation import FlowRun, log, prepare_flow, run_fast_path, validate_flow
 from spark.jars import JarResolutionError, KafkaSourceJars, ensure_kafka_source_jars
-from spark.outputs import ValidationScope, load_stack_outputs, read_outputs_file
+from spark.outputs import ValidationScope, validation_view
 from spark.report import Check, Report, Status, render_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +68,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--skip", action="append", default=[], choices=CHECK_NAMES, help="do not run this check")
     p.add_argument("--catch-up-timeout", type=float, default=120.0, help="seconds to wait for targets (default 120)")
     p.add_argument("--heartbeat-max-age", type=float, default=60.0, help="newest heartbeat must be younger (s)")
-    p.add_argument("--latency-window", type=float, default=10.0, help="seconds to sample heartbeat latency (0: off)")
+    p.add_argument("--latency-window", type=float, default=5.0, help="seconds to sample heartbeat latency (0: off)")
+    p.add_argument(
+        "--checkpoint-wait",
+        type=float,
+        default=70.0,
+        help="seconds to wait for checkpoints of replicated groups and, with group sync on, their target offsets",
+    )
     p.add_argument("--log-level", default="ERROR", help="Spark log level (default ERROR)")
     return p.parse_args(argv)
 
@@ -103,6 +110,19 @@ def build_session(args: argparse.Namespace, jars: KafkaSourceJars) -> Any:
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
         builder = builder.config("spark.ui.enabled", "false")
     builder = builder.config("spark.sql.session.timeZone", "UTC")
+    # The stage prints its own progress lines; Spark's `[Stage N: ===>]` bars would interleave.
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
+    if not already_submitted and "spark.driver.extraJavaOptions" not in confs:
+        # Quiet from the first line (setLogLevel below only takes effect once the JVM is up).
+        log4j = Path(__file__).resolve().parent / "log4j2.properties"
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+    # Small inputs (a few thousand records) must not pay for 200 shuffle tasks per stage: the fast
+    # path shuffles one row per partition and map task; the exact matching sizes its own shuffle
+    # to its input (flow_validation.size_shuffle), and AQE coalesces from there.
+    builder = builder.config("spark.sql.shuffle.partitions", "4")
+    if "spark.sql.shuffle.partitions" in confs:  # the user's count stands for every stage
+        builder = builder.config("spark.mm2.validate.fixedShuffle", "true")
+    builder = builder.config("spark.sql.adaptive.coalescePartitions.parallelismFirst", "false")
     for key, value in confs.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -142,7 +162,8 @@ def check_loops(outputs: ValidationScope, topics: dict[str, dict[str, int]]) -> 
 def run(args: argparse.Namespace, spark: Any = None) -> int:
     """One validation; `spark`: an existing session to use (tests share one), else one is built."""
     try:
-        outputs = read_outputs_file(args.outputs) if args.outputs else load_stack_outputs(args.stack or "")
+        exports = read_exports_file(args.outputs) if args.outputs else read_stack_exports(args.stack or "")
+        outputs = validation_view(exports)
     except OutputsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -167,38 +188,44 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
     log(
         "cut captured: "
         + ", ".join(
-            f"{r.flow.name} {t}={sum(hi for _, hi in parts.values())}" for r in runs for t, parts in r.cut.items()
+            f"{r.flow.name} {t}={sum(hi - lo for lo, hi in parts.values())}" for r in runs for t, parts in r.cut.items()
         )
     )
-
-    pool = ThreadPoolExecutor(max_workers=max(1, len(runs)))
+    pool = ThreadPoolExecutor(max_workers=2 * max(1, len(runs)))
     if "heartbeats" not in skip:
         for r in runs:
             hb_topics = [r.flow.heartbeats_topic, r.flow.replicated_heartbeats_topic]
             r.latency = pool.submit(kafka_io.heartbeat_latencies, r.tgt, hb_topics, args.latency_window)
-
+    sync = {r.flow.name: pool.submit(live_group_sync, exports, r.flow) for r in runs}
     started = datetime.now(timezone.utc)
     own_session = spark is None
     try:
         jars = ensure_kafka_source_jars()
-        if own_session:
-            spark = build_session(args, jars)
+        # The session starts (seconds) while the targets are waited for.
+        session = pool.submit(build_session, args, jars) if own_session else None
+        for r in runs:
+            prepare_flow(r, args)
+        if session is not None:
+            spark = session.result()
     except JarResolutionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     report = _new_report(args, spark, jars, started, skip)
     try:
+        run_fast_path(spark, runs)
         for r in runs:
             log(f"flow {r.flow.name}: {len(r.cut)} topic(s)")
-            report.flows.append(validate_flow(spark, r, args, skip))
+            report.flows.append(validate_flow(spark, r, args, skip, sync[r.flow.name].result()))
         if "loops" not in skip:
             check, rows = check_loops(outputs, {a: kafka_io.list_topics(c) for a, c in outputs.clusters.items()})
             report.checks.append(check)
             report.loops = rows
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-        if own_session:
+        if own_session and spark is not None:
             spark.stop()
+    paths = [p.get("path") for f in report.flows for t in f.topics for p in t.partitions]
+    report.meta["partitionsByPath"] = {k: paths.count(k) for k in sorted({str(x) for x in paths})}
     report.meta["seconds"] = round((datetime.now(timezone.utc) - started).total_seconds(), 1)
 
     path = (
@@ -208,6 +235,23 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
     print(render_table(report))
     print(f"report: {path}")
     return 0 if report.passed else 1
+
+
+def live_group_sync(exports: StackExports, flow: FlowExport) -> bool | None:
+    """Whether the flow's live checkpoint connector syncs group offsets to the target (None: unknown)."""
+    from components.ops.clients import connect_client
+
+    name = flow.connectors.get("checkpoint")
+    if not name or flow.worker_group not in exports.connect:
+        return None
+    try:
+        with connect_client(exports, flow.worker_group, timeout=5.0, retry_budget_s=5.0) as client:
+            config = client.get_config(name)
+    except Exception:  # Connect unreachable: the check then holds committed offsets to the log end only
+        return None
+    if config is None:
+        return None
+    return config.get("sync.group.offsets.enabled", "false").lower() == "true"
 
 
 def _new_report(

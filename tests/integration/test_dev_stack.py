@@ -7,8 +7,10 @@ against it and the fixture destroys it, also on failure, then checks nothing is 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import signal
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -23,6 +25,7 @@ from tests.integration.harness import TestStack, connect_auth, kafka_conf, kafka
 
 pytestmark = pytest.mark.integration
 
+ROOT = Path(__file__).resolve().parents[2]
 FLOW = "primary->dr"
 RECORDS = 10_000
 
@@ -194,6 +197,84 @@ def _translated_positions(out: dict[str, Any], commits: list[Any]) -> dict[int, 
         dst.close()
     assert len(found) == len(wanted), "committed records not found on the target"
     return found
+
+
+def _validate(stack: TestStack, tmp: Path, *extra: str) -> tuple[int, dict[str, Any], str, float]:
+    """The Spark validation stage as bin/deploy-dev runs it: bin/validate --outputs <0600 file>."""
+    outputs = tmp / "outputs.json"
+    outputs.touch(mode=0o600)
+    outputs.write_text(json.dumps(stack.outputs()))
+    report = tmp / "report.json"
+    started = time.monotonic()
+    out = subprocess.run(
+        [str(ROOT / "bin" / "validate"), "--outputs", str(outputs), "--report", str(report), *extra],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    wall = time.monotonic() - started
+    outputs.unlink()
+    data = json.loads(report.read_text()) if report.exists() else {}
+    return out.returncode, data, out.stdout + out.stderr, wall
+
+
+def test_validation_stage_passes_on_the_real_flow(stack: TestStack, tmp_path: Path) -> None:
+    code, report, text, wall = _validate(stack, tmp_path)
+    print(f"validation stage on the dev stack: {wall:.1f}s wall, stage {report.get('meta', {}).get('seconds')}s")
+    assert code == 0, text[-6000:]
+    assert report["failedChecks"] == []
+    assert "[Stage " not in text, "Spark console progress bars in the stage's output"
+    flow = report["flows"][FLOW]
+    # The earlier tests committed a group on the source: MM2 checkpointed and synced it.
+    assert flow["checks"]["checkpoints"]["status"] == "pass", flow["checks"]
+    assert flow["checks"]["heartbeats"]["status"] == "pass", flow["checks"]
+    print(f"partitions by path: {report['meta']['partitionsByPath']}")
+
+
+def test_stopped_checkpoint_connector_fails_the_stage(stack: TestStack, tmp_path: Path) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    original = copy.deepcopy(stack.config)
+    stack.config["config"]["mm2:flows"][FLOW]["connectorStates"] = {"checkpoint": "stopped"}
+    stack.write_config()
+    try:
+        stack.up()
+        out = stack.outputs()
+        group = f"it-after-stop-{uuid.uuid4().hex[:6]}"
+        src = Consumer(kafka_conf(out, "primary", **{"group.id": group, "enable.auto.commit": False}))
+        try:
+            # At the end of the partition, where MM2 can always translate (a recent offset sync).
+            _, high = src.get_watermark_offsets(TopicPartition("orders", 0), timeout=10)
+            commit = [TopicPartition("orders", 0, high)]
+            kafka_retrying(lambda: src.commit(offsets=commit, asynchronous=False), f"committing group {group}")
+        finally:
+            src.close()
+        code, report, text, _ = _validate(stack, tmp_path, "--checkpoint-wait", "15")
+    finally:
+        stack.config = original
+        stack.write_config()
+        stack.up()
+    assert code == 1, text[-6000:]
+    assert f"{FLOW}: checkpoints" in report["failedChecks"], report["failedChecks"]
+    detail = report["flows"][FLOW]["checks"]["checkpoints"]["detail"]
+    assert group in detail and "STOPPED" in detail.upper(), detail
+
+
+def test_records_deleted_on_the_target_fail_the_stage(stack: TestStack, tmp_path: Path) -> None:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    out = stack.outputs()
+    admin = AdminClient(kafka_conf(out, "dr"))
+    done = admin.delete_records([TopicPartition("primary.orders", 0, 5)])
+    for f in done.values():
+        f.result(timeout=30)
+    code, report, text, _ = _validate(stack, tmp_path, "--checkpoint-wait", "30")
+    assert code == 1, text[-6000:]
+    assert f"{FLOW}: orders: completeness" in report["failedChecks"], report["failedChecks"]
+    parts = report["flows"][FLOW]["topics"]["orders"]["partitions"]
+    assert [p["partition"] for p in parts if p["path"] == "exact"] == [0], parts
 
 
 def test_second_up_changes_nothing(stack: TestStack) -> None:

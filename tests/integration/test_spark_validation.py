@@ -225,8 +225,32 @@ def fault_moved_partition(t: Target) -> None:
     t[FAULT_PARTITION + 1].insert(FAULT_INDEX, (None, rec))  # MM2 would never sync this one
 
 
+def _write_records(producer: Any, topic: str, partitions: dict[int, list[Record]], transactional: bool) -> None:
+    """Each partition's records; transactional: one transaction per partition (a marker after its records)."""
+    if transactional:
+        producer.init_transactions(30)
+    for p, rs in partitions.items():
+        if transactional:
+            producer.begin_transaction()
+        for k, v, h, ts in rs:
+            producer.produce(topic, key=k, value=v, headers=h, timestamp=ts, partition=p)
+        if transactional:
+            producer.commit_transaction(30)
+    assert producer.flush(30) == 0
+
+
+def _txn_producer(bootstrap: str, tag: str) -> Any:
+    from confluent_kafka import Producer
+
+    return Producer({"bootstrap.servers": bootstrap, "transactional.id": f"itest-{tag}", "log_level": 0})
+
+
 def write_flow(
-    brokers: dict[str, str], topic: str, fault: Callable[[Target], None] | None, ckpt_ahead: bool = False
+    brokers: dict[str, str],
+    topic: str,
+    fault: Callable[[Target], None] | None,
+    ckpt_ahead: bool = False,
+    transactional: bool = False,
 ) -> None:
     src = source_records(topic)
     remote = f"primary.{topic}"
@@ -236,19 +260,14 @@ def write_flow(
     _create(brokers["dr"], CHECKPOINTS_TOPIC, 1, compact=True)
 
     sp = _producer(brokers["primary"])
-    for p, rs in src.items():
-        for k, v, h, ts in rs:
-            sp.produce(topic, key=k, value=v, headers=h, timestamp=ts, partition=p)
-    assert sp.flush(30) == 0
+    _write_records(_txn_producer(brokers["primary"], topic) if transactional else sp, topic, src, transactional)
 
     target = exact_copy(src)
     if fault is not None:
         fault(target)
     tp = _producer(brokers["dr"])
-    for p, entries in target.items():
-        for _, (k, v, h, ts) in entries:
-            tp.produce(remote, key=k, value=v, headers=h, timestamp=ts, partition=p)
-    assert tp.flush(30) == 0
+    copies = {p: [r for _, r in entries] for p, entries in target.items()}
+    _write_records(_txn_producer(brokers["dr"], remote) if transactional else tp, remote, copies, transactional)
 
     # Offset syncs at the first and last replicated record of each partition, and checkpoints of
     # group "app" at upstream offset 5: downstream = where the first record >= 5 landed (exact).
@@ -338,6 +357,12 @@ def test_correct_copy_passes(brokers: dict[str, str], heartbeats: None, spark: A
     flow = report["flows"]["primary->dr"]
     topic = flow["topics"]["orders_ok"]
     assert [p["matched"] for p in topic["partitions"]] == [PER_PARTITION] * PARTITIONS
+    # A healthy run never touches the exact path: every partition decided by its fingerprint.
+    assert [p["path"] for p in topic["partitions"]] == ["fast"] * PARTITIONS
+    assert report["meta"]["partitionsByPath"] == {"fast": PARTITIONS}
+    assert [(p["sourceCount"], p["targetCount"], p["lag"]) for p in topic["partitions"]] == [
+        (PER_PARTITION, PER_PARTITION, 0)
+    ] * PARTITIONS
     assert {name: c["status"] for name, c in topic["checks"].items()} == {
         "completeness": "pass",
         "partitioning": "pass",
@@ -354,21 +379,30 @@ def test_correct_copy_passes(brokers: dict[str, str], heartbeats: None, spark: A
     assert flow["checks"]["group_offsets"]["status"] == "pass"
     assert flow["checks"]["heartbeats"]["status"] == "pass"
     assert flow["heartbeats"]["latencyMs"]["heartbeats"]["samples"] >= 1
+    samples = flow["heartbeats"]["samples"]["heartbeats"]
+    assert samples and all(len(s) == 2 and s[0] > 1e12 and s[1] >= 0 for s in samples), samples[:3]
+    # No group has offsets on the source here: nothing to checkpoint is not a failure.
+    assert flow["checks"]["checkpoints"]["status"] == "skip"
     assert report["checks"]["loops"]["status"] == "pass"
 
 
+# name, fault, checkpoint ahead, transactional, failing check, evidence, partitions the fast path defers
 FAULTS = [
-    ("missing", fault_missing, False, "completeness", "src@8"),
-    ("modified", fault_modified_value, False, "integrity", "[value]"),
-    ("header", fault_changed_header, False, "integrity", "[headers]"),
-    ("duplicate", fault_duplicate, False, "duplicates", "tgt@9"),
-    ("swapped", fault_swapped, False, "order", "src@8"),
-    ("moved", fault_moved_partition, False, "partitioning", "partition 2"),
-    ("ckptahead", None, True, "checkpoints", "ahead"),
+    ("missing", fault_missing, False, False, "completeness", "src@8", [1]),
+    ("modified", fault_modified_value, False, False, "integrity", "[value]", [1]),
+    ("header", fault_changed_header, False, False, "integrity", "[headers]", [1]),
+    ("duplicate", fault_duplicate, False, False, "duplicates", "tgt@9", [1]),
+    ("swapped", fault_swapped, False, False, "order", "src@8", [1]),
+    ("moved", fault_moved_partition, False, False, "partitioning", "partition 2", [1, 2]),
+    ("ckptahead", None, True, False, "checkpoints", "ahead", []),
+    # Transaction markers leave offset gaps: no partition is decidable by position, all go exact.
+    ("txn", fault_missing, False, True, "completeness", "src@8", [0, 1, 2]),
 ]
 
 
-@pytest.mark.parametrize(("name", "fault", "ckpt_ahead", "check", "evidence"), FAULTS, ids=[f[0] for f in FAULTS])
+@pytest.mark.parametrize(
+    ("name", "fault", "ckpt_ahead", "txn", "check", "evidence", "deferred"), FAULTS, ids=[f[0] for f in FAULTS]
+)
 def test_each_fault_is_reported_exactly(
     brokers: dict[str, str],
     heartbeats: None,
@@ -377,19 +411,45 @@ def test_each_fault_is_reported_exactly(
     name: str,
     fault: Callable[[Target], None] | None,
     ckpt_ahead: bool,
+    txn: bool,
     check: str,
     evidence: str,
+    deferred: list[int],
 ) -> None:
     topic = f"orders_{name}"
-    write_flow(brokers, topic, fault, ckpt_ahead)
+    write_flow(brokers, topic, fault, ckpt_ahead, transactional=txn)
     code, report = run_validator(spark, outputs_file(brokers, topic, tmp_path), tmp_path)
     assert code == 1
     assert report["failedChecks"] == [f"primary->dr: {topic}: {check}"], json.dumps(report, indent=1)[:6000]
     detail = report["flows"]["primary->dr"]["topics"][topic]["checks"][check]["detail"]
     assert evidence in detail, detail
-    # Only the faulty partition is affected.
+    # Only the faulty partition is affected, and only it takes the exact path.
     parts = report["flows"]["primary->dr"]["topics"][topic]["partitions"]
     assert parts[0]["matched"] == PER_PARTITION
+    assert [p["partition"] for p in parts if p["path"] == "exact"] == deferred, parts
+    if txn:
+        assert all("not contiguous" in p["fastPathReason"] for p in parts), parts
+
+
+def test_group_without_checkpoints_fails(brokers: dict[str, str], heartbeats: None, spark: Any, tmp_path: Path) -> None:
+    """Strict: a replicated group with offsets on the source but no checkpoint FAILs after the wait."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    write_flow(brokers, "orders_nockpt", None)
+    admin = _admin(brokers["primary"])
+    kafka_retrying(
+        lambda: admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions("lonely", [TopicPartition("orders_nockpt", 0, 3)])]
+        )["lonely"].result(),
+        "committing group lonely's offset on primary",
+    )
+    code, report = run_validator(
+        spark, outputs_file(brokers, "orders_nockpt", tmp_path), tmp_path, "--checkpoint-wait", "3"
+    )
+    assert code == 1
+    assert report["failedChecks"] == ["primary->dr: checkpoints"], json.dumps(report, indent=1)[:6000]
+    detail = report["flows"]["primary->dr"]["checks"]["checkpoints"]["detail"]
+    assert "lonely" in detail and "no checkpoint" in detail, detail
 
 
 def test_loop_topic_is_reported(brokers: dict[str, str], heartbeats: None, spark: Any, tmp_path: Path) -> None:
@@ -443,6 +503,9 @@ def test_cli_end_to_end(brokers: dict[str, str], heartbeats: None, tmp_path: Pat
         check=False,
     )
     assert out.returncode == 1, out.stdout + out.stderr[-3000:]
+    # The stage's own lines only: no Spark console progress bars.
+    assert "[Stage " not in out.stdout + out.stderr, out.stderr[-3000:]
+    assert "fast path:" in out.stderr
     assert "RESULT: FAIL (1 failed check(s))" in out.stdout
     assert "primary->dr: orders_cli: completeness" in out.stdout
     assert json.loads(report.read_text())["failedChecks"] == ["primary->dr: orders_cli: completeness"]

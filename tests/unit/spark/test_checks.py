@@ -193,7 +193,9 @@ def _checkpoints(spark: SparkSession, rows: list[tuple[str, int, int, int, int]]
 def test_checkpoint_never_ahead(spark: SparkSession, upstream: int, downstream: int, status: str) -> None:
     matched = checks.match_records(projection(spark, SRC), projection(spark, copy()))
     ck = _checkpoints(spark, [("g", 0, upstream, downstream, 0)])
-    res = checks.checkpoint_results(matched, ck, cut={0: 6, 1: 4}, snapshot_end={0: 6, 1: 4}, log_end={0: 6, 1: 4})
+    res = checks.checkpoint_results(
+        matched, ck, cut={0: (0, 6), 1: (0, 4)}, snapshot_end={0: 6, 1: 4}, log_end={0: 6, 1: 4}
+    )
     assert [r["status"] for r in res.collect()] == [status]
 
 
@@ -204,7 +206,7 @@ def test_checkpoint_exact_uses_first_replicated_record_at_or_after_upstream(spar
     ck = _checkpoints(spark, [("g", 0, 2, 2, 0), ("g2", 0, 2, 3, 0)])
     res = {
         r["group"]: (r["exact"], r["status"])
-        for r in checks.checkpoint_results(matched, ck, cut={0: 6}, snapshot_end={0: 5}, log_end={0: 5}).collect()
+        for r in checks.checkpoint_results(matched, ck, cut={0: (0, 6)}, snapshot_end={0: 5}, log_end={0: 5}).collect()
     }
     assert res == {"g": (2, "ok"), "g2": (2, "ahead")}
 
@@ -214,7 +216,43 @@ def test_checkpoint_regression(spark: SparkSession) -> None:
     ck = _checkpoints(spark, [("g", 0, 4, 4, 0), ("g", 0, 5, 2, 1), ("h", 0, 4, 4, 2), ("h", 0, 1, 1, 3)])
     res = sorted(
         (r["group"], r["ckpt_offset"], r["status"])
-        for r in checks.checkpoint_results(matched, ck, cut={0: 6}, snapshot_end={0: 6}, log_end={0: 6}).collect()
+        for r in checks.checkpoint_results(matched, ck, cut={0: (0, 6)}, snapshot_end={0: 6}, log_end={0: 6}).collect()
     )
     # g went back without an upstream rewind; h's upstream group rewound, so its checkpoint may too.
     assert res == [("g", 0, "ok"), ("g", 1, "regressed"), ("h", 2, "ok"), ("h", 3, "ok")]
+
+
+def test_offset_syncs_on_fast_partitions_follow_the_position_shift(spark: SparkSession) -> None:
+    # Partition 0 healthy with target = source + 10; no exact pairing needed (matched is None).
+    syncs = _syncs(spark, [(0, 0, 10), (0, 3, 13), (0, 4, 15), (0, 9, 19), (0, 2, 5)])
+    res = checks.offset_sync_results(None, syncs, {0: (0, 6)}, {0: (10, 16)}, shift={0: 10})
+    got = sorted((r["u"], r["d"], r["status"]) for r in res.collect())
+    assert got == [
+        (0, 10, "ok"),
+        (2, 5, "skipped_target_deleted"),
+        (3, 13, "ok"),
+        (4, 15, "mismatch"),
+        (9, 19, "skipped_after_cut"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("upstream", "downstream", "status"),
+    [(3, 13, "ok"), (3, 11, "ok"), (3, 14, "ahead"), (0, 10, "ok"), (6, 16, "ok"), (6, 17, "beyond_log_end")],
+)
+def test_checkpoint_on_fast_partitions(spark: SparkSession, upstream: int, downstream: int, status: str) -> None:
+    ck = _checkpoints(spark, [("g", 0, upstream, downstream, 0)])
+    res = checks.checkpoint_results(None, ck, cut={0: (0, 6)}, snapshot_end={0: 16}, log_end={0: 16}, shift={0: 10})
+    assert [r["status"] for r in res.collect()] == [status]
+
+
+def test_checkpoints_mix_fast_and_exact_partitions(spark: SparkSession) -> None:
+    tgt = copy()
+    del tgt[1][1]  # partition 1 goes exact: exact(1) is where source record 2 landed (1)
+    matched = checks.match_records(projection(spark, {1: SRC[1]}), projection(spark, {1: tgt[1]}))
+    ck = _checkpoints(spark, [("g", 0, 3, 3, 0), ("g", 1, 1, 1, 1), ("g", 1, 1, 2, 2)])
+    res = checks.checkpoint_results(
+        matched, ck, cut={0: (0, 6), 1: (0, 4)}, snapshot_end={0: 6, 1: 3}, log_end={0: 6, 1: 3}, shift={0: 0}
+    )
+    got = sorted((r["part"], r["D"], r["exact"], r["status"]) for r in res.collect())
+    assert got == [(0, 3, 3, "ok"), (1, 1, 1, "ok"), (1, 2, 1, "ahead")]

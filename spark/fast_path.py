@@ -1,0 +1,213 @@
+"""Tier 1 of the comparison: decide healthy partitions from per-partition aggregates alone.
+
+For every partition of the validated range, each side contributes one row: the record count, the
+first and last offset read, and an order-sensitive fingerprint, the sum over records of
+xxhash64(key, value, headers, timestamp, position), where position is the record's distance from
+the start of the range (offset - first offset of the range). The sum is kept as two 64-bit sums
+of the hash's 32-bit halves, so it cannot overflow below 2^31 records per partition. Everything
+is Spark SQL (no Python UDF); only these rows reach the driver.
+
+The source side reads the cut [lo, hi); the target side reads the same number of positions from
+the first offset it holds, [t_lo, t_lo + (hi - lo)). A partition is decided **healthy** when the
+source is contiguous (hi - lo records), the target holds a record at every one of those positions,
+and the fingerprints agree: then record i of the source sits at position i of the target, with the
+same key, value, headers and timestamp, so nothing is missing, modified, reordered, duplicated or
+unexpected in the validated range. Every other partition goes to the exact matching
+(`spark.checks`), restricted to those partitions, with the reason recorded:
+- the source range is not contiguous (transaction markers, compaction): undecidable;
+- the target holds fewer positions than the source (lag, loss, markers, a prefix): disagree;
+- the fingerprints differ: disagree.
+Target records after those positions (replicated after the cut) are counted as `beyondCut`
+offsets and not compared, as in the exact path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from spark.catchup import Range
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from spark.outputs import ClusterAccess
+
+FAST, EXACT = "fast", "exact"
+
+
+@dataclass(frozen=True)
+class SideAgg:
+    """What one side's read of one partition reduced to."""
+
+    records: int
+    first: int | None
+    last: int | None
+    fp_hi: int
+    fp_lo: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    path: str  # FAST or EXACT
+    reason: str
+
+
+def target_window(cut: Mapping[int, Range], snapshot: Mapping[int, Range]) -> dict[int, Range]:
+    """The target positions the fast path reads: as many as the source's cut, from the target's start."""
+    out = {}
+    for p, (lo, hi) in cut.items():
+        if p in snapshot:
+            t_lo, t_hi = snapshot[p]
+            out[p] = (t_lo, min(t_hi, t_lo + (hi - lo)))
+    return out
+
+
+def decide(
+    cut: Mapping[int, Range],
+    snapshot: Mapping[int, Range] | None,
+    src: Mapping[int, SideAgg],
+    tgt: Mapping[int, SideAgg],
+) -> dict[int, Decision]:
+    """Per partition of the cut: fast (healthy) or exact (and why)."""
+    out = {}
+    for p, (lo, hi) in sorted(cut.items()):
+        n = hi - lo
+        s = src.get(p, SideAgg(0, None, None, 0, 0))
+        t = tgt.get(p, SideAgg(0, None, None, 0, 0))
+        if snapshot is None or p not in snapshot:
+            out[p] = Decision(EXACT, "no such partition on the target")
+        elif s.records != n:
+            out[p] = Decision(EXACT, f"source offsets not contiguous ({s.records} records in {n} offsets)")
+        elif t.records != n:
+            out[p] = Decision(EXACT, f"target holds {t.records} of the {n} positions of the cut")
+        elif (s.fp_hi, s.fp_lo) != (t.fp_hi, t.fp_lo):
+            out[p] = Decision(EXACT, "fingerprints differ")
+        else:
+            out[p] = Decision(FAST, "counts and fingerprints agree")
+    return out
+
+
+def fast_row(p: int, cut: Range, target: Range, lag: int) -> dict[str, Any]:
+    """The report row of a partition the fast path decided healthy (same keys as the exact rows)."""
+    n = cut[1] - cut[0]
+    return {
+        "partition": p,
+        "path": FAST,
+        "sourceRange": list(cut),
+        "targetRange": list(target),
+        "sourceCount": n,
+        "targetCount": n,
+        "sourceRecords": n,
+        "targetRecords": n,
+        "matched": n,
+        "missing": 0,
+        "moved": 0,
+        "modified": 0,
+        "duplicates": 0,
+        "outOfOrder": 0,
+        "unexpected": 0,
+        "notReplicated": 0,
+        "beyondCut": max(0, (target[1] - target[0]) - n),  # offsets after the cut's positions
+        "prefix": 0,
+        "lag": lag,
+        "examples": {},
+    }
+
+
+def position_map(cut: Mapping[int, Range], snapshot: Mapping[int, Range], parts: set[int]) -> dict[int, int]:
+    """Per healthy partition: target offset minus source offset (the same for every record)."""
+    return {p: snapshot[p][0] - cut[p][0] for p in parts}
+
+
+# --- Spark --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SideRead:
+    """One side of one topic to reduce: where to read and which offsets."""
+
+    cluster: ClusterAccess
+    topic: str
+    ranges: Mapping[int, Range]
+    isolation: str
+
+
+def record_hash(start: Column) -> Column:
+    """xxhash64 of a Kafka-source row's identity and its position (offset - `start`).
+
+    Null flags and header value null flags make null and empty, and header boundaries, distinct
+    (Spark's hash skips null inputs).
+    """
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(
+        F.col("key"),
+        F.col("value"),
+        F.col("headers"),
+        F.unix_millis(F.col("timestamp")),
+        F.col("offset") - start,
+        F.col("key").isNull(),
+        F.col("value").isNull(),
+        F.coalesce(F.size(F.col("headers")), F.lit(-1)),
+        F.transform(F.col("headers"), lambda h: h["value"].isNull()),
+    )
+
+
+def side_frame(records: DataFrame, starts: Mapping[int, int], side: int) -> DataFrame:
+    """Kafka-source rows -> (side, part, off, h_hi, h_lo): the record hash split into 32-bit halves."""
+    from pyspark.sql import functions as F
+
+    from spark.checks import int_map
+
+    h = record_hash(F.element_at(int_map(starts), F.col("partition")))
+    return records.select(
+        F.lit(side).alias("side"),
+        F.col("partition").alias("part"),
+        F.col("offset").alias("off"),
+        F.shiftrightunsigned(h, 32).alias("h_hi"),
+        h.bitwiseAND(F.lit(0xFFFFFFFF)).alias("h_lo"),
+    )
+
+
+def reduce_sides(frames: list[DataFrame], sides: int) -> list[dict[int, SideAgg]]:
+    """One Spark job: per (side, partition) count, offset bounds and the fingerprint sums."""
+    from pyspark.sql import functions as F
+
+    out: list[dict[int, SideAgg]] = [{} for _ in range(sides)]
+    if not frames:
+        return out
+    union = frames[0]
+    for df in frames[1:]:
+        union = union.unionByName(df)
+    rows = (
+        union.groupBy("side", "part")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.min("off").alias("first"),
+            F.max("off").alias("last"),
+            F.sum("h_hi").alias("hi"),
+            F.sum("h_lo").alias("lo"),
+        )
+        .collect()
+    )
+    for row in rows:
+        out[int(row["side"])][int(row["part"])] = SideAgg(
+            int(row["n"]), row["first"], row["last"], int(row["hi"] or 0), int(row["lo"] or 0)
+        )
+    return out
+
+
+def aggregate(spark: SparkSession, reads: list[SideRead]) -> list[dict[int, SideAgg]]:
+    """Reduce every read to per-partition aggregates in one Spark job; one dict per read, in order."""
+    from spark import kafka_io
+
+    frames: list[DataFrame] = []
+    for i, r in enumerate(reads):
+        ranges = {p: rg for p, rg in r.ranges.items() if rg[1] > rg[0]}
+        if not ranges:
+            continue  # nothing to read: no Spark work for empty partitions or topics
+        df = kafka_io.spark_read(spark, r.cluster, r.topic, ranges, r.isolation)
+        frames.append(side_frame(df, {p: lo for p, (lo, _) in ranges.items()}, i))
+    return reduce_sides(frames, len(reads))

@@ -1,0 +1,81 @@
+"""Tier 1: per-partition fingerprints decide healthy partitions; everything else goes exact."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from spark import fast_path
+from spark.fast_path import EXACT, FAST, SideAgg
+from spark.topic_checks import partition_rows
+from tests.unit.spark.helpers import Record, kafka_rows, rec
+
+
+def aggs(spark: SparkSession, parts: dict[int, list[Record]], start: int = 0) -> dict[int, SideAgg]:
+    frame = fast_path.side_frame(kafka_rows(spark, parts, start=start), dict.fromkeys(parts, start), 0)
+    return fast_path.reduce_sides([frame], 1)[0]
+
+
+def test_identical_partitions_agree_wherever_the_target_starts(spark: SparkSession) -> None:
+    records = {0: [rec(i) for i in range(6)], 1: [rec(10 + i) for i in range(3)]}
+    src, tgt = aggs(spark, records), aggs(spark, records, start=100)
+    assert src[0].records == 6 and (src[0].first, src[0].last) == (0, 5)
+    assert (tgt[0].first, tgt[0].last) == (100, 105)
+    decided = fast_path.decide({0: (0, 6), 1: (0, 3)}, {0: (100, 106), 1: (100, 103)}, src, tgt)
+    assert {p: d.path for p, d in decided.items()} == {0: FAST, 1: FAST}
+
+
+def test_every_record_fault_changes_the_fingerprint(spark: SparkSession) -> None:
+    good = [rec(i) for i in range(4)]
+    base = aggs(spark, {0: good})[0]
+    variants = {
+        "swapped": [good[1], good[0], *good[2:]],
+        "value": [rec(0, value="other"), *good[1:]],
+        "header": [rec(0, headers=[("h", "y")]), *good[1:]],
+        "header value null": [rec(0, headers=[("h", None)]), *good[1:]],
+        "timestamp": [rec(0, ts=1), *good[1:]],
+        "duplicate": [good[0], good[0], *good[1:3]],
+        "null key": [(None, *good[0][1:]), *good[1:]],
+    }
+    for name, records in variants.items():
+        got = aggs(spark, {0: records})[0]
+        assert (got.fp_hi, got.fp_lo) != (base.fp_hi, base.fp_lo), name
+
+
+def test_null_and_empty_and_header_boundaries_are_told_apart(spark: SparkSession) -> None:
+    def fp(records: list[Record]) -> tuple[int, int]:
+        a = aggs(spark, {0: records})[0]
+        return a.fp_hi, a.fp_lo
+
+    assert fp([(None, "v", [], 1)]) != fp([("", "v", [], 1)])
+    assert fp([("a", None, [], 1)]) != fp([(None, "a", [], 1)])
+    assert fp([("k", "v", [("a", None), ("b", "c")], 1)]) != fp([("k", "v", [("a", "b"), ("c", None)], 1)])
+
+
+def test_decide_names_why_a_partition_goes_exact() -> None:
+    ok = SideAgg(4, 0, 3, 7, 9)
+    cut = {0: (0, 4), 1: (0, 5), 2: (0, 4), 3: (0, 4), 4: (0, 4), 5: (0, 0)}
+    snapshot = {0: (0, 4), 1: (0, 5), 2: (0, 3), 3: (0, 4), 5: (0, 0)}
+    src = {0: ok, 1: SideAgg(4, 0, 4, 7, 9), 2: ok, 3: ok, 4: ok}
+    tgt = {0: ok, 1: ok, 2: SideAgg(3, 0, 2, 1, 1), 3: SideAgg(4, 0, 3, 7, 8)}
+    decided = fast_path.decide(cut, snapshot, src, tgt)
+    assert decided[0].path == FAST and decided[5].path == FAST  # an empty partition is trivially healthy
+    assert decided[1] == fast_path.Decision(EXACT, "source offsets not contiguous (4 records in 5 offsets)")
+    assert decided[2] == fast_path.Decision(EXACT, "target holds 3 of the 4 positions of the cut")
+    assert decided[3] == fast_path.Decision(EXACT, "fingerprints differ")
+    assert decided[4] == fast_path.Decision(EXACT, "no such partition on the target")
+    assert fast_path.decide({0: (0, 4)}, None, src, tgt)[0].path == EXACT
+
+
+def test_target_window_reads_only_the_cut_s_positions() -> None:
+    assert fast_path.target_window({0: (5, 9), 1: (0, 4), 2: (0, 1)}, {0: (0, 20), 1: (10, 12)}) == {
+        0: (0, 4),
+        1: (10, 12),
+    }
+
+
+def test_fast_rows_carry_every_column_of_exact_rows() -> None:
+    exact = partition_rows({0: (0, 4)}, {0: (0, 4)}, {}, {}, {})[0]
+    fast = fast_path.fast_row(0, (2, 6), (10, 16), 0)
+    assert set(exact) <= set(fast)
+    assert (fast["matched"], fast["beyondCut"], fast["path"], fast["sourceCount"]) == (4, 2, "fast", 4)
+    assert fast_path.position_map({0: (2, 6)}, {0: (10, 16)}, {0}) == {0: 8}
