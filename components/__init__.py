@@ -16,13 +16,13 @@ Errors: one root per layer, each message naming the component, the cause and the
     ├── platform.local.process.ProcessError            a local JVM could not be started, probed or stopped
     └── platform.local.tls.TlsError                    keytool could not make the stack's TLS material
 
-    Kafka Connect REST (connect.client.ConnectError)
-    ├── connect.client.ConnectUnavailable              the worker group did not answer at all
-    ├── connect.client.ConnectTlsError                 its HTTPS certificate did not verify
-    ├── connect.client.ConnectRequestError             Connect answered with an error status
-    ├── connect.client.ConnectorFailed                 the connector or one of its tasks is FAILED
-    ├── connect.client.ConnectTimeout                  a bounded wait for a state ran out
-    ├── connect.client.ConnectorOperationFailed        a provider operation failed (read by `pulumi` users)
+    Kafka Connect REST (connect.errors.ConnectError)
+    ├── connect.errors.ConnectUnavailable              the worker group did not answer at all
+    ├── connect.errors.ConnectTlsError                 its HTTPS certificate did not verify
+    ├── connect.errors.ConnectRequestError             Connect answered with an error status
+    ├── connect.errors.ConnectorFailed                 the connector or one of its tasks is FAILED
+    ├── connect.errors.ConnectTimeout                  a bounded wait for a state ran out
+    ├── connect.errors.ConnectorOperationFailed        a provider operation failed (read by `pulumi` users)
     └── rollout.RolloutError                           connectors did not restart after a credential change
 
     Kafka Admin API providers (kafka.admin.KafkaAdminError, RuntimeError)

@@ -18,7 +18,8 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
-from components.connect.client import ConnectClient, ConnectError
+from components.connect.client import ConnectClient
+from components.connect.errors import ConnectError
 from components.rpc_values import plain
 
 # Checkpoint connectors may run without tasks (no consumer group on the source yet).

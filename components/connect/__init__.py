@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .client import (
+from .client import ConnectClient
+from .errors import (
     ConfigProblem,
-    ConnectClient,
     ConnectError,
     ConnectorFailed,
     ConnectorOperationFailed,

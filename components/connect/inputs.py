@@ -18,7 +18,7 @@ from pulumi.dynamic import CheckFailure
 
 from components.rpc_values import is_unknown, plain
 
-from .client import ConnectorOperationFailed
+from .errors import ConnectorOperationFailed
 
 __all__ = [
     "DEFAULT_STATE",

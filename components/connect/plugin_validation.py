@@ -16,7 +16,8 @@ from typing import Any
 
 from components.topology.settings import KNOWN_SETTINGS, SETTINGS_OWNED, suggest
 
-from .client import ConfigProblem, ConnectClient
+from .client import ConnectClient
+from .errors import ConfigProblem
 
 # Keys MM2 and Connect read by prefix, never listed in a definition; the stack generates them
 # and parse already refuses user keys here that typed fields own.

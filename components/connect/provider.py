@@ -28,18 +28,17 @@ from pulumi.dynamic import (
 
 from components.rpc_values import has_unknown
 
-from .client import (
-    ConnectClient,
+from .client import ConnectClient, connector_path
+from .diff import ConnectorDiff, connector_diff, same_config
+from .errors import (
     ConnectError,
     ConnectorFailed,
     ConnectorOperationFailed,
     ConnectRequestError,
     ConnectTimeout,
     ConnectUnavailable,
-    connector_path,
     first_lines,
 )
-from .diff import ConnectorDiff, connector_diff, same_config
 from .health import failed_instances, unassigned_tasks
 from .inputs import DEFAULT_STATE, DEFAULT_TIMEOUT_S, DESIRED_STATES, ConnectorInputs, input_failures, state_outputs
 from .plugin_validation import pass_through_keys, validate_config, validation_failure_text

@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"connectors: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # ConnectError and friends already name method, path and cause
-        from components.connect.client import ConnectError
+        from components.connect.errors import ConnectError
 
         if not isinstance(exc, ConnectError):
             raise

@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"status: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:
-        from components.connect.client import ConnectError
+        from components.connect.errors import ConnectError
 
         if not isinstance(exc, ConnectError):
             raise

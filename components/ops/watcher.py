@@ -147,7 +147,7 @@ class Watcher:
 
     def tick(self) -> None:
         """Read every watched connector once, act on what is due, write the status file."""
-        from components.connect.client import ConnectError
+        from components.connect.errors import ConnectError
 
         try:
             with self.client_factory() as client:

@@ -172,7 +172,8 @@ def test_https_rest_api_verifies_against_the_stack_ca_and_keeps_basic_auth(stack
 
 
 def test_connect_client_with_the_ca_pem(stack: TestStack) -> None:
-    from components.connect.client import ConnectClient, ConnectTlsError
+    from components.connect.client import ConnectClient
+    from components.connect.errors import ConnectTlsError
 
     out = stack.outputs()
     url, auth = out["connect"]["mm2"]["url"], connect_auth(out)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import components
 import spark
 from components import rollout
-from components.connect import client
+from components.connect import errors as connect_errors
 from components.kafka import acl, admin, scram, topic
 from components.ops import errors as ops_errors
 from components.platform import errors as platform_errors
@@ -16,13 +16,13 @@ from spark import jars, kafka_io
 
 LAYERS = {
     platform_errors.PlatformError: (process.ProcessError, tls.TlsError, platform_settings.PlatformSettingsError),
-    client.ConnectError: (
-        client.ConnectUnavailable,
-        client.ConnectTlsError,
-        client.ConnectRequestError,
-        client.ConnectorFailed,
-        client.ConnectTimeout,
-        client.ConnectorOperationFailed,
+    connect_errors.ConnectError: (
+        connect_errors.ConnectUnavailable,
+        connect_errors.ConnectTlsError,
+        connect_errors.ConnectRequestError,
+        connect_errors.ConnectorFailed,
+        connect_errors.ConnectTimeout,
+        connect_errors.ConnectorOperationFailed,
         rollout.RolloutError,
     ),
     admin.KafkaAdminError: (topic.TopicError, acl.AclError, scram.ScramError),

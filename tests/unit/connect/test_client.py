@@ -8,10 +8,9 @@ import json
 import httpx
 import pytest
 
-from components.connect.client import (
-    MASK,
+from components.connect.client import MASK, ConnectClient
+from components.connect.errors import (
     ConfigProblem,
-    ConnectClient,
     ConnectorFailed,
     ConnectRequestError,
     ConnectTimeout,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from components.connect.client import ConnectClient, ConnectTlsError, ConnectUnavailable
+from components.connect.client import ConnectClient
+from components.connect.errors import ConnectTlsError, ConnectUnavailable
 
 
 def test_certificate_failure_is_not_retried_and_names_the_fix() -> None:

@@ -12,7 +12,7 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.output import Unknown
 
-from components.connect.client import ConnectorOperationFailed
+from components.connect.errors import ConnectorOperationFailed
 from components.connect.inputs import DEFAULT_TIMEOUT_S
 from components.connect.provider import ConnectorProvider
 

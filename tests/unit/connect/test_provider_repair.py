@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.connect.client import ConnectorOperationFailed
+from components.connect.errors import ConnectorOperationFailed
 from components.connect.provider import UNASSIGNED_BOUND_S, ConnectorProvider, health_drift
 
 from .fakes import FakeConnect, FakeSleep, running

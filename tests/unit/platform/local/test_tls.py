@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from components.connect.client import ConnectClient, ConnectError
+from components.connect.client import ConnectClient
+from components.connect.errors import ConnectError
 from components.platform.local import tls
 from components.topology.tls import TlsLayout
 
