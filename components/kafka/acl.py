@@ -45,6 +45,17 @@ def _binding(acl: Mapping[str, Any]) -> Any:
     )
 
 
+def _exact_filter(acl: Mapping[str, Any]) -> Any:
+    """The binding as the filter `delete_acls` takes (the real client refuses a plain
+    AclBinding): every field set, so it matches that one binding and nothing else."""
+    from confluent_kafka.admin import AclBindingFilter
+
+    b = _binding(acl)
+    return AclBindingFilter(
+        b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type
+    )
+
+
 def _where(props: Mapping[str, Any]) -> str:
     return f"ACLs on cluster {props.get('cluster')!r} ({props['bootstrap']})"
 
@@ -71,7 +82,7 @@ def _delete(props: Mapping[str, Any], acls: list[Mapping[str, Any]]) -> None:
     if not acls:
         return
     admin = admin_client(props)
-    for binding, future in admin.delete_acls([_binding(a) for a in acls], request_timeout=ADMIN_TIMEOUT_S).items():
+    for binding, future in admin.delete_acls([_exact_filter(a) for a in acls], request_timeout=ADMIN_TIMEOUT_S).items():
         try:
             future.result()
         except Exception as exc:

@@ -17,6 +17,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     ConfigEntry,
     ScramCredentialInfo,
     ScramMechanism,
@@ -122,6 +123,8 @@ class FakeAdmin:
         return out
 
     def delete_acls(self, bindings: list[AclBinding], request_timeout: float) -> dict[AclBinding, Future[Any]]:
+        if not all(isinstance(b, AclBindingFilter) for b in bindings):  # as the real client checks
+            raise TypeError(f"Expected list of {AclBindingFilter}")
         out = {b: self._answer("delete_acls", b, [b] if b in self.acls else []) for b in bindings}
         if "delete_acls" not in self.failures:
             self.acls -= set(bindings)
