@@ -230,26 +230,31 @@ def format_storage(spec: JvmSpec, cluster_id: str, timeout_s: float = 120.0) -> 
         )
 
 
-def start(spec: JvmSpec) -> int:
-    """Start the JVM in its own session; returns its pid. The caller waits for readiness."""
-    cmd = _jvm_command(spec, spec.main_class, [str(spec.properties_file)], spec.heap)
-    stdout = open(spec.stdout_file, "ab")  # noqa: SIM115 - handed to the child, closed below
-    try:
-        proc = subprocess.Popen(
+def spawn(cmd: list[str], log_file: str | Path, cwd: str | Path) -> int:
+    """Start `cmd` detached from the engine (its own session, no inherited fds or stdin), its
+    output appended to `log_file`; returns its pid. Raises OSError when it cannot start."""
+    with open(log_file, "ab") as log:
+        child = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
-            stdout=stdout,
+            stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
-            cwd=spec.run_dir,
+            cwd=cwd,
         )
+    return child.pid
+
+
+def start(spec: JvmSpec) -> int:
+    """Start the JVM in its own session; returns its pid. The caller waits for readiness."""
+    cmd = _jvm_command(spec, spec.main_class, [str(spec.properties_file)], spec.heap)
+    try:
+        pid = spawn(cmd, spec.stdout_file, spec.run_dir)
     except OSError as exc:
         raise ProcessError(f"{spec.component}: could not start `{spec.java}`: {exc}") from exc
-    finally:
-        stdout.close()
-    (Path(spec.run_dir) / "pid").write_text(str(proc.pid))
-    return proc.pid
+    (Path(spec.run_dir) / "pid").write_text(str(pid))
+    return pid
 
 
 def is_alive(pid: int) -> bool:

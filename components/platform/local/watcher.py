@@ -17,7 +17,6 @@ read reports ``running: false`` for a dead watcher, so refresh shows it and `up`
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -67,20 +66,11 @@ def _start(props: Mapping[str, Any]) -> dict[str, Any]:
         str(run_dir / PLAN_FILE),
         f"{proc.MARKER_FLAG}{props['marker']}",
     ]
-    with open(run_dir / LOG_FILE, "ab") as log:
-        child = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-            cwd=props["project_dir"],
-        )
+    pid = proc.spawn(cmd, run_dir / LOG_FILE, props["project_dir"])
     deadline = time.monotonic() + _START_S
     while not (run_dir / STATUS_FILE).exists():
-        if not proc.is_alive(child.pid) or time.monotonic() > deadline:
-            proc.stop(props["marker"], child.pid, grace_s=5)
+        if not proc.is_alive(pid) or time.monotonic() > deadline:
+            proc.stop(props["marker"], pid, grace_s=5)
             tail = (run_dir / LOG_FILE).read_text(errors="replace")[-2000:]
             raise proc.ProcessError(
                 f"{props['component']}: the watcher did not write its first status within {_START_S:g}s.\n{tail}\n"
@@ -89,7 +79,7 @@ def _start(props: Mapping[str, Any]) -> dict[str, Any]:
         time.sleep(0.2)
     return {
         **props,
-        "pid": child.pid,
+        "pid": pid,
         "running": True,
         "log_file": str(run_dir / LOG_FILE),
         "status_file": str(run_dir / STATUS_FILE),
