@@ -92,12 +92,19 @@ def fast_reads(runs: list[FlowRun]) -> list[tuple[FlowRun, str, SideRead, SideRe
             if snapshot is None:
                 continue
             remote = run.flow.topics[topic]
+            target = fast_path.target_window(cut, snapshot)
+            sizes = {p: hi - lo for p, (lo, hi) in cut.items()}
+            source = cut
+            if any(hi - lo > sizes.get(p, 0) for p, (lo, hi) in target.items()):
+                # The target already holds records after the cut: read the source's next ones too.
+                ends = {p: hi for p, (_, hi) in kafka_io.watermarks(run.src, topic, len(cut), run.isolation).items()}
+                source = fast_path.source_window(cut, target, ends)
             out.append(
                 (
                     run,
                     topic,
-                    SideRead(run.src, topic, cut, run.isolation),
-                    SideRead(run.tgt, remote, fast_path.target_window(cut, snapshot), run.isolation),
+                    SideRead(run.src, topic, source, run.isolation, sizes),
+                    SideRead(run.tgt, remote, target, run.isolation, sizes),
                 )
             )
     return out
@@ -106,7 +113,7 @@ def fast_reads(runs: list[FlowRun]) -> list[tuple[FlowRun, str, SideRead, SideRe
 def run_fast_path(spark: Any, runs: list[FlowRun]) -> None:
     """Tier 1 for every topic of every flow, in one Spark job; results land in each run's `fast`."""
     plan = fast_reads(runs)
-    n = sum(hi - lo for _, _, s, _ in plan for lo, hi in s.ranges.values())
+    n = sum(hi - lo for run, topic, _, _ in plan for lo, hi in run.cut[topic].values())
     t0 = time.monotonic()
     aggs = fast_path.aggregate(spark, [r for _, _, s, t in plan for r in (s, t)])
     for i, (run, topic, _, _) in enumerate(plan):
