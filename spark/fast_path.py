@@ -240,15 +240,35 @@ def reduce_sides(frames: list[DataFrame], sides: int) -> list[dict[int, SideAgg]
 
 
 def aggregate(spark: SparkSession, reads: list[SideRead]) -> list[dict[int, SideAgg]]:
-    """Reduce every read to per-partition aggregates in one Spark job; one dict per read, in order."""
+    """Reduce every read to per-partition aggregates in one Spark job; one dict per read, in order.
+
+    Identical reads (a source topic of several flows, e.g. fan-out, with the same cut) are read once.
+    """
     from spark import kafka_io
 
+    unique: dict[tuple[Any, ...], int] = {}
+    for r in reads:
+        unique.setdefault(read_key(r), len(unique))
+    firsts = {i: next(r for r in reads if unique[read_key(r)] == i) for i in unique.values()}
     frames: list[DataFrame] = []
-    for i, r in enumerate(reads):
+    for i, r in firsts.items():
         ranges = {p: rg for p, rg in r.ranges.items() if rg[1] > rg[0]}
         if not ranges:
             continue  # nothing to read: no Spark work for empty partitions or topics
         df = kafka_io.spark_read(spark, r.cluster, r.topic, ranges, r.isolation)
         sizes = {p: n for p, n in (r.sizes or {}).items() if p in ranges}
         frames.append(side_frame(df, {p: lo for p, (lo, _) in ranges.items()}, i, sizes or None))
-    return reduce_sides(frames, len(reads))
+    reduced = reduce_sides(frames, len(unique))
+    return [reduced[unique[read_key(r)]] for r in reads]
+
+
+def read_key(r: SideRead) -> tuple[Any, ...]:
+    """What makes two reads the same read: cluster, topic, offsets, isolation and the cut's sizes."""
+    return (
+        r.cluster.alias,
+        r.cluster.bootstrap,
+        r.topic,
+        tuple(sorted(r.ranges.items())),
+        r.isolation,
+        tuple(sorted((r.sizes or {}).items())),
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import SparkSession
 
 from spark import fast_path
@@ -108,3 +110,23 @@ def test_fast_rows_carry_every_column_of_exact_rows() -> None:
     assert set(exact) <= set(fast)
     assert (fast["matched"], fast["beyondCut"], fast["path"], fast["sourceCount"]) == (4, 2, "fast", 4)
     assert fast_path.position_map({0: (2, 6)}, {0: (10, 16)}, {0}) == {0: 8}
+
+
+def test_identical_reads_of_several_flows_are_read_once(spark: SparkSession, monkeypatch: Any) -> None:
+    """Fan-out: one source topic, three flows with the same cut: one Kafka read, three results."""
+    from spark import kafka_io
+    from spark.outputs import ClusterAccess
+
+    calls: list[tuple[str, str]] = []
+
+    def fake_read(_spark: Any, cluster: ClusterAccess, topic: str, ranges: Any, isolation: str) -> Any:
+        calls.append((cluster.alias, topic))
+        return kafka_rows(spark, {0: [rec(i) for i in range(3)]}, topic=topic)
+
+    monkeypatch.setattr(kafka_io, "spark_read", fake_read)
+    k, a = ClusterAccess("k", "h:1"), ClusterAccess("a", "h:2")
+    source = fast_path.SideRead(k, "events", {0: (0, 3)}, "read_uncommitted", {0: 3})
+    target = fast_path.SideRead(a, "k.events", {0: (0, 3)}, "read_uncommitted", {0: 3})
+    got = fast_path.aggregate(spark, [source, target, source, target, source])
+    assert sorted(calls) == [("a", "k.events"), ("k", "events")]
+    assert all(g == got[0] for g in got) and got[0][0].records == 3
