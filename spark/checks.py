@@ -118,9 +118,19 @@ def explain_unmatched(
     legitimate when the source has deleted records). `caught_up`: whether the target covered
     the cut for the partition (tail missing records are lag otherwise).
     """
-    src = _gaps(matched.filter(F.col("kind").isin("matched", "missing")), "so").filter(F.col("kind") == "missing")
-    tgt = _gaps(matched.filter(F.col("kind").isin("matched", "duplicate", "extra")), "to").filter(
-        F.col("kind") == "extra"
+    # The gap windows sort every record of the partition (one task per Kafka partition); what
+    # survives them is only the unmatched records, which the rest reads several times. Materialise
+    # that once (local checkpoint: executor storage, no reliable storage needed), or each read
+    # would sort the whole partition again.
+    src = (
+        _gaps(matched.filter(F.col("kind").isin("matched", "missing")), "so")
+        .filter(F.col("kind") == "missing")
+        .localCheckpoint(eager=True)
+    )
+    tgt = (
+        _gaps(matched.filter(F.col("kind").isin("matched", "duplicate", "extra")), "to")
+        .filter(F.col("kind") == "extra")
+        .localCheckpoint(eager=True)
     )
 
     moved_pairs = _moved_pairs(src, tgt)

@@ -17,14 +17,17 @@ unexpected in the validated range. Every other partition goes to the exact match
 - the source range is not contiguous (transaction markers, compaction): undecidable;
 - the target holds fewer positions than the source (lag, loss, markers, a prefix): disagree;
 - the fingerprints differ: disagree.
-Target records after those positions (replicated after the cut) are counted as `beyondCut`
-offsets and not compared, as in the exact path.
+Target records after those positions (replicated after the cut) are counted as `beyondCut`.
+Up to `AFTER_CUT_READ` of them are read too, with as many source records after the cut, and
+fingerprinted apart: records replicated after the cut repeat the source's next records position
+by position; when they do not (a redelivered copy of a record before the cut, say), the partition
+goes to the exact matching, which names such copies as duplicates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from spark.catchup import Range
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from spark.outputs import ClusterAccess
 
 FAST, EXACT = "fast", "exact"
+AFTER_CUT_READ = 100_000  # target records after the cut's positions compared per partition, at most
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class SideAgg:
     last: int | None
     fp_hi: int
     fp_lo: int
+    # (records, fingerprint halves) of the positions after the cut's (spark.fast_path docstring)
+    after: tuple[int, int, int] = (0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -55,12 +61,25 @@ class Decision:
 
 
 def target_window(cut: Mapping[int, Range], snapshot: Mapping[int, Range]) -> dict[int, Range]:
-    """The target positions the fast path reads: as many as the source's cut, from the target's start."""
+    """The target positions the fast path reads: as many as the source's cut, from the target's
+    start, then up to `AFTER_CUT_READ` more (records replicated after the cut)."""
     out = {}
     for p, (lo, hi) in cut.items():
         if p in snapshot:
             t_lo, t_hi = snapshot[p]
-            out[p] = (t_lo, min(t_hi, t_lo + (hi - lo)))
+            out[p] = (t_lo, min(t_hi, t_lo + (hi - lo) + AFTER_CUT_READ))
+    return out
+
+
+def source_window(
+    cut: Mapping[int, Range], target: Mapping[int, Range], source_end: Mapping[int, int]
+) -> dict[int, Range]:
+    """The source positions the fast path reads: the cut, then as many records after it as the
+    target window holds after the cut's positions (as far as the source has them)."""
+    out = {}
+    for p, (lo, hi) in cut.items():
+        after = max(0, (target[p][1] - target[p][0]) - (hi - lo)) if p in target else 0
+        out[p] = (lo, max(hi, min(source_end.get(p, hi), hi + after)))
     return out
 
 
@@ -84,6 +103,10 @@ def decide(
             out[p] = Decision(EXACT, f"target holds {t.records} of the {n} positions of the cut")
         elif (s.fp_hi, s.fp_lo) != (t.fp_hi, t.fp_lo):
             out[p] = Decision(EXACT, "fingerprints differ")
+        elif s.after != t.after:
+            out[p] = Decision(
+                EXACT, f"{t.after[0]} record(s) after the cut do not repeat the source's next records (duplicates?)"
+            )
         else:
             out[p] = Decision(FAST, "counts and fingerprints agree")
     return out
@@ -126,12 +149,14 @@ def position_map(cut: Mapping[int, Range], snapshot: Mapping[int, Range], parts:
 
 @dataclass(frozen=True)
 class SideRead:
-    """One side of one topic to reduce: where to read and which offsets."""
+    """One side of one topic to reduce: where to read and which offsets; `sizes`: per partition,
+    how many positions belong to the cut (the rest of the range is after it)."""
 
     cluster: ClusterAccess
     topic: str
     ranges: Mapping[int, Range]
     isolation: str
+    sizes: Mapping[int, int] | None = None
 
 
 def record_hash(start: Column) -> Column:
@@ -155,16 +180,25 @@ def record_hash(start: Column) -> Column:
     )
 
 
-def side_frame(records: DataFrame, starts: Mapping[int, int], side: int) -> DataFrame:
-    """Kafka-source rows -> (side, part, off, h_hi, h_lo): the record hash split into 32-bit halves."""
+def side_frame(
+    records: DataFrame, starts: Mapping[int, int], side: int, sizes: Mapping[int, int] | None = None
+) -> DataFrame:
+    """Kafka-source rows -> (side, part, seg, off, h_hi, h_lo): the record hash split into 32-bit
+    halves; `seg` 1 for positions at or after the cut's size in `sizes` (none: every record 0)."""
     from pyspark.sql import functions as F
 
     from spark.checks import int_map
 
-    h = record_hash(F.element_at(int_map(starts), F.col("partition")))
+    start = F.element_at(int_map(starts), F.col("partition"))
+    h = record_hash(start)
+    seg = F.lit(0)
+    if sizes:
+        size = F.element_at(int_map(sizes), F.col("partition"))
+        seg = F.when(F.col("offset") - start >= size, F.lit(1)).otherwise(F.lit(0))
     return records.select(
         F.lit(side).alias("side"),
         F.col("partition").alias("part"),
+        seg.alias("seg"),
         F.col("offset").alias("off"),
         F.shiftrightunsigned(h, 32).alias("h_hi"),
         h.bitwiseAND(F.lit(0xFFFFFFFF)).alias("h_lo"),
@@ -172,7 +206,7 @@ def side_frame(records: DataFrame, starts: Mapping[int, int], side: int) -> Data
 
 
 def reduce_sides(frames: list[DataFrame], sides: int) -> list[dict[int, SideAgg]]:
-    """One Spark job: per (side, partition) count, offset bounds and the fingerprint sums."""
+    """One Spark job: per (side, partition, segment) count, offset bounds and the fingerprint sums."""
     from pyspark.sql import functions as F
 
     out: list[dict[int, SideAgg]] = [{} for _ in range(sides)]
@@ -182,7 +216,7 @@ def reduce_sides(frames: list[DataFrame], sides: int) -> list[dict[int, SideAgg]
     for df in frames[1:]:
         union = union.unionByName(df)
     rows = (
-        union.groupBy("side", "part")
+        union.groupBy("side", "part", "seg")
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.min("off").alias("first"),
@@ -192,22 +226,49 @@ def reduce_sides(frames: list[DataFrame], sides: int) -> list[dict[int, SideAgg]
         )
         .collect()
     )
+    after: dict[tuple[int, int], tuple[int, int, int]] = {}
     for row in rows:
-        out[int(row["side"])][int(row["part"])] = SideAgg(
-            int(row["n"]), row["first"], row["last"], int(row["hi"] or 0), int(row["lo"] or 0)
-        )
+        side, part = int(row["side"]), int(row["part"])
+        if int(row["seg"]) == 1:
+            after[(side, part)] = (int(row["n"]), int(row["hi"] or 0), int(row["lo"] or 0))
+            continue
+        out[side][part] = SideAgg(int(row["n"]), row["first"], row["last"], int(row["hi"] or 0), int(row["lo"] or 0))
+    for (side, part), agg in after.items():
+        base = out[side].get(part, SideAgg(0, None, None, 0, 0))
+        out[side][part] = replace(base, after=agg)
     return out
 
 
 def aggregate(spark: SparkSession, reads: list[SideRead]) -> list[dict[int, SideAgg]]:
-    """Reduce every read to per-partition aggregates in one Spark job; one dict per read, in order."""
+    """Reduce every read to per-partition aggregates in one Spark job; one dict per read, in order.
+
+    Identical reads (a source topic of several flows, e.g. fan-out, with the same cut) are read once.
+    """
     from spark import kafka_io
 
+    unique: dict[tuple[Any, ...], int] = {}
+    for r in reads:
+        unique.setdefault(read_key(r), len(unique))
+    firsts = {i: next(r for r in reads if unique[read_key(r)] == i) for i in unique.values()}
     frames: list[DataFrame] = []
-    for i, r in enumerate(reads):
+    for i, r in firsts.items():
         ranges = {p: rg for p, rg in r.ranges.items() if rg[1] > rg[0]}
         if not ranges:
             continue  # nothing to read: no Spark work for empty partitions or topics
         df = kafka_io.spark_read(spark, r.cluster, r.topic, ranges, r.isolation)
-        frames.append(side_frame(df, {p: lo for p, (lo, _) in ranges.items()}, i))
-    return reduce_sides(frames, len(reads))
+        sizes = {p: n for p, n in (r.sizes or {}).items() if p in ranges}
+        frames.append(side_frame(df, {p: lo for p, (lo, _) in ranges.items()}, i, sizes or None))
+    reduced = reduce_sides(frames, len(unique))
+    return [reduced[unique[read_key(r)]] for r in reads]
+
+
+def read_key(r: SideRead) -> tuple[Any, ...]:
+    """What makes two reads the same read: cluster, topic, offsets, isolation and the cut's sizes."""
+    return (
+        r.cluster.alias,
+        r.cluster.bootstrap,
+        r.topic,
+        tuple(sorted(r.ranges.items())),
+        r.isolation,
+        tuple(sorted((r.sizes or {}).items())),
+    )

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from components.outputs.contract import FlowExport
-from spark import catchup, checks, fast_path, flow_checks, kafka_io
+from spark import catchup, checks, fast_path, flow_checks, kafka_io, progress
 from spark.catchup import Range
 from spark.fast_path import EXACT, FAST, SideAgg, SideRead
 from spark.outputs import ValidationScope
@@ -53,6 +53,10 @@ class FlowRun:
         self.snapshot: dict[str, dict[int, Range] | None] = {}
         self.fast: dict[str, tuple[dict[int, SideAgg], dict[int, SideAgg]]] = {}
         self.sync_cluster = self.src if flow.offset_syncs_cluster == flow.source else self.tgt
+        store = outputs.offset_stores.get(flow.worker_group)
+        self.offset_store = (
+            (outputs.clusters[store.cluster], store.topic) if store and store.cluster in outputs.clusters else None
+        )
 
 
 def target_ranges(run: FlowRun) -> dict[str, dict[int, Range] | None]:
@@ -68,7 +72,11 @@ def prepare_flow(run: FlowRun, args: argparse.Namespace) -> None:
     """Wait (bounded) for the target to cover the cut, then take the target's snapshot."""
     sync_topics = kafka_io.list_topics(run.sync_cluster)
     run.caught = _wait_for_target(
-        run, run.sync_cluster, run.flow.offset_syncs_topic in sync_topics, args.catch_up_timeout
+        run,
+        run.sync_cluster,
+        run.flow.offset_syncs_topic in sync_topics,
+        args.catch_up_timeout,
+        args.catch_up_quiet,
     )
     run.snapshot = target_ranges(run)
 
@@ -84,12 +92,19 @@ def fast_reads(runs: list[FlowRun]) -> list[tuple[FlowRun, str, SideRead, SideRe
             if snapshot is None:
                 continue
             remote = run.flow.topics[topic]
+            target = fast_path.target_window(cut, snapshot)
+            sizes = {p: hi - lo for p, (lo, hi) in cut.items()}
+            source = cut
+            if any(hi - lo > sizes.get(p, 0) for p, (lo, hi) in target.items()):
+                # The target already holds records after the cut: read the source's next ones too.
+                ends = {p: hi for p, (_, hi) in kafka_io.watermarks(run.src, topic, len(cut), run.isolation).items()}
+                source = fast_path.source_window(cut, target, ends)
             out.append(
                 (
                     run,
                     topic,
-                    SideRead(run.src, topic, cut, run.isolation),
-                    SideRead(run.tgt, remote, fast_path.target_window(cut, snapshot), run.isolation),
+                    SideRead(run.src, topic, source, run.isolation, sizes),
+                    SideRead(run.tgt, remote, target, run.isolation, sizes),
                 )
             )
     return out
@@ -98,7 +113,7 @@ def fast_reads(runs: list[FlowRun]) -> list[tuple[FlowRun, str, SideRead, SideRe
 def run_fast_path(spark: Any, runs: list[FlowRun]) -> None:
     """Tier 1 for every topic of every flow, in one Spark job; results land in each run's `fast`."""
     plan = fast_reads(runs)
-    n = sum(hi - lo for _, _, s, _ in plan for lo, hi in s.ranges.values())
+    n = sum(hi - lo for run, topic, _, _ in plan for lo, hi in run.cut[topic].values())
     t0 = time.monotonic()
     aggs = fast_path.aggregate(spark, [r for _, _, s, t in plan for r in (s, t)])
     for i, (run, topic, _, _) in enumerate(plan):
@@ -321,7 +336,12 @@ def validate_flow(
         t.checks.append(Check("completeness", Status.FAIL, f"source topic {topic} does not exist on {flow.source}"))
         rep.topics.append(t)
     result = run.caught or catchup.CatchUp({}, 0.0)
-    rep.catch_up = {"caughtUp": result.caught_up, "waitedSeconds": round(result.waited_s, 1), "lag": result.total()}
+    rep.catch_up = {
+        "caughtUp": result.caught_up,
+        "waitedSeconds": round(result.waited_s, 1),
+        "lag": result.total(),
+        "ended": result.ending.value,
+    }
     syncs, ckpts = _internal_topics(spark, run, rep, skip)
     try:
         for topic in sorted(run.cut):
@@ -378,13 +398,20 @@ def _internal_topics(spark: Any, run: FlowRun, rep: FlowReport, skip: set[str]) 
     return syncs, ckpts
 
 
-def _wait_for_target(run: FlowRun, sync_cluster: Any, has_syncs: bool, timeout_s: float) -> catchup.CatchUp:
-    """Wait (bounded) until the target provably covers the cut, following the offset syncs."""
+def _wait_for_target(
+    run: FlowRun, sync_cluster: Any, has_syncs: bool, timeout_s: float, quiet_s: float
+) -> catchup.CatchUp:
+    """Wait (bounded) until the target provably covers the cut (offset syncs, counts) or MM2 has
+    provably consumed up to it and the target stopped moving (spark.catchup)."""
     flow = run.flow
     tracker = None
     if has_syncs:
         tracker = kafka_io.OffsetSyncTracker(sync_cluster, flow.offset_syncs_topic, run.cut)
-    log(f"{flow.name}: waiting up to {timeout_s:.0f}s for {flow.target} to cover the cut")
+    progress = _progress_tracker(run)
+    log(
+        f"{flow.name}: waiting up to {timeout_s:.0f}s for {flow.target} to cover the cut"
+        + ("" if progress else f" (MM2's progress unreadable: no offsets topic of worker group {flow.worker_group!r})")
+    )
 
     def syncs_now() -> dict[tuple[str, int], tuple[int, int]]:
         if tracker is None:
@@ -393,13 +420,43 @@ def _wait_for_target(run: FlowRun, sync_cluster: Any, has_syncs: bool, timeout_s
         return tracker.latest
 
     try:
-        result = catchup.wait_for_catch_up(run.cut, lambda: target_ranges(run), syncs_now, timeout_s, flow.name)
+        result = catchup.wait_for_catch_up(
+            run.cut,
+            lambda: target_ranges(run),
+            syncs_now,
+            timeout_s,
+            flow.name,
+            consumed=(progress.poll if progress else lambda: None),
+            quiet_s=quiet_s,
+        )
     finally:
-        if tracker is not None:
-            tracker.close()
-    log(
-        f"{flow.name}: "
-        + ("caught up" if result.caught_up else f"{result.total()} record(s) still behind")
-        + f" after {result.waited_s:.1f}s"
-    )
+        for t in (tracker, progress):
+            if t is not None:
+                t.close()
+    log(f"{flow.name}: {_ending_line(result)} after {result.waited_s:.1f}s")
     return result
+
+
+def _progress_tracker(run: FlowRun) -> progress.SourceOffsetTracker | None:
+    """A reader of the flow's source connector offsets, None when they cannot be read."""
+    connector = run.flow.connectors.get("source")
+    if run.offset_store is None or not connector:
+        return None
+    cluster, topic = run.offset_store
+    try:
+        partitions = kafka_io.list_topics(cluster).get(topic)
+    except kafka_io.KafkaAccessError:
+        return None
+    if not partitions:
+        return None
+    return progress.SourceOffsetTracker(cluster, topic, partitions, connector, run.flow.source, run.cut)
+
+
+def _ending_line(result: catchup.CatchUp) -> str:
+    if result.ending is catchup.Ending.CAUGHT_UP:
+        return "caught up"
+    if result.ending is catchup.Ending.SETTLED:
+        return "MM2 has consumed the source up to the cut and the target stopped moving"
+    if result.ending is catchup.Ending.QUIET:
+        return f"the target stopped moving, {result.total()} record(s) short"
+    return f"{result.total()} record(s) still behind"

@@ -102,12 +102,32 @@ def _jaas_credentials(jaas: str) -> tuple[str | None, str | None]:
 
 
 @dataclass(frozen=True)
+class OffsetStore:
+    """A worker group's offsets topic and the cluster (alias) that holds it."""
+
+    cluster: str
+    topic: str
+
+
+@dataclass(frozen=True)
 class ValidationScope:
     """What one validation run covers: Java client access per cluster, and the flows to check
     (enabled, source connector declared running), as the contract exports them."""
 
     clusters: Mapping[str, ClusterAccess]
     flows: tuple[FlowExport, ...]
+    # worker group -> where it keeps its connectors' source offsets (MM2's progress, spark.progress)
+    offset_stores: Mapping[str, OffsetStore] = field(default_factory=dict)
+
+
+def offset_stores(exports: StackExports) -> dict[str, OffsetStore]:
+    # The contract does not export the topic name: the stack's default (`workerGroups.<name>.
+    # offsetTopic`, parse/worker_groups.py) unless a newer contract carries `offset_topic`.
+    return {
+        name: OffsetStore(g.cluster, str(getattr(g, "offset_topic", None) or f"mm2-{name}-offsets"))
+        for name, g in exports.connect.items()
+        if g.cluster
+    }
 
 
 def _cluster_access(c: ClusterExport) -> ClusterAccess:
@@ -129,6 +149,7 @@ def validation_view(exports: StackExports) -> ValidationScope:
     return ValidationScope(
         clusters={alias: _cluster_access(c) for alias, c in exports.clusters.items()},
         flows=tuple(sorted(flows, key=lambda fl: fl.name)),
+        offset_stores=offset_stores(exports),
     )
 
 

@@ -104,8 +104,9 @@ class Report:
             },
         }
 
-    def write(self, path: Path) -> None:
-        """The JSON report at `path` and the HTML page beside it (`path.with_suffix('.html')`).
+    def write(self, path: Path) -> Path | None:
+        """The JSON report at `path` and the HTML page beside it (`path.with_suffix('.html')`);
+        returns the page's path, None when it could not be drawn.
 
         The verdict lives in the JSON and the exit code; a page that cannot be drawn (a plotting
         library missing or failing) is reported on stderr and does not change either.
@@ -125,6 +126,8 @@ class Report:
                 "complete. Fix: bin/bootstrap installs matplotlib from requirements.lock",
                 file=sys.stderr,
             )
+            return None
+        return html_path
 
 
 def _json_default(o: Any) -> Any:

@@ -75,15 +75,28 @@ def fingerprint() -> Column:
 
 
 def project(records: DataFrame) -> DataFrame:
-    """Kafka-source rows -> (part, off, fp, kh, vh, hh, ts), the only columns kept downstream."""
-    return records.select(
+    """Kafka-source rows -> (part, off, fp, kh, vh, hh, ts), the only columns kept downstream.
+
+    The encoded fields are computed once and then hashed twice (into `fp` and into their
+    component hash): Spark does not inline an expensive expression into two places of the next
+    projection, and the headers' encoding is an interpreted higher-order function.
+    """
+    encoded = records.select(
         F.col("partition").alias("part"),
         F.col("offset").alias("off"),
-        fingerprint().alias("fp"),
-        F.xxhash64(F.expr(_ENC.format(x="key"))).alias("kh"),
-        F.xxhash64(F.expr(_ENC.format(x="value"))).alias("vh"),
-        F.xxhash64(headers_bytes()).alias("hh"),
+        F.expr(_ENC.format(x="key")).alias("ek"),
+        F.expr(_ENC.format(x="value")).alias("ev"),
+        headers_bytes().alias("eh"),
         timestamp_ms().alias("ts"),
+    )
+    return encoded.select(
+        "part",
+        "off",
+        F.unhex(F.sha2(F.concat("ek", "ev", "eh", F.encode(F.col("ts").cast("string"), "UTF-8")), 256)).alias("fp"),
+        F.xxhash64("ek").alias("kh"),
+        F.xxhash64("ev").alias("vh"),
+        F.xxhash64("eh").alias("hh"),
+        "ts",
     )
 
 

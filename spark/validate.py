@@ -67,6 +67,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--flow", action="append", default=[], help="validate only this flow (repeatable)")
     p.add_argument("--skip", action="append", default=[], choices=CHECK_NAMES, help="do not run this check")
     p.add_argument("--catch-up-timeout", type=float, default=120.0, help="seconds to wait for targets (default 120)")
+    p.add_argument(
+        "--catch-up-quiet",
+        type=float,
+        default=5.0,
+        help="seconds a target partition must stay unchanged before records still missing count as lost, once MM2 "
+        "has consumed the source up to the cut (default 5)",
+    )
     p.add_argument("--heartbeat-max-age", type=float, default=60.0, help="newest heartbeat must be younger (s)")
     p.add_argument("--latency-window", type=float, default=5.0, help="seconds to sample heartbeat latency (0: off)")
     p.add_argument(
@@ -231,9 +238,11 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
     path = (
         Path(args.report) if args.report else ROOT / "spark" / "reports" / f"{started.strftime('%Y%m%dT%H%M%SZ')}.json"
     )
-    report.write(path)
+    page = report.write(path)
     print(render_table(report))
     print(f"report: {path}")
+    if page is not None:
+        print(f"html report: {page}")
     return 0 if report.passed else 1
 
 
@@ -267,6 +276,7 @@ def _new_report(
             "kafkaSource": jars.kafka_source_version,
             "kafkaSourceExact": jars.exact,
             "catchUpTimeoutSeconds": args.catch_up_timeout,
+            "catchUpQuietSeconds": args.catch_up_quiet,
             "skipped": sorted(skip),
         }
     )

@@ -217,6 +217,7 @@ def run_spark(
         "fast_s": float(fast_s[0]) if fast_s else None,
         "failed_checks": rep.get("failedChecks"),
         "partitions_by_path": rep.get("meta", {}).get("partitionsByPath"),
+        "catch_up": flow.get("catchUp"),  # how the wait ended (caught up / settled / quiet / timeout), seconds
         "findings_s": float(rest_s[0]) if rest_s else None,
         **_driver_figures(mon, wall),
         "log": str(log),
@@ -421,6 +422,7 @@ def _tiers(n: int, r: dict[str, Any], sp_ok: list[dict[str, Any]]) -> dict[str, 
             "failed_checks": f["failed_checks"],
             "partitions_by_path": f["partitions_by_path"],
             "exact_s": f["match_s"],
+            "catch_up": f.get("catch_up"),
         }
     return out
 
@@ -433,17 +435,24 @@ def tiers_markdown(summary: dict[int, dict[str, Any]]) -> list[str]:
         f"record of remote partition {FAULT_PARTITION} deleted with AdminClient.delete_records):",
         "",
         "| records | validator wall (s) | of which fast path job (s) | bare scan wall (s) | bare scan job (s) "
-        "| validator / bare | one fault: wall (s) | fault / clean | fault verdict | partitions fast / exact |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| validator / bare | bare scan driver peak RSS: Python / JVM (MiB) | one fault: wall (s) "
+        "| of which catch-up wait (s), ended | of which exact matching (s) | fault / clean | fault verdict "
+        "| partitions fast / exact |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---|",
     ]
     for n in sorted(summary):
         s = summary[n]
         f = s.get("fault") or {}
+        wait = f.get("catch_up") or {}
         paths = f.get("partitions_by_path") or {}
         lines.append(
             f"| {n:,} | {_num(s['spark_wall_s'], '.1f')} | {_num(s.get('spark_fast_s'), '.1f')} "
             f"| {_num(s.get('bare_wall_s'), '.1f')} | {_num(s.get('bare_scan_s'), '.1f')} "
-            f"| {_num(s.get('spark_vs_bare'), '.2f')}x | {_num(f.get('wall_s'), '.1f')} "
+            f"| {_num(s.get('spark_vs_bare'), '.2f')}x "
+            f"| {_num(s.get('bare_driver_python_peak_rss_mib'), '.0f')} "
+            f"/ {_num(s.get('bare_driver_jvm_peak_rss_mib'), '.0f')} "
+            f"| {_num(f.get('wall_s'), '.1f')} "
+            f"| {_num(wait.get('waitedSeconds'), '.1f')}, {wait.get('ended', 'n/a')} | {_num(f.get('exact_s'), '.1f')} "
             f"| {_num(f.get('vs_clean'), '.2f')}x | {', '.join(f.get('failed_checks') or []) or 'n/a'} "
             f"| {paths.get('fast', 0)} / {paths.get('exact', 0)} |"
         )
@@ -526,11 +535,11 @@ def markdown(info: dict[str, Any], args: argparse.Namespace, summary: dict[int, 
             )
     lines += [
         "",
-        "Spark in-stage rate (records / the flow's validation seconds, session already up, JVM start-up "
-        "excluded): "
+        "Spark in-stage rate (source records / the fast-path job's seconds: session up, both topics read and "
+        "fingerprinted, JVM start-up excluded): "
         + (
             ", ".join(
-                f"{n:,}: {n / summary[n]['spark_flow_s']:,.0f} rec/s" for n in sizes if summary[n]["spark_flow_s"]
+                f"{n:,}: {n / summary[n]['spark_fast_s']:,.0f} rec/s" for n in sizes if summary[n].get("spark_fast_s")
             )
             or "none (no Spark run passed)"
         )

@@ -283,18 +283,18 @@ def write_flow(
     assert sp.flush(30) == 0 and tp.flush(30) == 0
 
 
-def outputs_file(brokers: dict[str, str], topic: str, tmp_path: Path) -> Path:
+def outputs_file(brokers: dict[str, str], topic: str, tmp_path: Path, worker_group: str = "mm2") -> Path:
     data = {
         "clusters": {
             "primary": {"bootstrap": brokers["primary"], "securityProtocol": "PLAINTEXT"},
             "dr": {"bootstrap": brokers["dr"], "securityProtocol": "PLAINTEXT"},
         },
-        "connect": {"mm2": {"url": "http://127.0.0.1:1", "cluster": "dr"}},
+        "connect": {worker_group: {"url": "http://127.0.0.1:1", "cluster": "dr"}},
         "flows": {
             "primary->dr": {
                 "source": "primary",
                 "target": "dr",
-                "workerGroup": "mm2",
+                "workerGroup": worker_group,
                 "connectors": {
                     "source": "mm2-primary-to-dr-source",
                     "checkpoint": "mm2-primary-to-dr-checkpoint",
@@ -431,6 +431,38 @@ def test_each_fault_is_reported_exactly(
         assert all("not contiguous" in p["fastPathReason"] for p in parts), parts
 
 
+def fault_lost_tail(t: Target) -> None:
+    del t[FAULT_PARTITION][-1]
+
+
+def test_lost_records_end_the_wait_once_mm2_has_consumed_them(
+    brokers: dict[str, str], heartbeats: None, spark: Any, tmp_path: Path
+) -> None:
+    """The last record before the cut of one partition never reached the target (no offset sync
+    proves it), but MM2's committed source offsets, in the worker group's offsets topic as Connect
+    writes them, are past it: the wait ends once the target stays quiet, not at the timeout, and
+    the verdict is a lost record (completeness), not lag (catch_up)."""
+    topic, group = "orders_lost", "mm2lost"  # its own worker group: other tests keep theirs unreadable
+    write_flow(brokers, topic, fault_lost_tail)
+    offsets_topic = f"mm2-{group}-offsets"
+    _create(brokers["dr"], offsets_topic, 5, compact=True)
+    producer = _producer(brokers["dr"])
+    for p in range(PARTITIONS):
+        key = json.dumps(["mm2-primary-to-dr-source", {"cluster": "primary", "partition": p, "topic": topic}])
+        value = json.dumps({"offset": PER_PARTITION - 1})  # the last record before the cut was processed
+        producer.produce(offsets_topic, key=key.encode(), value=value.encode(), partition=p % 5)
+    assert producer.flush(30) == 0
+    outputs = outputs_file(brokers, topic, tmp_path, worker_group=group)
+    code, report = run_validator(spark, outputs, tmp_path, "--catch-up-quiet", "2")
+    assert code == 1
+    assert report["failedChecks"] == [f"primary->dr: {topic}: completeness"], json.dumps(report, indent=1)[:6000]
+    catch_up = report["flows"]["primary->dr"]["catchUp"]
+    assert catch_up["ended"] == "settled" and catch_up["lag"] == 0, catch_up
+    assert catch_up["waitedSeconds"] < 20, catch_up  # the timeout run_validator sets
+    detail = report["flows"]["primary->dr"]["topics"][topic]["checks"]["completeness"]["detail"]
+    assert f"src@{PER_PARTITION - 1}" in detail, detail
+
+
 def test_group_without_checkpoints_fails(brokers: dict[str, str], heartbeats: None, spark: Any, tmp_path: Path) -> None:
     """Strict: a replicated group with offsets on the source but no checkpoint FAILs after the wait."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
@@ -509,3 +541,5 @@ def test_cli_end_to_end(brokers: dict[str, str], heartbeats: None, tmp_path: Pat
     assert "RESULT: FAIL (1 failed check(s))" in out.stdout
     assert "primary->dr: orders_cli: completeness" in out.stdout
     assert json.loads(report.read_text())["failedChecks"] == ["primary->dr: orders_cli: completeness"]
+    assert f"report: {report}" in out.stdout and f"html report: {report.with_suffix('.html')}" in out.stdout
+    assert report.with_suffix(".html").read_text().startswith("<!DOCTYPE html>")

@@ -97,6 +97,14 @@ def test_duplicate(spark: SparkSession) -> None:
     assert findings(spark, tgt) == {"duplicate": [(0, None, 3, [])]}
 
 
+def test_a_copy_after_the_cut_is_a_duplicate_and_new_records_are_beyond_it(spark: SparkSession) -> None:
+    """What the fast path defers when the records after the cut do not repeat the source's next
+    ones: a redelivered copy of a record before the cut, then a record produced after the cut."""
+    tgt = copy()
+    tgt[0] += [tgt[0][5], rec(6)]  # offsets 6 and 7: after the cut's six positions
+    assert findings(spark, tgt) == {"duplicate": [(0, None, 6, [])], "beyond_cut": [(0, None, 7, [])]}
+
+
 def test_identical_source_records_are_not_duplicates(spark: SparkSession) -> None:
     src = {0: [rec(0), rec(0), rec(1)]}
     assert findings(spark, {0: list(src[0])}, source=src, caught_up={0: True}) == {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import SparkSession
 
 from spark import fast_path
@@ -66,11 +68,40 @@ def test_decide_names_why_a_partition_goes_exact() -> None:
     assert fast_path.decide({0: (0, 4)}, None, src, tgt)[0].path == EXACT
 
 
-def test_target_window_reads_only_the_cut_s_positions() -> None:
+def test_target_window_reads_the_cut_s_positions_and_what_came_after() -> None:
     assert fast_path.target_window({0: (5, 9), 1: (0, 4), 2: (0, 1)}, {0: (0, 20), 1: (10, 12)}) == {
-        0: (0, 4),
+        0: (0, 20),
         1: (10, 12),
     }
+    far = fast_path.target_window({0: (0, 4)}, {0: (0, 4 + 2 * fast_path.AFTER_CUT_READ)})
+    assert far == {0: (0, 4 + fast_path.AFTER_CUT_READ)}  # bounded
+
+
+def test_source_window_follows_the_target_past_the_cut_as_far_as_the_source_goes() -> None:
+    cut = {0: (5, 9), 1: (0, 4), 2: (0, 3)}
+    target = {0: (0, 6), 1: (10, 14), 2: (0, 3)}  # p0: 2 after the cut; p1: none; p2: none
+    assert fast_path.source_window(cut, target, {0: 20, 1: 4, 2: 3}) == {0: (5, 11), 1: (0, 4), 2: (0, 3)}
+    assert fast_path.source_window(cut, target, {0: 10, 1: 4, 2: 3})[0] == (5, 10)  # the source has only 1 more
+
+
+def after_aggs(spark: SparkSession, records: list[Record], start: int, cut_size: int) -> SideAgg:
+    frame = fast_path.side_frame(kafka_rows(spark, {0: records}, start=start), {0: start}, 0, {0: cut_size})
+    return fast_path.reduce_sides([frame], 1)[0][0]
+
+
+def test_records_after_the_cut_must_repeat_the_source_s_next_records(spark: SparkSession) -> None:
+    """A redelivered copy of a record before the cut, after the cut's positions, goes exact."""
+    source = [rec(i) for i in range(6)]  # the cut is the first 4; 4 and 5 came after it
+    src = after_aggs(spark, source, 0, 4)
+    assert src.records == 4 and src.after[0] == 2
+    replicated = after_aggs(spark, source, 100, 4)
+    redelivered = after_aggs(spark, [*source[:4], source[3], source[4]], 100, 4)  # at-least-once copy of 3
+    assert (replicated.fp_hi, replicated.fp_lo) == (redelivered.fp_hi, redelivered.fp_lo)  # the cut agrees
+    cut, snapshot = {0: (0, 4)}, {0: (100, 106)}
+    assert fast_path.decide(cut, snapshot, {0: src}, {0: replicated})[0].path == FAST
+    decided = fast_path.decide(cut, snapshot, {0: src}, {0: redelivered})[0]
+    assert decided.path == EXACT and "after the cut" in decided.reason, decided
+    assert fast_path.fast_row(0, cut[0], snapshot[0], 0)["beyondCut"] == 2
 
 
 def test_fast_rows_carry_every_column_of_exact_rows() -> None:
@@ -79,3 +110,23 @@ def test_fast_rows_carry_every_column_of_exact_rows() -> None:
     assert set(exact) <= set(fast)
     assert (fast["matched"], fast["beyondCut"], fast["path"], fast["sourceCount"]) == (4, 2, "fast", 4)
     assert fast_path.position_map({0: (2, 6)}, {0: (10, 16)}, {0}) == {0: 8}
+
+
+def test_identical_reads_of_several_flows_are_read_once(spark: SparkSession, monkeypatch: Any) -> None:
+    """Fan-out: one source topic, three flows with the same cut: one Kafka read, three results."""
+    from spark import kafka_io
+    from spark.outputs import ClusterAccess
+
+    calls: list[tuple[str, str]] = []
+
+    def fake_read(_spark: Any, cluster: ClusterAccess, topic: str, ranges: Any, isolation: str) -> Any:
+        calls.append((cluster.alias, topic))
+        return kafka_rows(spark, {0: [rec(i) for i in range(3)]}, topic=topic)
+
+    monkeypatch.setattr(kafka_io, "spark_read", fake_read)
+    k, a = ClusterAccess("k", "h:1"), ClusterAccess("a", "h:2")
+    source = fast_path.SideRead(k, "events", {0: (0, 3)}, "read_uncommitted", {0: 3})
+    target = fast_path.SideRead(a, "k.events", {0: (0, 3)}, "read_uncommitted", {0: 3})
+    got = fast_path.aggregate(spark, [source, target, source, target, source])
+    assert sorted(calls) == [("a", "k.events"), ("k", "events")]
+    assert all(g == got[0] for g in got) and got[0][0].records == 3

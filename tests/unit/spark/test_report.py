@@ -15,9 +15,10 @@ from tests.unit.spark.report_samples import full_report
 def test_write_puts_the_html_beside_the_json_with_the_same_stem(tmp_path: Path) -> None:
     report = full_report()
     path = tmp_path / "reports" / "20260921T120000Z.json"
-    report.write(path)
+    written = report.write(path)
+    assert written == tmp_path / "reports" / "20260921T120000Z.html"
     assert json.loads(path.read_text()) == json.loads(json.dumps(report.to_dict()))
-    page = (tmp_path / "reports" / "20260921T120000Z.html").read_text()
+    page = written.read_text()
     assert page.startswith("<!DOCTYPE html>") and "primary-&gt;dr" in page
     assert sorted(p.name for p in path.parent.iterdir()) == ["20260921T120000Z.html", "20260921T120000Z.json"]
 
@@ -31,7 +32,7 @@ def test_a_failing_page_leaves_the_json_and_says_why(
 
     monkeypatch.setattr(html_report, "write_html", broken)
     path = tmp_path / "r.json"
-    full_report().write(path)
+    assert full_report().write(path) is None
     assert json.loads(path.read_text())["passed"] is False
     assert not (tmp_path / "r.html").exists()
     err = capsys.readouterr().err

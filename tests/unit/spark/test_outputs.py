@@ -1,0 +1,19 @@
+"""Where the stage reads MM2's progress: each worker group's offsets topic, from the stack outputs."""
+
+from __future__ import annotations
+
+from spark.outputs import OffsetStore, parse_outputs
+
+CLUSTERS = {"primary": {"bootstrap": "h:1"}, "dr": {"bootstrap": "h:2"}}
+
+
+def test_each_worker_group_keeps_its_offsets_on_its_own_cluster() -> None:
+    scope = parse_outputs(
+        {
+            "clusters": CLUSTERS,
+            "connect": {"mm2": {"url": "http://h:8083", "cluster": "dr"}, "west": {"url": "http://h:8084"}},
+            "flows": {},
+        }
+    )
+    # The stack's default topic name; a group whose cluster is not exported has no readable store.
+    assert scope.offset_stores == {"mm2": OffsetStore("dr", "mm2-mm2-offsets")}
