@@ -1,0 +1,292 @@
+"""Exactly-once flows on real processes: SIGKILL a Connect worker while 100,000 records flow.
+
+One copy of the dev stack (SCRAM and ACLs on both clusters, two workers), deployed with
+`exactlyOnce: true` on primary->dr, so the new worker group starts at
+`exactly.once.source.support=enabled`:
+
+1. exactly-once: a worker is SIGKILLed mid-stream; a read_committed consumer on dr sees every
+   record exactly once (counted per (partition, key); keys are unique), and the Spark stage in
+   exactly-once mode (duplicates fail it) exits 0;
+2. the same scenario at-least-once (exactlyOnce off, workers rolled to disabled): nothing is
+   missing, duplicates are allowed and the Spark stage reports how many;
+3. Connect's two-step rollout on the now existing group: the first `pulumi up` rolls the workers
+   to `preparing` and keeps the connectors at-least-once, the second rolls them to `enabled` and
+   turns exactly-once on in the source connector.
+
+The stack is destroyed at the end, leaving no process, port or data directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.connect.client import ConnectClient
+from components.ops.clients import connect_auth, kafka_config
+from components.outputs.contract import StackExports
+from components.platform.local import process as proc
+from components.platform.local.layout import PROCESS_PROPERTIES, process_marker, worker_path
+from tests.integration.harness import ROOT, TestStack, deployed, dev_config_with_free_ports, wait_until
+from tests.integration.test_faults import _all_running, _produce, _remote_total, _worker_of
+
+pytestmark = pytest.mark.integration
+
+FLOW = "primary->dr"
+GROUP = "mm2"
+REMOTE = "primary.orders"
+RECORDS = 100_000
+WAIT_S = 300
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    config = dev_config_with_free_ports()
+    config["config"]["mm2:flows"][FLOW]["exactlyOnce"] = True
+    with deployed(tmp_path_factory.mktemp("eos"), config) as s:
+        try:
+            s.up()
+        except AssertionError:
+            _print_worker_problems(s)
+            raise
+        yield s
+    assert s.markers() == [], f"processes left behind: {s.markers()}"
+    assert not s.run_dir.exists(), f"data directory left behind: {s.run_dir}"
+
+
+def _print_worker_problems(s: TestStack) -> None:
+    """The workers' WARN/ERROR lines, before the destroy removes their logs."""
+    for log in sorted(Path(s.run_dir).glob(f"connect-{GROUP}/worker-*/logs/*.log")):
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if " ERROR " in ln or " WARN " in ln]
+        print(f"--- {log.relative_to(s.run_dir)}: {len(lines)} WARN/ERROR lines, last 40:")
+        print("\n".join(line[:400] for line in lines[-40:]))
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _client(out: dict[str, Any], url: str | None = None) -> ConnectClient:
+    exports = StackExports.from_json(out)
+    return ConnectClient(url or out["connect"][GROUP]["url"], auth=connect_auth(exports, GROUP), retry_budget_s=30)
+
+
+def _statuses(out: dict[str, Any], url: str | None = None) -> dict[str, Any]:
+    with _client(out, url) as client:
+        return {role: client.get_status(name) for role, name in out["flows"][FLOW]["connectors"].items()}
+
+
+def _worker_url(s: TestStack, index: int) -> str:
+    return f"http://127.0.0.1:{int(s.config['config']['mm2:workerGroups'][GROUP]['restPort']) + index}"
+
+
+def _wait_running(s: TestStack, out: dict[str, Any], url: str | None = None, only: int | None = None) -> None:
+    """Every connector and task RUNNING (on worker `only`, when given)."""
+
+    def check() -> bool:
+        try:
+            st = _statuses(out, url)
+        except Exception:
+            return False
+        workers = {_worker_of(t["worker_id"], s) for r in st.values() if r for t in r.get("tasks") or []}
+        return _all_running(st) and (only is None or workers == {only})
+
+    wait_until(check, WAIT_S, f"connectors of {FLOW} RUNNING" + (f" on worker-{only}" if only is not None else ""), 2)
+
+
+def _worker_setting(s: TestStack, index: int) -> str:
+    text = (Path(s.run_dir) / worker_path(GROUP, index) / PROCESS_PROPERTIES).read_text()
+    found = [line.split("=", 1)[1] for line in text.splitlines() if line.startswith("exactly.once.source.support=")]
+    return found[0] if found else "disabled"
+
+
+def _source_config(out: dict[str, Any]) -> dict[str, str]:
+    with _client(out) as client:
+        return client.get_config(out["flows"][FLOW]["connectors"]["source"]) or {}
+
+
+def _kill_mid_stream(s: TestStack, out: dict[str, Any], run: str) -> set[bytes]:
+    """Produce RECORDS uniquely keyed records; SIGKILL the worker running the most source tasks
+    once 5,000 arrived; wait for the tasks to run on the survivor. Returns the acked keys."""
+    tasks = _statuses(out)["source"]["tasks"]
+    victim = Counter(_worker_of(t["worker_id"], s) for t in tasks).most_common(1)[0][0]
+    baseline = _remote_total(out, REMOTE)
+    result: dict[str, Any] = {}
+    producer = threading.Thread(target=lambda: result.update(acked=_produce(out, run, RECORDS)))
+    producer.start()
+    wait_until(lambda: _remote_total(out, REMOTE) - baseline >= 5_000, WAIT_S, "5,000 records replicated", 0.1)
+    pids = proc.find_pids(process_marker(s.name, worker_path(GROUP, victim)))
+    at_kill = _remote_total(out, REMOTE) - baseline
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    print(f"\n[{run}] SIGKILL worker-{victim} after {at_kill} of {RECORDS} records replicated")
+    assert pids and at_kill < RECORDS, "the worker was not killed mid-stream"
+    producer.join(WAIT_S)
+    assert len(result["acked"]) == RECORDS
+    try:
+        _wait_running(s, out, _worker_url(s, 1 - victim), only=1 - victim)
+    except AssertionError:
+        _print_worker_problems(s)
+        raise
+    return result["acked"]
+
+
+def _read_committed(out: dict[str, Any], run: str, expected: set[bytes]) -> Counter[tuple[int, bytes]]:
+    """Every record of `run` in primary.orders on dr, read with read_committed until all
+    expected keys arrived and each partition is read up to its end; count per (partition, key)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        kafka_config(
+            StackExports.from_json(out),
+            "dr",
+            **{
+                "group.id": f"eos-verify-{uuid.uuid4().hex[:6]}",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            },
+        )
+    )
+    seen: Counter[tuple[int, bytes]] = Counter()
+    prefix = run.encode()
+    try:
+        parts = list(consumer.list_topics(REMOTE, timeout=30).topics[REMOTE].partitions)
+        consumer.assign([TopicPartition(REMOTE, p, 0) for p in parts])
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            for msg in consumer.consume(10000, 1.0):
+                if msg.error() is None and (msg.key() or b"").startswith(prefix):
+                    seen[(msg.partition(), msg.key())] += 1
+            if {k for _, k in seen} >= expected and _at_end(consumer, parts):
+                break
+    finally:
+        consumer.close()
+    return seen
+
+
+def _at_end(consumer: Any, parts: list[int]) -> bool:
+    """Each partition read up to its end. A transactional partition ends with a commit marker,
+    which takes an offset but is never handed to the application, so the position may stop one
+    short of the end offset there; every record before the marker has then been read."""
+    from confluent_kafka import TopicPartition
+
+    positions = consumer.position([TopicPartition(REMOTE, p) for p in parts])
+    return all(
+        tp.offset >= 0
+        and tp.offset >= consumer.get_watermark_offsets(TopicPartition(REMOTE, tp.partition), timeout=10)[1] - 1
+        for tp in positions
+    )
+
+
+def _tally(run: str, acked: set[bytes], seen: Counter[tuple[int, bytes]]) -> tuple[int, int]:
+    keys = Counter(k for _, k in seen.elements())
+    missing = len(acked - set(keys))
+    duplicates = sum(n - 1 for n in keys.values() if n > 1)
+    print(
+        f"[{run}] produced {len(acked)}, arrived {len(set(keys) & acked)}, missing {missing}, duplicates {duplicates}"
+    )
+    return missing, duplicates
+
+
+def _spark(s: TestStack, out: dict[str, Any], name: str) -> dict[str, Any]:
+    """bin/validate on the flow, as a user runs it; returns its JSON report."""
+    outputs, report = s.tmp / f"{name}-outputs.json", s.tmp / f"{name}-report.json"
+    outputs.write_text(json.dumps(out))
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(ROOT / "bin" / "validate"), "--outputs", str(outputs), "--report", str(report), "--flow", FLOW,
+         "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4", "--catch-up-timeout", "60",
+         "--latency-window", "0"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    print(f"[{name}] spark stage exit {done.returncode} in {time.monotonic() - started:.0f}s")
+    lines = [line for line in done.stdout.splitlines() if "duplicate" in line or "RESULT" in line]
+    print("\n".join(lines))
+    assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    return {"exit": done.returncode, "stdout": done.stdout, **json.loads(report.read_text())}
+
+
+# --- the scenario -----------------------------------------------------------------------------
+
+
+def test_exactly_once_delivers_every_record_once_through_a_worker_sigkill(stack: TestStack) -> None:
+    s = stack
+    out = s.outputs()
+    assert out["flows"][FLOW]["exactlyOnce"] is True
+    assert [_worker_setting(s, i) for i in (0, 1)] == ["enabled", "enabled"]  # a new group starts enabled
+    config = _source_config(out)
+    assert config["exactly.once.support"] == "required"
+    assert config["source.consumer.isolation.level"] == "read_committed"
+    _wait_running(s, out)
+
+    run = f"eos-{uuid.uuid4().hex[:6]}"
+    acked = _kill_mid_stream(s, out, run)
+    seen = _read_committed(out, run, acked)
+    missing, duplicates = _tally(run, acked, seen)
+    assert missing == 0, f"{missing} records never arrived"
+    assert duplicates == 0 and max(seen.values()) == 1, f"{duplicates} duplicates under exactly-once"
+
+    report = _spark(s, out, "spark-eos")
+    assert report["exit"] == 0, report["stdout"][-4000:]
+
+
+def test_at_least_once_loses_nothing_and_the_stage_counts_duplicates(stack: TestStack) -> None:
+    s = stack
+    s.config = yaml.safe_load(s.config_file.read_text())
+    s.config["config"]["mm2:flows"][FLOW]["exactlyOnce"] = False
+    s.write_config()
+    s.up()
+    out = s.outputs()
+    assert out["flows"][FLOW]["exactlyOnce"] is False
+    assert [_worker_setting(s, i) for i in (0, 1)] == ["disabled", "disabled"]
+    assert "exactly.once.support" not in _source_config(out)
+    _wait_running(s, out)
+
+    run = f"alo-{uuid.uuid4().hex[:6]}"
+    acked = _kill_mid_stream(s, out, run)
+    seen = _read_committed(out, run, acked)
+    missing, duplicates = _tally(run, acked, seen)
+    assert missing == 0, f"{missing} records never arrived"
+
+    report = _spark(s, out, "spark-at-least-once")
+    print(f"[{run}] consumer-counted duplicates {duplicates}")
+    assert report["exit"] == 0, report["stdout"][-4000:]  # duplicates are allowed at-least-once
+
+
+def test_exactly_once_rolls_out_in_two_steps_on_an_existing_group(stack: TestStack) -> None:
+    s = stack
+    s.config = yaml.safe_load(s.config_file.read_text())
+    s.config["config"]["mm2:flows"][FLOW]["exactlyOnce"] = True
+    s.write_config()
+    try:
+        first = s.up()
+    except AssertionError:
+        _print_worker_problems(s)
+        raise
+    assert "step 1 of 2" in first.stdout + first.stderr
+    out = s.outputs()
+    assert [_worker_setting(s, i) for i in (0, 1)] == ["preparing", "preparing"]
+    assert "exactly.once.support" not in _source_config(out)
+    assert out["flows"][FLOW]["exactlyOnce"] is False  # not yet: the Spark stage must not expect it
+    _wait_running(s, out)
+
+    s.up()
+    out = s.outputs()
+    assert [_worker_setting(s, i) for i in (0, 1)] == ["enabled", "enabled"]
+    assert _source_config(out)["exactly.once.support"] == "required"
+    assert out["flows"][FLOW]["exactlyOnce"] is True
+    _wait_running(s, out)
+    # Replication runs exactly-once after the rollout: a record arrives, once.
+    run = f"after-{uuid.uuid4().hex[:6]}"
+    acked = _produce(out, run, 100)
+    missing, duplicates = _tally(run, acked, _read_committed(out, run, acked))
+    assert (missing, duplicates) == (0, 0)
