@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bench.restarts.run import gaps
 from components.connect.client import ConnectClient
 from components.ops.clients import connect_auth, kafka_config
 from components.outputs.contract import StackExports
@@ -47,6 +48,9 @@ GROUP = "mm2"
 REMOTE = "primary.orders"
 RECORDS = 100_000
 WAIT_S = 300
+# The longest the rollout may stop replication on every partition at once (measured: see the
+# test's output); a worker restart takes ~10 s on this machine, and rolling keeps the others going.
+ROLLOUT_GAP_S = 15.0
 
 
 @pytest.fixture(scope="module")
@@ -215,6 +219,89 @@ def _spark(s: TestStack, out: dict[str, Any], name: str) -> dict[str, Any]:
     return {"exit": done.returncode, "stdout": done.stdout, **json.loads(report.read_text())}
 
 
+class _Steady:
+    """Records at a steady rate into orders on primary (keys `<run>-<n>`) and the arrival time of
+    each on dr (read_committed, from the remote topic's end at start), in threads until `stop()`:
+    how long replication stopped while something changed."""
+
+    def __init__(self, out: dict[str, Any], run: str, rate: float = 100.0) -> None:
+        self.out, self.run, self.rate = out, run, rate
+        self.halt = threading.Event()
+        self.acked: set[int] = set()
+        # As bench/restarts counts gaps: (arrival, monotonic s; unused; partition; sequence number).
+        self.arrivals: list[tuple[float, float, int, int]] = []
+        self.ready = threading.Event()
+        self.threads = [threading.Thread(target=self._consume), threading.Thread(target=self._produce)]
+
+    def __enter__(self) -> _Steady:
+        self.threads[0].start()
+        assert self.ready.wait(60), "the arrival consumer did not start"
+        self.threads[1].start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.halt.set()
+        for t in self.threads:
+            t.join(WAIT_S)
+
+    def stop(self) -> None:
+        """Stop producing, then wait (bounded) until every acknowledged record arrived."""
+        self.halt.set()
+        self.threads[1].join(WAIT_S)
+        wait_until(lambda: self.received() >= self.acked, WAIT_S, "the steady records on dr", 0.5)
+
+    def received(self) -> set[int]:
+        return {a[3] for a in self.arrivals}
+
+    def longest_gaps(self, start: float, end: float) -> tuple[float, float]:
+        """(longest time in [start, end] with no record arriving, the worst partition's)."""
+        return gaps(self.arrivals, start, end)
+
+    def _produce(self) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer(kafka_config(StackExports.from_json(self.out), "primary", **{"linger.ms": 5}))
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is None:
+                self.acked.add(int(msg.key().rsplit(b"-", 1)[1]))
+
+        started, sent = time.monotonic(), 0
+        while not self.halt.is_set():
+            producer.produce("orders", key=f"{self.run}-{sent:07d}".encode(), value=b"x" * 20, on_delivery=delivered)
+            sent += 1
+            producer.poll(0)
+            ahead = sent / self.rate - (time.monotonic() - started)
+            if ahead > 0:
+                time.sleep(ahead)
+        assert producer.flush(60) == 0
+
+    def _consume(self) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        settings = {"group.id": f"eos-steady-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+                    "isolation.level": "read_committed", "fetch.wait.max.ms": 50}  # fmt: skip
+        consumer = Consumer(kafka_config(StackExports.from_json(self.out), "dr", **settings))
+        prefix = self.run.encode()
+        try:
+            parts = list(consumer.list_topics(REMOTE, timeout=30).topics[REMOTE].partitions)
+            ends = [consumer.get_watermark_offsets(TopicPartition(REMOTE, p), timeout=10)[1] for p in parts]
+            consumer.assign([TopicPartition(REMOTE, p, end) for p, end in zip(parts, ends, strict=True)])
+            self.ready.set()
+            idle_until = None
+            while idle_until is None or time.monotonic() < idle_until:
+                msg = consumer.poll(0.05)
+                if self.halt.is_set() and not self.threads[1].is_alive() and idle_until is None:
+                    idle_until = time.monotonic() + WAIT_S
+                if msg is None or msg.error() is not None or not (msg.key() or b"").startswith(prefix):
+                    if idle_until is not None and self.received() >= self.acked:
+                        break
+                    continue
+                self.arrivals.append((time.monotonic(), 0.0, msg.partition(), int(msg.key().rsplit(b"-", 1)[1])))
+        finally:
+            consumer.close()
+
+
 def _stage_duplicates(report: dict[str, Any]) -> int:
     """The duplicates the stage found in the flow's remote topic, over all partitions."""
     parts = report["flows"][FLOW]["topics"]["orders"]["partitions"]
@@ -278,24 +365,45 @@ def test_exactly_once_rolls_out_in_two_steps_on_an_existing_group(stack: TestSta
     s.config = yaml.safe_load(s.config_file.read_text())
     s.config["config"]["mm2:flows"][FLOW]["exactlyOnce"] = True
     s.write_config()
-    try:
-        first = s.up()
-    except AssertionError:
-        _print_worker_problems(s)
-        raise
-    assert "step 1 of 2" in first.stdout + first.stderr
-    out = s.outputs()
-    assert [_worker_setting(s, i) for i in (0, 1)] == ["preparing", "preparing"]
-    assert "exactly.once.support" not in _source_config(out)
-    assert out["flows"][FLOW]["exactlyOnce"] is False  # not yet: the Spark stage must not expect it
-    _wait_running(s, out)
+    run = f"roll-{uuid.uuid4().hex[:6]}"
+    with _Steady(s.outputs(), run) as steady:
+        started = time.monotonic()
+        try:
+            first = s.up()
+        except AssertionError:
+            _print_worker_problems(s)
+            raise
+        assert "step 1 of 2" in first.stdout + first.stderr
+        out = s.outputs()
+        assert [_worker_setting(s, i) for i in (0, 1)] == ["preparing", "preparing"]
+        assert "exactly.once.support" not in _source_config(out)
+        assert out["flows"][FLOW]["exactlyOnce"] is False  # not yet: the Spark stage must not expect it
+        _wait_running(s, out)
+        between = time.monotonic()
+        try:
+            s.up()
+        except AssertionError:
+            _print_worker_problems(s)
+            raise
+        out = s.outputs()
+        assert [_worker_setting(s, i) for i in (0, 1)] == ["enabled", "enabled"]
+        assert _source_config(out)["exactly.once.support"] == "required"
+        assert out["flows"][FLOW]["exactlyOnce"] is True
+        _wait_running(s, out)
+        ended = time.monotonic()
+        steady.stop()
+    first_gap = steady.longest_gaps(started, between)
+    second_gap = steady.longest_gaps(between, ended)
+    print(
+        f"[{run}] {len(steady.acked)} records at {steady.rate:.0f}/s through the rollout; longest stop of "
+        f"replication (any partition / worst partition): up 1 {first_gap[0]:.2f}s / {first_gap[1]:.2f}s "
+        f"in {between - started:.0f}s, up 2 {second_gap[0]:.2f}s / {second_gap[1]:.2f}s in {ended - between:.0f}s"
+    )
+    assert steady.received() >= steady.acked, f"{len(steady.acked - steady.received())} records lost in the rollout"
+    # Replication never stops for longer than a worker takes to restart (rolling): the
+    # connector's switch to exactly-once restarts its tasks once, with a round of fencing.
+    assert max(first_gap[0], second_gap[0]) < ROLLOUT_GAP_S, (first_gap, second_gap)
 
-    s.up()
-    out = s.outputs()
-    assert [_worker_setting(s, i) for i in (0, 1)] == ["enabled", "enabled"]
-    assert _source_config(out)["exactly.once.support"] == "required"
-    assert out["flows"][FLOW]["exactlyOnce"] is True
-    _wait_running(s, out)
     # Replication runs exactly-once after the rollout: a record arrives, once.
     run = f"after-{uuid.uuid4().hex[:6]}"
     acked = _produce(out, run, 100)
