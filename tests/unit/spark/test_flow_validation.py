@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -10,20 +11,11 @@ from components.outputs.contract import FlowExport
 from spark import flow_validation, kafka_io
 from spark.outputs import ClusterAccess, ValidationScope
 from spark.report import FlowReport, Report, render_table
+from tests.unit.spark.test_flow_checks import FLOW
 
 
 def _flow(exactly_once: bool) -> FlowExport:
-    return FlowExport(
-        name="primary->dr",
-        source="primary",
-        target="dr",
-        topics={"orders": "primary.orders"},
-        checkpoints_topic="primary.checkpoints.internal",
-        offset_syncs_topic="mm2-offset-syncs.dr.internal",
-        heartbeats_topic="heartbeats",
-        exactly_once=exactly_once,
-        offset_syncs_cluster="primary",
-    )
+    return replace(FLOW, exactly_once=exactly_once, offset_syncs_cluster="primary")
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, exactly_once: bool) -> tuple[flow_validation.FlowRun, list[Any]]:
