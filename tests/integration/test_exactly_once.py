@@ -227,6 +227,7 @@ class _Steady:
     def __init__(self, out: dict[str, Any], run: str, rate: float = 100.0) -> None:
         self.out, self.run, self.rate = out, run, rate
         self.halt = threading.Event()
+        self.abandon = threading.Event()  # leaving (also on failure): stop waiting for arrivals
         self.acked: set[int] = set()
         # As bench/restarts counts gaps: (arrival, monotonic s; unused; partition; sequence number).
         self.arrivals: list[tuple[float, float, int, int]] = []
@@ -241,6 +242,7 @@ class _Steady:
 
     def __exit__(self, *_: object) -> None:
         self.halt.set()
+        self.abandon.set()
         for t in self.threads:
             t.join(WAIT_S)
 
@@ -289,7 +291,7 @@ class _Steady:
             consumer.assign([TopicPartition(REMOTE, p, end) for p, end in zip(parts, ends, strict=True)])
             self.ready.set()
             idle_until = None
-            while idle_until is None or time.monotonic() < idle_until:
+            while not self.abandon.is_set() and (idle_until is None or time.monotonic() < idle_until):
                 msg = consumer.poll(0.05)
                 if self.halt.is_set() and not self.threads[1].is_alive() and idle_until is None:
                     idle_until = time.monotonic() + WAIT_S
