@@ -17,6 +17,10 @@ One copy of the dev stack (SCRAM and ACLs on both clusters, two workers), deploy
    count of bench/restarts) and bounded, and no record is lost.
 
 The stack is destroyed at the end, leaving no process, port or data directory.
+
+Status (2026-11-23): 1 and 2 passed on real processes (one run, 702 s with 3's failure in it).
+3 failed at its second up with the cause fixed in components/topology/connectors.py
+(transactional_group); that fix has not run on real processes yet (the shared lock was busy).
 """
 
 from __future__ import annotations
