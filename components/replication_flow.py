@@ -34,6 +34,7 @@ from components.topology import (
     reverse_heartbeat_connector,
 )
 from components.topology.connectors import exactly_once_active, transform_aliases
+from components.topology.model import Platform
 from components.topology.security import flow_secret_keys
 from components.topology.settings import pass_through_keys
 
@@ -78,6 +79,9 @@ class ReplicationFlow(pulumi.ComponentResource):
         # A connector must not start before the clusters it reads and writes, and the topics it
         # replicates, exist; nor before the workers that will run it.
         depends: list[pulumi.Resource] = [group, clusters[flow.source], clusters[flow.target]]
+        # Workers the stack deploys are rolled to the flow's exactly-once support before the
+        # connectors change: the preview must not refuse it on the workers still running.
+        managed = topology.worker_groups[flow.worker_group].platform is not Platform.EXTERNAL
 
         def connector(spec: ConnectorSpec) -> Connector:
             return Connector(
@@ -88,6 +92,7 @@ class ReplicationFlow(pulumi.ComponentResource):
                 auth=group.auth,
                 ca_pem=group.ca_pem,
                 desired_state=flow.state_of(spec.role).connect_state,
+                managed_workers=managed or None,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
 

@@ -30,6 +30,17 @@ def log(msg: str) -> None:
     print(f"[validate {datetime.now().strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+# How the stage reads a remote topic: as its consumers do, read_committed, always. The source side
+# is read as MM2's source consumer reads it (read_committed only on an exactly-once flow). A
+# target is written in transactions whenever the flow's workers run at
+# exactly.once.source.support=enabled: for an exactly-once flow, for an at-least-once flow on a
+# group that also runs one, and for every record a flow wrote while it was exactly-once before.
+# A task killed mid-transaction leaves aborted records there that no read_committed consumer
+# sees, and read_uncommitted would count them as duplicates. A topic never written in
+# transactions reads the same under both levels.
+TARGET_ISOLATION = "read_committed"
+
+
 class FlowRun:
     """What the stage captured for one flow: its cut, then (after `prepare_flow`) the target's state."""
 
@@ -38,6 +49,7 @@ class FlowRun:
         self.src = outputs.clusters[flow.source]
         self.tgt = outputs.clusters[flow.target]
         self.isolation = "read_committed" if flow.exactly_once else "read_uncommitted"
+        self.target_isolation = TARGET_ISOLATION
         self.src_topics = topics[flow.source]
         self.cut: dict[str, dict[int, Range]] = {}
         self.absent_source: list[str] = []
@@ -64,7 +76,9 @@ def target_ranges(run: FlowRun) -> dict[str, dict[int, Range] | None]:
     out: dict[str, dict[int, Range] | None] = {}
     for topic in run.cut:
         remote = run.flow.topics[topic]
-        out[topic] = kafka_io.watermarks(run.tgt, remote, present[remote], run.isolation) if remote in present else None
+        out[topic] = (
+            kafka_io.watermarks(run.tgt, remote, present[remote], run.target_isolation) if remote in present else None
+        )
     return out
 
 
@@ -104,7 +118,7 @@ def fast_reads(runs: list[FlowRun]) -> list[tuple[FlowRun, str, SideRead, SideRe
                     run,
                     topic,
                     SideRead(run.src, topic, source, run.isolation, sizes),
-                    SideRead(run.tgt, remote, target, run.isolation, sizes),
+                    SideRead(run.tgt, remote, target, run.target_isolation, sizes),
                 )
             )
     return out
@@ -166,7 +180,7 @@ def validate_topic(
     x_snap = {p: r for p, r in snapshot.items() if p in deferred}
     size_shuffle(spark, sum(hi - lo for lo, hi in [*x_cut.values(), *x_snap.values()]))
     src = project(_read(spark, run.src, topic, x_cut, run.isolation))
-    tgt = project(_read(spark, run.tgt, remote, x_snap, run.isolation))
+    tgt = project(_read(spark, run.tgt, remote, x_snap, run.target_isolation))
     matched = checks.match_records(src, tgt).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         t0 = time.monotonic()
@@ -302,7 +316,9 @@ def _check_checkpoints(
     remote = run.flow.topics[topic]
     snapshot = run.snapshot[topic] or {}
     mine = ckpts.filter(F.col("topic") == remote)
-    log_end = {p: hi for p, (_, hi) in kafka_io.watermarks(run.tgt, remote, len(snapshot), run.isolation).items()}
+    log_end = {
+        p: hi for p, (_, hi) in kafka_io.watermarks(run.tgt, remote, len(snapshot), run.target_isolation).items()
+    }
     res = checks.checkpoint_results(
         matched, mine, run.cut[topic], {p: hi for p, (_, hi) in snapshot.items()}, log_end, shift
     )
@@ -330,6 +346,7 @@ def validate_flow(
     """Every check of one flow (after `prepare_flow` and `run_fast_path`)."""
     flow = run.flow
     rep = FlowReport(flow.name, flow.source, flow.target, flow.exactly_once)
+    rep.isolation = {"source": run.isolation, "target": run.target_isolation}
     started = time.monotonic()
     for topic in run.absent_source:
         t = TopicReport(topic, flow.topics[topic])

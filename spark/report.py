@@ -49,6 +49,8 @@ class FlowReport:
     catch_up: dict[str, Any] = field(default_factory=dict)
     group_offsets: dict[str, Any] = field(default_factory=dict)
     heartbeats: dict[str, Any] = field(default_factory=dict)
+    # The isolation level each side was read with ({"source": ..., "target": ...}).
+    isolation: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -85,6 +87,7 @@ class Report:
                     "source": f.source,
                     "target": f.target,
                     "exactlyOnce": f.exactly_once,
+                    "isolation": f.isolation,
                     "checks": checks(f.checks),
                     "catchUp": f.catch_up,
                     "groupOffsets": f.group_offsets,
@@ -164,6 +167,8 @@ def render_table(report: Report) -> str:
     lines: list[str] = []
     for f in report.flows:
         lines.append(f"flow {f.name} ({f.source} -> {f.target}, exactlyOnce={str(f.exactly_once).lower()})")
+        if f.isolation:
+            lines.append(f"  read {f.isolation['source']} on {f.source}, {f.isolation['target']} on {f.target}")
         for t in f.topics:
             lines.append(f"  topic {t.source_topic} -> {t.remote_topic}")
             rows = [[h for h, _ in _COLUMNS]]

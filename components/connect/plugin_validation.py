@@ -34,12 +34,17 @@ _PLUGIN_KINDS = {"transforms": "transformation", "predicates": "predicate"}
 EXACTLY_ONCE_SINCE = (3, 5)
 
 
-def validate_config(client: ConnectClient, connector_class: str, config: Mapping[str, str]) -> list[ConfigProblem]:
+def validate_config(
+    client: ConnectClient, connector_class: str, config: Mapping[str, str], managed_workers: bool = False
+) -> list[ConfigProblem]:
     """Connect's problems with `config` plus keys nothing defines; asks for the installed
-    plugins only when a transformation or predicate class is missing."""
+    plugins only when a transformation or predicate class is missing. `managed_workers`: the
+    stack deploys the workers and sets their exactly-once support before the connector changes
+    (see `worker_support_problems`)."""
     answer = client.validate_answer(connector_class, config)
     problems = config_problems(connector_class, answer, config)
     if config.get("exactly.once.support") == "required":
+        problems = worker_support_problems(problems, client.url, managed_workers)
         problems += exactly_once_version_problems(str(client.server_info().get("version", "")), client.url)
     if any(_missing_class(p) for p in problems):
         installed = client.list_all_plugins()
@@ -89,6 +94,37 @@ def exactly_once_version_problems(version: str, url: str) -> list[ConfigProblem]
             ),
         )
     ]
+
+
+# Connect's validation message for `exactly.once.support=required` on a worker that does not run
+# at exactly.once.source.support=enabled (DistributedHerder.validateSourceConnectorExactlyOnceSupport).
+WORKER_WITHOUT_EXACTLY_ONCE = "This worker does not have exactly-once source support enabled."
+
+
+def worker_support_problems(problems: list[ConfigProblem], url: str, managed_workers: bool) -> list[ConfigProblem]:
+    """Pure: Connect's "worker without exactly-once support" answer, judged.
+
+    On workers the stack deploys it is expected while they are rolled out: the preview asks the
+    running workers, which are still at `disabled` or `preparing` when this `up` rolls them to
+    `enabled`, and the connector is only updated after they are. On a group the stack does not
+    deploy (`external`), it is bad input: the reason and the fix."""
+    out = []
+    for problem in problems:
+        if problem.key != "exactly.once.support" or WORKER_WITHOUT_EXACTLY_ONCE not in problem.messages:
+            out.append(problem)
+            continue
+        others = tuple(m for m in problem.messages if m != WORKER_WITHOUT_EXACTLY_ONCE)
+        if not managed_workers:
+            others += (
+                f"the workers at {url} do not run with exactly.once.source.support=enabled, so an exactly-once "
+                "flow cannot start there. Fix: set it on every worker of the group in two rolling restarts "
+                "(first exactly.once.source.support=preparing on all of them, then enabled), and grant the "
+                "transactional ACLs of Kafka's exactly-once source connector documentation; or set "
+                "exactlyOnce: false on the flow.",
+            )
+        if others:
+            out.append(ConfigProblem(problem.key, others))
+    return out
 
 
 def pass_through_keys(config: Mapping[str, str]) -> list[str]:

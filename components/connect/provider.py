@@ -26,7 +26,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from components.rpc_values import has_unknown
+from components.rpc_values import has_unknown, plain
 
 from .client import ConnectClient, connector_path
 from .diff import ConnectorDiff, connector_diff, same_config
@@ -86,6 +86,9 @@ class ConnectorArgs(_RequiredConnectorArgs, total=False):
 
     ca_pem: pulumi.Input[str] | None
     """PEM CA certificate(s) to verify an https:// connect_url against (the stack's CA)."""
+    managed_workers: pulumi.Input[bool] | None
+    """The stack deploys the workers and sets their worker config (exactly-once support among
+    it) before the connector is created or updated (plugin_validation.worker_support_problems)."""
 
 
 class Connector(Resource, module="connect", name="Connector"):
@@ -118,6 +121,7 @@ class Connector(Resource, module="connect", name="Connector"):
         timeout_seconds: pulumi.Input[int] | None = None,
         desired_state: pulumi.Input[str] | None = None,
         ca_pem: pulumi.Input[str] | None = None,
+        managed_workers: bool | None = None,
     ) -> None:
         """Pass either args (a ConnectorArgs) or the same inputs as keywords, with the
         connector's name as connector_name (name would read as the Pulumi resource name)."""
@@ -133,7 +137,9 @@ class Connector(Resource, module="connect", name="Connector"):
                 args["desired_state"] = desired_state
             if ca_pem is not None:
                 args["ca_pem"] = ca_pem
-        elif any(
+            if managed_workers is not None:
+                args["managed_workers"] = managed_workers
+        elif managed_workers is not None or any(
             v is not None for v in (connect_url, connector_name, config, auth, timeout_seconds, desired_state, ca_pem)
         ):
             raise TypeError(f"Connector {resource_name!r}: pass args or keyword inputs, not both")
@@ -151,6 +157,8 @@ class Connector(Resource, module="connect", name="Connector"):
             "state": None,
             "tasks": None,
         }
+        if args.get("managed_workers"):
+            props["managed_workers"] = True
         # additional_secret_outputs covers the output copy of auth, whatever the engine does.
         opts = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=["auth"]), opts)
         super().__init__(ConnectorProvider(), resource_name, props, opts)
@@ -192,14 +200,17 @@ class ConnectorProvider(ResourceProvider):
             and not has_unknown({k: v for k, v in inputs.items() if k != _PROVIDER_KEY})
             and not same_config(olds, inputs)
         ):
-            failures = self._validation_failures(ConnectorInputs.from_props(inputs))
+            failures = self._validation_failures(
+                ConnectorInputs.from_props(inputs), managed_workers=bool(plain(inputs.get("managed_workers")))
+            )
         return CheckResult(inputs, failures)
 
-    def _validation_failures(self, spec: ConnectorInputs) -> list[CheckFailure]:
+    def _validation_failures(self, spec: ConnectorInputs, managed_workers: bool = False) -> list[CheckFailure]:
         connector_class = spec.config["connector.class"]
         try:
             with self._client(spec, retry_budget_s=0.0, timeout=_CHECK_TIMEOUT_S) as client:
-                problems = validate_config(client, connector_class, {**spec.config, "name": spec.name})
+                config = {**spec.config, "name": spec.name}
+                problems = validate_config(client, connector_class, config, managed_workers)
         except ConnectUnavailable:
             # During a first preview the worker group does not exist yet: nothing to ask.
             return []

@@ -47,10 +47,13 @@ def failback_steps(
         f"`bin/failover --failed {to} --to {failed} --flow {reverse} --dry-run`).",
         f"Maintenance window: stop the producers on {to}; wait until the lag of {reverse} is 0.",
         f"Stop the consumers on {to}; run `bin/failover --stack <stack> --failed {to} --to {failed} "
-        f"--flow {reverse}` to commit their translated offsets on {failed}. MM2 maps offsets on "
-        f"{', '.join(topics[t] for t in local_topics)} back to {', '.join(local_topics)} on {failed} (checkpoints of "
-        f"topics that came from the target keep their original name), and offsets on {', '.join(local_topics)} "
-        f"to {', '.join(back_remote)}.",
+        f"--flow {reverse}` to commit their translated offsets on {failed}. MM2 translates offsets only "
+        f"upstream to downstream within a flow: {reverse}'s checkpoints map their positions in "
+        f"{', '.join(local_topics)} on {to} to {', '.join(back_remote)} on {failed}, and nothing maps their "
+        f"positions in {', '.join(topics[t] for t in local_topics)} on {to} back to {', '.join(local_topics)} on "
+        f"{failed} ({reverse} never replicates those remote topics, so it has no offset syncs to translate "
+        f"them with). On {', '.join(local_topics)} the groups resume from what they committed on {failed} before "
+        f"the failure, so they read again what they read on {to} since the failover: nothing is skipped.",
         f"Start the consumers on {failed} subscribed to {', '.join(local_topics)} and {', '.join(back_remote)} "
         f"(records written on {to} during the outage), then the producers on {failed} writing "
         f"{', '.join(local_topics)}.",

@@ -242,13 +242,15 @@ def _exactly_once_source() -> dict[str, str]:
 
 
 def transactional_group(topology: Topology, flow: Flow) -> bool:
-    """The flow runs on workers at exactly.once.source.support=enabled: then every source task
-    there (checkpoint and heartbeat ones too, exactly-once flow or not) writes in transactions,
-    and the leader fences old task generations before starting new ones."""
+    """The flow runs on workers at, or on their way to, exactly.once.source.support=enabled. On
+    an enabled worker every source task (checkpoint and heartbeat ones too, exactly-once flow or
+    not) writes in transactions, and the leader (even one still at `preparing`) fences old task
+    generations with the connector's admin client before a task starts. The rollout turns the
+    workers enabled one at a time before the connectors change, so the connectors must reach the
+    target as its MM2 user from the `preparing` step on: otherwise the first enabled worker's
+    tasks fail, their fencing refused to the worker's own user (TransactionalIdAuthorizationException)."""
     group = topology.worker_groups[flow.worker_group]
-    return group.exactly_once_stage != EXACTLY_ONCE_PREPARING and any(
-        f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name
-    )
+    return any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name)
 
 
 def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:

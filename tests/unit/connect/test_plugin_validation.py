@@ -10,11 +10,14 @@ import httpx
 import pytest
 
 from components.connect.client import ConnectClient
+from components.connect.errors import ConfigProblem
 from components.connect.plugin_validation import (
+    WORKER_WITHOUT_EXACTLY_ONCE,
     config_problems,
     exactly_once_version_problems,
     pass_through_keys,
     validate_config,
+    worker_support_problems,
 )
 from components.connect.provider import ConnectorOperationFailed, ConnectorProvider
 
@@ -129,3 +132,57 @@ def test_an_exactly_once_config_asks_the_workers_version() -> None:
         assert [p.key for p in problems] == ["exactly.once.support"]
         assert validate_config(client, SOURCE, {"exactly.once.support": "requested"}) == []
     assert seen.count("GET /") == 1
+
+
+def _eos_worker_transport(seen: list[str]) -> httpx.MockTransport:
+    """Connect 4.3 whose workers are not at exactly.once.source.support=enabled."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.method} {request.url.path}")
+        if request.url.path == "/":
+            return httpx.Response(200, json={"version": "4.3.1", "commit": "x", "kafka_cluster_id": "y"})
+        return httpx.Response(
+            200, json=answer({"name": [], "connector.class": [], "exactly.once.support": [WORKER_WITHOUT_EXACTLY_ONCE]})
+        )
+
+    return httpx.MockTransport(handle)
+
+
+def _check(managed: bool) -> Any:
+    seen: list[str] = []
+    provider = ConnectorProvider(transport_factory=lambda: _eos_worker_transport(seen), retry_budget_s=0)
+    news = {
+        "connect_url": URL,
+        "name": "c1",
+        "config": {"connector.class": SOURCE, "exactly.once.support": "required"},
+        "timeout_seconds": 5,
+        "desired_state": "RUNNING",
+        **({"managed_workers": True} if managed else {}),
+    }
+    olds = {**news, "config": {"connector.class": SOURCE}}
+    result = provider.check(olds, news)
+    assert f"PUT /connector-plugins/{SOURCE}/config/validate" in seen  # it did ask
+    return result
+
+
+def test_an_external_group_without_exactly_once_support_fails_the_preview_with_the_fix() -> None:
+    failures = _check(managed=False).failures
+    assert len(failures) == 1 and failures[0].property == "config"
+    reason = failures[0].reason
+    assert "exactly.once.support" in reason and f"the workers at {URL} do not run with" in reason
+    assert "first exactly.once.source.support=preparing on all of them, then enabled" in reason
+    assert "exactlyOnce: false" in reason
+
+
+def test_workers_the_stack_rolls_to_exactly_once_do_not_fail_the_preview() -> None:
+    # The preview asks workers still at preparing; the same up rolls them to enabled before the
+    # connector is updated.
+    assert _check(managed=True).failures == []
+
+
+def test_worker_support_keeps_other_problems_of_the_key() -> None:
+    problems = [ConfigProblem("exactly.once.support", (WORKER_WITHOUT_EXACTLY_ONCE, "The connector does not support"))]
+    kept = worker_support_problems(problems, URL, managed_workers=True)
+    assert kept == [ConfigProblem("exactly.once.support", ("The connector does not support",))]
+    other = [ConfigProblem("tasks.max", ("bad",))]
+    assert worker_support_problems(other, URL, managed_workers=True) == other

@@ -23,3 +23,16 @@ def test_failback_steps_are_ordered_and_name_the_reverse_flow() -> None:
     assert order == sorted(order)
     assert "never identity" in text
     assert "a worker group attached to primary" in text
+
+
+def test_failback_says_what_mm2_translates_and_what_it_does_not() -> None:
+    # Checkpoints translate upstream -> downstream within a flow only: the reverse flow maps the
+    # groups' positions in orders on dr to dr.orders on primary, never primary.orders back to orders.
+    steps = failback_steps(
+        flow_name="primary->dr", failed="primary", to="dr", topics={"orders": "primary.orders"},
+        worker_group="mm2", worker_group_cluster="dr",
+    )  # fmt: skip
+    text = "\n".join(steps)
+    assert "dr->primary's checkpoints map their positions in orders on dr to dr.orders on primary" in text
+    assert "nothing maps their positions in primary.orders on dr back to orders on primary" in text
+    assert "maps offsets on primary.orders back" not in text

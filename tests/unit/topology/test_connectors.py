@@ -489,7 +489,12 @@ def test_connectors_on_exactly_once_workers_fence_and_read_offsets_through_the_t
     for spec in flow_connectors(topology, topology.flows[0]).all():
         assert spec.config["admin.override.sasl.jaas.config"] == spec.config["producer.override.sasl.jaas.config"]
         assert spec.config["consumer.override.security.protocol"] == "SASL_PLAINTEXT"
+    # From the `preparing` step on: the rollout turns workers enabled one at a time before the
+    # connectors change, and the leader fences their tasks with the connector's admin client.
     preparing = with_exactly_once_stage(topology, "mm2", "preparing")
-    assert not any(
-        k.startswith("admin.override.") for k in flow_connectors(preparing, preparing.flows[0]).source.config
-    )
+    source = flow_connectors(preparing, preparing.flows[0]).source.config
+    assert source["admin.override.sasl.jaas.config"] == source["producer.override.sasl.jaas.config"]
+    assert "exactly.once.support" not in source  # the connector itself stays at-least-once until enabled
+    config["flows"]["primary->dr"]["exactlyOnce"] = False
+    plain = parse_topology(config)
+    assert not any(k.startswith("admin.override.") for k in flow_connectors(plain, plain.flows[0]).source.config)
