@@ -146,6 +146,8 @@ def _broker_back(ready: Mapping[str, Any], node_id: int) -> str | None:
         md = AdminClient(conf).list_topics(timeout=5)
     except Exception as exc:
         return f"metadata request to {ready['bootstrap']} failed: {exc}"
+    if node_id not in md.brokers:  # registered and unfenced: its metadata has caught up
+        return f"broker {node_id} is not among the brokers the cluster lists yet"
     partitions = [
         (topic.topic, p.id, p.replicas, p.isrs) for topic in md.topics.values() for p in topic.partitions.values()
     ]
