@@ -149,7 +149,7 @@ def _broker_back(ready: Mapping[str, Any], node_id: int) -> str | None:
     if node_id not in md.brokers:  # registered and unfenced: its metadata has caught up
         return f"broker {node_id} is not among the brokers the cluster lists yet"
     partitions = [
-        (topic.topic, p.id, p.replicas, p.isrs) for topic in md.topics.values() for p in topic.partitions.values()
+        (str(topic.topic), p.id, p.replicas, p.isrs) for topic in md.topics.values() for p in topic.partitions.values()
     ]
     missing = restarts.missing_from_isr(node_id, partitions)
     if missing:
