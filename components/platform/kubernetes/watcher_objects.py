@@ -25,8 +25,9 @@ from components.platform.kubernetes.metadata import (
     object_labels,
     pod_security,
 )
+from components.platform.settings import DEFAULT_WATCHER_IMAGE
 
-WATCHER_IMAGE = "python:3.11.7-slim"
+WATCHER_IMAGE = DEFAULT_WATCHER_IMAGE  # `watcherImage` in mm2-platform:kubernetes.connect overrides it
 # The files the pod needs, relative to the project root; the packages' __init__ files are
 # replaced by empty ones (the real ones import pulumi, which the pod does not have).
 WATCHER_SOURCES = (
