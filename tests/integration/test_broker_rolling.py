@@ -13,6 +13,7 @@ brokers one at a time, each back in the ISR before the next stops:
 
 from __future__ import annotations
 
+import itertools
 import socket
 import struct
 import threading
@@ -85,12 +86,14 @@ def stream(out: dict[str, Any], prefix: str, stop: threading.Event, result: dict
 
     acked: list[bytes] = []
     failed: list[str] = []
+    at: list[float] = []
 
     def delivered(err: Any, msg: Any) -> None:
         if err is not None:
             failed.append(str(err))
         else:
             acked.append(msg.key())
+            at.append(time.monotonic())
 
     producer = Producer(kafka_conf(out, CLUSTER, **{"enable.idempotence": True, "acks": "all", "linger.ms": 5}))
     started, sent = time.monotonic(), 0
@@ -102,7 +105,8 @@ def stream(out: dict[str, Any], prefix: str, stop: threading.Event, result: dict
         if ahead > 0:
             time.sleep(ahead)
     result["unflushed"] = producer.flush(60)
-    result.update(sent=sent, acked=acked, failed=failed)
+    gaps = [b - a for a, b in itertools.pairwise(at)]
+    result.update(sent=sent, acked=acked, failed=failed, longest_gap_s=max(gaps, default=0.0))
 
 
 def isr_sizes(out: dict[str, Any]) -> dict[int, int]:
@@ -154,6 +158,9 @@ def test_brokers_roll_one_at_a_time_under_acks_all_and_lose_nothing(stack: TestS
 
     assert result.get("failed") == [], f"sends failed during the roll: {result.get('failed', [])[:5]}"
     assert result["unflushed"] == 0 and len(result["acked"]) == result["sent"] > 0
-    print(f"[broker rolling] {result['sent']} records sent with acks=all, all acknowledged")
+    print(
+        f"[broker rolling] {result['sent']} records sent with acks=all, all acknowledged; "
+        f"longest time without an acknowledgement {result['longest_gap_s']:.2f}s"
+    )
     found = read_keys(out, CLUSTER, TOPIC, prefix.encode(), want=len(result["acked"]), timeout_s=90)
     assert set(found) == set(result["acked"]), f"{len(set(result['acked']) - set(found))} acknowledged records missing"
