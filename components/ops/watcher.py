@@ -3,7 +3,8 @@
     bin/watcher --plan <run>/watcher-mm2/plan.json       what the stack runs (local process, k8s pod)
     bin/watcher --stack dev --group mm2 [--max-restarts 3] [--connector NAME ...]   by hand, foreground
 
-Every `poll` seconds it reads each watched connector's status. Anything FAILED is restarted with
+Every `poll` seconds it reads each watched connector's status (from the group's first worker,
+or the next one when that one does not answer: components/ops/watcher_rest.py). Anything FAILED is restarted with
 `POST /connectors/{name}/restart?includeTasks=true&onlyFailed=true` when the back-off planner
 (`restart_backoff.plan`) says it is due; after `maxRestarts` it gives up and says so. It never
 changes a config or a declared state and ignores PAUSED or STOPPED connectors: those belong to
@@ -54,6 +55,9 @@ class WatchPlan:
     status_file: str | None = None
     backoff: Backoff = field(default_factory=Backoff)
     poll_s: float = 2.0
+    # The group's other workers, asked when `url` does not answer (a local group's workers; one
+    # Service URL on Kubernetes needs none).
+    other_urls: tuple[str, ...] = ()
 
 
 def plan_document(plan_: WatchPlan, auth_file: str | None = None) -> dict[str, Any]:
@@ -63,6 +67,7 @@ def plan_document(plan_: WatchPlan, auth_file: str | None = None) -> dict[str, A
         "version": PLAN_VERSION,
         "group": plan_.group,
         "url": plan_.url,
+        "otherUrls": list(plan_.other_urls),
         "caPem": plan_.ca_pem,
         "authFile": auth_file,
         "statusFile": plan_.status_file,
@@ -107,6 +112,7 @@ def read_plan(path: str) -> WatchPlan:
             stable_s=float(b.get("stableSeconds", Backoff.stable_s)),
         ),
         poll_s=float(doc.get("pollSeconds", 2.0)),
+        other_urls=tuple(str(u) for u in doc.get("otherUrls") or ()),
     )
 
 
@@ -284,12 +290,12 @@ def plan_from_outputs(
 
 
 def _client_factory(plan_: WatchPlan) -> Callable[[], Any]:
-    from components.connect.client import ConnectClient
+    """One client for every poll (it remembers which worker answered last); no retry budget: an
+    unreachable group is reported and asked again on the next poll."""
+    from components.ops.watcher_rest import WatcherRest
 
-    # A short retry budget: an unreachable group is reported and retried on the next poll.
-    return lambda: ConnectClient(
-        plan_.url, auth=plan_.auth, ca_pem=plan_.ca_pem, retry_budget_s=min(5.0, plan_.poll_s), timeout=10.0
-    )
+    client = WatcherRest([plan_.url, *plan_.other_urls], auth=plan_.auth, ca_pem=plan_.ca_pem, timeout=5.0)
+    return lambda: client
 
 
 def _args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -318,8 +324,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit 0 when stopped (SIGTERM, SIGINT, --max-seconds), 1 when the plan cannot be read.
 
-    Imports only the standard library, httpx and its own modules (client, health, errors,
-    restart_backoff) for --plan: the Kubernetes workload ships just those files."""
+    Imports only the standard library and its own modules (watcher_rest, connect's health and
+    errors, ops' errors, restart_backoff) for --plan: the Kubernetes workload ships just those
+    files and installs nothing."""
     # The stack's process marker (-Dmm2.process=...) only makes the process findable.
     args = _args([a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-Dmm2.process=")])
     try:

@@ -9,6 +9,19 @@ partition it hosts) before the next stops. A single process restarts as before: 
 other process to keep the work going. A worker group may ask for `restarts: all-at-once`
 (every worker at the same moment: the behaviour before rolling restarts, kept for comparison).
 
+A roll stops at the first process that does not come back within its bound (`RollStop`): that
+process's error fails the `up` (component, cause, log tail, next step), and every process of the
+group whose turn comes after it is left untouched and running, refusing its restart with
+`refused_after_stop`. A group stays at worst one process short, never emptied by a roll that
+goes on restarting members whose predecessor never returned.
+
+Two-broker clusters: every local broker is a combined broker+controller node, so two brokers are
+two KRaft voters, and a quorum of two has no majority while one restarts. They still roll (one
+at a time is never worse than both at once: the survivor keeps serving reads from the
+partitions it leads and the restarted node rejoins a quorum that kept its log), but the preview
+warns that metadata changes and `acks=all` produces pause while each restarts
+(`quorum_pause`), and suggests 3 brokers, which roll with 2 of 3 voters up throughout.
+
 Kubernetes does the same with StatefulSet rolling updates (one pod at a time, the next after the
 previous is Ready); docker containers are replaced by the engine in parallel (see the report of
 issue 16: not rolled yet).
@@ -17,6 +30,7 @@ issue 16: not rolled yet).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from components.topology.model import Cluster, RestartMode, WorkerGroup
@@ -104,3 +118,41 @@ def assignments_of(worker_id: str | None, statuses: Mapping[str, Mapping[str, An
         entries = [status.get("connector") or {}, *(status.get("tasks") or [])]
         count += sum(1 for e in entries if e.get("worker_id") and worker_id in (None, e.get("worker_id")))
     return count
+
+
+def quorum_pause(brokers: int) -> str | None:
+    """Why a rolling restart of a cluster of `brokers` combined broker+controller nodes pauses it,
+    None when the quorum keeps a majority with one node down (1 node restarts alone anyway)."""
+    if brokers != 2:
+        return None
+    return (
+        "its 2 brokers are its 2 KRaft controllers, and 1 of 2 is no majority: while each restarts, "
+        "leader elections, ISR changes and acks=all produces wait until it is back "
+        "(3 brokers keep serving through a roll)"
+    )
+
+
+@dataclass(frozen=True)
+class RollStop:
+    """Where a roll stopped: the process that did not come back, and the first line of why."""
+
+    component: str
+    cause: str
+
+
+def refused_after_stop(component: str, stop: RollStop | None) -> str | None:
+    """None when `component` may take its restart turn; otherwise the error that says it was left
+    running because the roll of its group stopped at another process."""
+    if stop is None:
+        return None
+    return (
+        f"{component}: not restarted, left running: the rolling restart of its group stopped at "
+        f"{stop.component}, which did not come back ({stop.cause}). Next step: fix that process first "
+        "(its error in this run shows its log), then run `pulumi up` again to finish the roll."
+    )
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    """The first non-empty line of an error, cut at `limit` characters."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "no reason given")
+    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -24,6 +24,8 @@ DEFAULT_JMX_AGENT_URL = (
     f"{DEFAULT_JMX_AGENT_VERSION}/jmx_prometheus_javaagent-{DEFAULT_JMX_AGENT_VERSION}.jar"
 )
 DEFAULT_DOWNLOADER_IMAGE = "curlimages/curl:8.10.1"
+# The auto-restart watcher's pod: any Python 3.11+ image (it installs nothing; override with a mirror).
+DEFAULT_WATCHER_IMAGE = "python:3.11.7-slim"
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class ConnectPodSettings:
     prometheus_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     alerts: AlertSettings = AlertSettings()
     context: str | None = None
+    watcher_image: str = DEFAULT_WATCHER_IMAGE
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,7 @@ _CONNECT_FIELDS = {
     "prometheusLabels": "prometheus_labels",
     "alerts": "alerts",
     "context": "context",
+    "watcherImage": "watcher_image",
 }
 _ALERT_FIELDS = {
     "replicationLatencyMs": "replication_latency_ms",

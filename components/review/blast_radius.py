@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from components.platform.restarts import restart_mode
+from components.platform.restarts import quorum_pause, restart_mode
 from components.topology.model import RestartMode
 
 __all__ = [
@@ -215,6 +215,13 @@ def process_impacts(
         return [Impact(Severity.INFO, f"{component}: found stopped by refresh; starts it again")]
     worker = "worker" in component.rsplit(",", 1)[-1]
     mode = restart_mode(group_size, mode)
+    pause = None if worker else quorum_pause(group_size)
+    if mode is RestartMode.ROLLING and pause:
+        return [
+            Impact(
+                Severity.WARNING, f"{component}: restarts ({what} changed), rolling, one of 2 at a time, but {pause}"
+            )
+        ]
     if mode is RestartMode.ROLLING:
         peers = "workers take over its connectors' tasks" if worker else "brokers keep serving its partitions"
         return [

@@ -179,3 +179,29 @@ def test_rolling_worker_restart_keeps_a_worker_up_and_loses_nothing(stack: TestS
     assert incomplete and all(c["status"] == "pass" for c in incomplete.values()), json.dumps(incomplete, indent=1)
     heartbeats = flow["checks"]["heartbeats"]
     assert heartbeats["status"] == "pass" and "reverse heartbeat" in heartbeats["detail"], heartbeats
+
+
+def test_a_roll_stops_at_a_worker_that_does_not_come_back(stack: TestStack) -> None:
+    """A worker setting Connect rejects at start: the first worker to restart exits, the roll stops
+    there, and the other worker keeps running its old process; the `up` fails naming both."""
+    markers = [process_marker(stack.name, worker_path(GROUP, i)) for i in range(2)]
+    pids_before = [proc.find_pids(m) for m in markers]
+    assert all(pids_before), f"both workers should run before the change: {pids_before}"
+    stack.config["config"]["mm2:workerGroups"][GROUP]["workerConfig"] = {"offset.flush.interval.ms": "not-a-number"}
+    stack.write_config()
+    up = stack.pulumi("up", "--yes", "--skip-preview", check=False)
+    text = up.stdout + up.stderr
+    assert up.returncode != 0, f"the up should fail:\n{text[-3000:]}"
+    pids_after = [proc.find_pids(m) for m in markers]
+    kept = [i for i in range(2) if pids_after[i] == pids_before[i]]
+    assert len(kept) == 1, f"exactly one worker should keep its process: pids {pids_before} -> {pids_after}"
+    failed = 1 - kept[0]
+    assert pids_after[failed] == [], f"worker {failed} should be stopped, runs {pids_after[failed]}"
+    assert f"ConnectWorkerGroup '{GROUP}', worker {failed}: the process exited during start-up" in text, text[-4000:]
+    assert "offset.flush.interval.ms" in text, "the error should quote the log line naming the bad setting"
+    assert f"ConnectWorkerGroup '{GROUP}', worker {kept[0]}: not restarted, left running" in text, text[-4000:]
+    urls = [
+        f"http://127.0.0.1:{int(stack.config['config']['mm2:workerGroups'][GROUP]['restPort']) + i}" for i in (0, 1)
+    ]
+    answer = httpx.get(f"{urls[kept[0]]}/connectors", auth=connect_auth(stack.outputs(), GROUP), timeout=10)
+    assert answer.status_code == 200, f"the worker left running should still serve: {answer.status_code}"

@@ -283,7 +283,8 @@ def deploy_watcher_kubernetes(
     root = Path(__file__).resolve().parents[3]
     sources = {path: (root / path).read_text() for path in WATCHER_SOURCES}
     username = group.rest_username if group.rest_auth else None
-    objects = watcher_objects(group.name, settings.namespace, plan, sources, rest_username=username)
+    image = str(settings.group(group.name).watcher_image)
+    objects = watcher_objects(group.name, settings.namespace, plan, sources, rest_username=username, image=image)
     child = _child_opts(parent, f"{name}-watcher", settings.group(group.name).context, settings, None)
     resources: list[pulumi.Resource] = []
     if objects.secret_name and secret_values is not None and group.rest_password is not None:

@@ -2,10 +2,11 @@
 
 Pure: no pulumi import and no I/O; `deploy.py` reads the watcher's source files and registers
 the objects. The pod runs `python -m components.ops.watcher --plan` in a stock Python image,
-with the watcher's few modules mounted from the ConfigMap (they import only the standard
-library and httpx, installed at start when the image lacks it: the pod needs to reach PyPI, or
-use an image with httpx and set it in the plan of a fork). One replica, `Recreate`: two
-watchers of one group would count restarts twice. The REST password comes from a Secret as an
+with the watcher's few modules mounted from the ConfigMap. They import only the standard
+library (the watcher speaks REST through urllib: components/ops/watcher_rest.py), so the pod
+installs nothing at start: it needs no PyPI (an air-gapped cluster only mirrors the image) and
+starts in a second. One replica, `Recreate`: two watchers of one group would count restarts
+twice. The REST password comes from a Secret as an
 environment variable, never from the ConfigMap.
 """
 
@@ -24,17 +25,18 @@ from components.platform.kubernetes.metadata import (
     object_labels,
     pod_security,
 )
+from components.platform.settings import DEFAULT_WATCHER_IMAGE
 
-WATCHER_IMAGE = "python:3.11.7-slim"
-HTTPX_PIN = "httpx==0.28.1"  # as requirements.lock
+WATCHER_IMAGE = DEFAULT_WATCHER_IMAGE  # `watcherImage` in mm2-platform:kubernetes.connect overrides it
 # The files the pod needs, relative to the project root; the packages' __init__ files are
 # replaced by empty ones (the real ones import pulumi, which the pod does not have).
 WATCHER_SOURCES = (
-    "components/connect/client.py",
+    "components/connect/errors.py",
     "components/connect/health.py",
     "components/ops/errors.py",
     "components/ops/restart_backoff.py",
     "components/ops/watcher.py",
+    "components/ops/watcher_rest.py",
 )
 _PACKAGES = ("components/__init__.py", "components/connect/__init__.py", "components/ops/__init__.py")
 CODE_DIR = "/opt/mm2-watcher"
@@ -143,14 +145,11 @@ def _container(image: str, rest_username: str | None, secret_name: str) -> dict[
                 "valueFrom": {"secretKeyRef": {"name": secret_name, "key": PASSWORD_KEY}},
             },
         ]
-    script = (
-        f'python -c "import httpx" 2>/dev/null || pip install --no-cache-dir --target /tmp/deps {HTTPX_PIN}; '
-        f"PYTHONPATH=/tmp/deps exec python -m components.ops.watcher --plan {CODE_DIR}/{PLAN_KEY}"
-    )
     return {
         "name": "watcher",
         "image": image,
-        "command": ["sh", "-c", script],
+        # No shell and no installer: the image's python runs the mounted modules as they are.
+        "command": ["python", "-m", "components.ops.watcher", "--plan", f"{CODE_DIR}/{PLAN_KEY}"],
         "workingDir": CODE_DIR,
         "env": env,
         "volumeMounts": [

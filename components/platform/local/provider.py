@@ -148,7 +148,9 @@ class ProcessProvider(ResourceProvider):
             return _launch(news, fresh=False)
 
         # `rolling`: one process of its group at a time (components/platform/restarts.py).
-        return UpdateResult(outs=rolling_update(news, restart) if plain(news.get("rolling")) else restart())
+        if not plain(news.get("rolling")):
+            return UpdateResult(outs=restart())
+        return UpdateResult(outs=rolling_update(news, restart, lambda: proc.log_tail(_spec(news))))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         running = proc.is_running(props.get("pid"), props.get("marker", id_))

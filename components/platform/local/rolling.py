@@ -9,10 +9,18 @@ turn until the process is back:
   before the restart runs again (`restarts.group_settled`);
 - a broker: it is back in the ISR of every partition it hosts (`restarts.missing_from_isr`).
 Only then may the next process of the group stop. Every wait is bounded.
+
+A process that does not come back (it exits or is not ready at start, dies after, or is not back
+within SETTLE_TIMEOUT_S) stops the roll: its update fails with its error and log, and every
+process of the group whose turn comes later refuses to restart (`restarts.refused_after_stop`),
+so the rest of the group keeps running. Where a roll stopped is kept in this module, per group
+directory: the updates of one `up` run as threads of one dynamic-provider process, and the next
+`up` (a new process) starts with no stop recorded, so it retries the whole roll.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -25,36 +33,65 @@ from components.rpc_values import plain
 SETTLE_TIMEOUT_S = 180.0
 POLL_S = 0.5
 
+# Group directory -> where its roll stopped in this provider process (this `up`).
+_STOPS: dict[str, restarts.RollStop] = {}
+_STOPS_LOCK = threading.Lock()
 
-def rolling_update(news: Mapping[str, Any], restart: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+
+def rolling_update(
+    news: Mapping[str, Any],
+    restart: Callable[[], dict[str, Any]],
+    log_tail: Callable[[], str] = lambda: "(no log)",
+) -> dict[str, Any]:
     """Run `restart` (stop, start, wait ready) inside the group's restart turn, then wait until
-    the process is back before giving the turn to the next one."""
+    the process is back before giving the turn to the next one. A process that does not come back
+    stops the roll of its group (module docstring); `log_tail` is its log, for that error."""
     rolling = plain(news["rolling"])
     ready = plain(news["ready"])
     component = str(news["component"])
+    group = str(rolling["lock"])
     per_process = float(news.get("timeout_seconds") or 180) + SETTLE_TIMEOUT_S + 35  # + stop's grace
     turn_timeout = per_process * max(1, int(rolling.get("processes") or 1))
-    with proc.restart_turn(str(rolling["lock"]), component, turn_timeout):
-        before = _connect_status(ready) if ready["kind"] == "connect" else {}
-        outs = restart()
-        if ready["kind"] == "connect":
-            _wait(component, lambda: _worker_back(ready, before or {}, int(rolling.get("processes") or 1)))
-        else:
-            _wait(component, lambda: _broker_back(ready, int(rolling["node_id"])))
+    with proc.restart_turn(group, component, turn_timeout):
+        with _STOPS_LOCK:
+            refusal = restarts.refused_after_stop(component, _STOPS.get(group))
+        if refusal:
+            raise proc.ProcessError(refusal)
+        try:
+            before = _connect_status(ready) if ready["kind"] == "connect" else {}
+            outs = restart()
+            pid = int(outs.get("pid") or 0)
+            if ready["kind"] == "connect":
+                processes = int(rolling.get("processes") or 1)
+                _wait(component, pid, lambda: _worker_back(ready, before or {}, processes), log_tail)
+            else:
+                _wait(component, pid, lambda: _broker_back(ready, int(rolling["node_id"])), log_tail)
+        except Exception as exc:
+            with _STOPS_LOCK:
+                _STOPS.setdefault(group, restarts.RollStop(component, restarts.first_line(str(exc))))
+            raise proc.ProcessError(
+                f"{exc}\nThe rolling restart of its group stopped here: the processes whose turn comes later "
+                "were left running, not restarted."
+            ) from exc
     return outs
 
 
-def _wait(component: str, check: Callable[[], str | None]) -> None:
+def _wait(component: str, pid: int, check: Callable[[], str | None], log_tail: Callable[[], str]) -> None:
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
     while True:
+        if pid and not proc.is_alive(pid):
+            raise proc.ProcessError(
+                f"{component}: restarted and ready, then exited before it was back in its group.\n{log_tail()}\n"
+                "Fix: read the log above, correct the stack config or the machine, then run `pulumi up` again."
+            )
         reason = check()
         if reason is None:
             return
         if time.monotonic() >= deadline:
             raise proc.ProcessError(
-                f"{component}: restarted, but not back after {SETTLE_TIMEOUT_S:.0f}s ({reason}); the rest of its "
-                "group was not restarted while it waited. Fix: check its log and the connectors' state "
-                "(`bin/connectors --stack <stack> status`), then run `pulumi up` again."
+                f"{component}: restarted, but not back after {SETTLE_TIMEOUT_S:.0f}s ({reason}).\n{log_tail()}\n"
+                "Fix: check its log above and the connectors' state (`bin/connectors --stack <stack> status`), "
+                "then run `pulumi up` again."
             )
         time.sleep(POLL_S)
 
@@ -109,8 +146,10 @@ def _broker_back(ready: Mapping[str, Any], node_id: int) -> str | None:
         md = AdminClient(conf).list_topics(timeout=5)
     except Exception as exc:
         return f"metadata request to {ready['bootstrap']} failed: {exc}"
+    if node_id not in md.brokers:  # registered and unfenced: its metadata has caught up
+        return f"broker {node_id} is not among the brokers the cluster lists yet"
     partitions = [
-        (topic.topic, p.id, p.replicas, p.isrs) for topic in md.topics.values() for p in topic.partitions.values()
+        (str(topic.topic), p.id, p.replicas, p.isrs) for topic in md.topics.values() for p in topic.partitions.values()
     ]
     missing = restarts.missing_from_isr(node_id, partitions)
     if missing:

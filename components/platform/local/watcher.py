@@ -172,11 +172,10 @@ def deploy_local_watcher(
     if not connectors:
         return None
     path = watcher_path(group)
+    first, *others = worker_rest_urls(topology.worker_groups[group])
     plan = pulumi.Output.from_input(ca_pem).apply(
         lambda ca: plan_document(
-            WatchPlan(
-                group=group, url=worker_rest_urls(topology.worker_groups[group])[0], connectors=connectors, ca_pem=ca
-            )
+            WatchPlan(group=group, url=first, connectors=connectors, ca_pem=ca, other_urls=tuple(others))
         )
     )
     return LocalWatcher(

@@ -7,10 +7,14 @@ from typing import Any
 import pytest
 
 from components.platform.restarts import (
+    RollStop,
     assignments_of,
     cluster_restarts,
+    first_line,
     group_settled,
     missing_from_isr,
+    quorum_pause,
+    refused_after_stop,
     restart_mode,
     restart_summary,
     worker_group_restarts,
@@ -104,3 +108,31 @@ def test_isr_check_names_the_partitions_a_broker_hosts_but_is_not_in_sync_for() 
     assert missing_from_isr(0, partitions) == ["orders-1"]
     assert missing_from_isr(2, partitions) == ["payments-0"]
     assert missing_from_isr(1, partitions) == []
+
+
+def test_only_a_two_broker_cluster_loses_its_quorum_majority_while_one_restarts() -> None:
+    assert quorum_pause(1) is None
+    assert quorum_pause(3) is None
+    assert quorum_pause(5) is None
+    pause = quorum_pause(2)
+    assert pause is not None and "2 KRaft controllers" in pause and "3 brokers" in pause
+
+
+def test_no_stop_no_refusal() -> None:
+    assert refused_after_stop("worker 1", None) is None
+
+
+def test_a_stopped_roll_refuses_the_rest_naming_where_it_stopped_and_the_next_step() -> None:
+    stop = RollStop("ConnectWorkerGroup 'mm2', worker 0", "the process exited during start-up.")
+    refusal = refused_after_stop("ConnectWorkerGroup 'mm2', worker 1", stop)
+    assert refusal is not None
+    assert refusal.startswith("ConnectWorkerGroup 'mm2', worker 1: not restarted, left running")
+    assert "stopped at ConnectWorkerGroup 'mm2', worker 0" in refusal
+    assert "(the process exited during start-up.)" in refusal
+    assert "`pulumi up` again" in refusal
+
+
+def test_first_line_skips_blank_lines_and_cuts_long_ones() -> None:
+    assert first_line("\n  boom: x  \nsecond") == "boom: x"
+    assert first_line("") == "no reason given"
+    assert first_line("y" * 500, limit=20) == "y" * 17 + "..."

@@ -100,6 +100,14 @@ def test_a_worker_of_several_rolls() -> None:
     assert "workers take over its connectors' tasks" in found.text
 
 
+def test_a_two_broker_cluster_rolls_but_warns_that_its_quorum_pauses() -> None:
+    (found,) = process_impacts("KafkaCluster 'a', broker 1", ["heap"], replaced=False, group_size=2)
+    assert found.severity is Severity.WARNING
+    assert "rolling, one of 2 at a time, but its 2 brokers are its 2 KRaft controllers" in found.text
+    (three,) = process_impacts("KafkaCluster 'a', broker 1", ["heap"], replaced=False, group_size=3)
+    assert three.severity is Severity.INFO and "brokers keep serving its partitions" in three.text
+
+
 def test_a_single_broker_restarts_all_at_once_and_warns() -> None:
     (found,) = process_impacts("KafkaCluster 'a', broker 0", ["heap"], replaced=False, group_size=1)
     assert found.severity is Severity.WARNING

@@ -9,7 +9,7 @@ import pulumi
 
 from components.platform.contract import WorkerRequest
 from components.platform.kubernetes.deploy import deploy_watcher_kubernetes
-from components.platform.settings import KubernetesSettings
+from components.platform.settings import KubernetesSettings, kubernetes_settings
 
 from ..helpers import SASL_KUBERNETES, SECRET_VALUES, topology
 from ..mocks import Parent, RecordingMonitor, regs, settle, urn_of
@@ -32,7 +32,7 @@ def test_auto_restart_renders_the_watcher_with_its_password_secret(monitor: Reco
         parent,
         "connect-mm2",
         request({"enabled": True, "maxRestarts": 3}),
-        KubernetesSettings(namespace="kafka"),
+        kubernetes_settings({"namespace": "kafka", "connect": {"watcherImage": "registry.internal/python:3.11-slim"}}),
         SECRET_VALUES,
     )
 
@@ -49,6 +49,8 @@ def test_auto_restart_renders_the_watcher_with_its_password_secret(monitor: Reco
         state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
         plan = state["connect-mm2-watcher-config"]["data"]["plan.json"]
         assert '"url": "http://mm2-connect-api.kafka.svc:8083"' in plan and '"maxRestarts": 3' in plan
+        (container,) = state["connect-mm2-watcher"]["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == "registry.internal/python:3.11-slim"  # a mirror, for an air-gapped cluster
 
     return settle([], resources).apply(check)
 

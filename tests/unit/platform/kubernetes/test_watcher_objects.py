@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def test_one_replica_recreated_running_the_plan_with_the_password_from_a_secret(
     assert objects.deployment["metadata"]["name"] == deployment
     assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
     container = spec["template"]["spec"]["containers"][0]
-    assert container["command"][-1].endswith("python -m components.ops.watcher --plan /opt/mm2-watcher/plan.json")
+    assert container["command"][-2:] == ["--plan", "/opt/mm2-watcher/plan.json"]
     env = {e["name"]: e for e in container["env"]}
     assert env["MM2_WATCHER_REST_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": secret, "key": "password"}
     assert objects.secret_name == secret
@@ -50,19 +51,51 @@ def test_a_missing_source_file_is_an_error_naming_it() -> None:
         watcher_objects("mm2", "mm2", PLAN, partial, rest_username=None)
 
 
-def test_the_shipped_files_run_without_pulumi(tmp_path: Path) -> None:
-    """Lay the ConfigMap out as the pod does and start the watcher's CLI there."""
-    objects = watcher_objects("mm2", "mm2", PLAN, sources(), rest_username=None)
+def _lay_out(objects: Any, root: Path) -> None:
+    """Write the ConfigMap's files where the pod mounts them."""
     data = objects.config_map["data"]
     for item in objects.deployment["spec"]["template"]["spec"]["volumes"][0]["configMap"]["items"]:
-        target = tmp_path / item["path"]
+        target = root / item["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(data[item["key"]])
+
+
+def test_the_pod_installs_nothing_at_start() -> None:
+    objects = watcher_objects("mm2", "mm2", PLAN, sources(), rest_username=None)
+    (container,) = objects.deployment["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["python", "-m", "components.ops.watcher", "--plan", "/opt/mm2-watcher/plan.json"]
+    assert "initContainers" not in objects.deployment["spec"]["template"]["spec"]
+    assert not any("pip" in json.dumps(c) or "PYTHONPATH" in json.dumps(c) for c in [container])
+
+
+def test_the_shipped_files_poll_connect_with_the_standard_library_alone(tmp_path: Path) -> None:
+    """Lay the ConfigMap out as the pod does and run one poll there with `python -S` (no
+    site-packages: no httpx, no pulumi), against a worker that refuses: the watcher must report it
+    unreachable, not fail on an import."""
+    objects = watcher_objects("mm2", "mm2", PLAN, sources(), rest_username=None)
+    _lay_out(objects, tmp_path)
     code = (
-        "import sys, runpy; sys.argv = ['w', '--help']\n"
-        "try:\n    runpy.run_module('components.ops.watcher', run_name='__main__')\n"
-        "except SystemExit:\n    pass\n"
-        "print('PULUMI' if any(m.startswith('pulumi') for m in sys.modules) else 'CLEAN')"
+        "import dataclasses, json, sys\n"
+        "from components.ops import watcher\n"
+        "plan = dataclasses.replace(watcher.read_plan('plan.json'), url='http://127.0.0.1:1', status_file='s.json')\n"
+        "lines = []\n"
+        "watcher.Watcher(plan, watcher._client_factory(plan), log=lines.append).tick()\n"
+        "status = json.load(open('s.json'))\n"
+        "ours = {'components', '__main__'}\n"
+        "third = sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - ours)\n"
+        "print(json.dumps({'reachable': status['reachable'], 'lines': lines, 'third': third}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert "--plan" in out.stdout and out.stdout.strip().endswith("CLEAN"), out.stdout + out.stderr
+    run = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["third"] == [], f"the pod would need {out['third']}"
+    assert out["reachable"] is False and "cannot reach Kafka Connect at http://127.0.0.1:1" in out["lines"][0]
+
+
+def test_the_shipped_files_start_the_cli(tmp_path: Path) -> None:
+    objects = watcher_objects("mm2", "mm2", PLAN, sources(), rest_username=None)
+    _lay_out(objects, tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-S", "-m", "components.ops.watcher", "--help"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert run.returncode == 0 and "--plan" in run.stdout, run.stderr[-2000:]

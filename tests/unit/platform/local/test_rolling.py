@@ -101,10 +101,79 @@ def test_a_worker_that_does_not_come_back_fails_the_update_with_the_reason(
     monkeypatch.setattr(rolling, "_connect_status", lambda ready: None)
     monkeypatch.setattr(rolling, "SETTLE_TIMEOUT_S", 0.2)
     monkeypatch.setattr(rolling, "POLL_S", 0.01)
-    with pytest.raises(proc.ProcessError, match=r"not back after 0s .*does not list its group's connectors"):
-        rolling.rolling_update(_news(tmp_path, "http://w0"), lambda: {"pid": 1})
+    with pytest.raises(proc.ProcessError, match=r"(?s)not back after 0s .*does not list its group's connectors.*LOG"):
+        rolling.rolling_update(_news(tmp_path, "http://w0"), lambda: {"pid": 1}, lambda: "LOG")
 
 
 def test_how_a_process_restarts_is_not_itself_a_reason_to_restart_it() -> None:
     base = {"marker": "m", "run_dir": "/r", "properties": {"a": "1"}, "rolling": None}
     assert ProcessProvider().diff("m", base, {**base, "rolling": {"lock": "/r", "processes": 2}}).changes is False
+
+
+def _dead_pid() -> int:
+    import subprocess
+
+    child = subprocess.Popen(["true"])
+    child.wait(10)
+    return child.pid
+
+
+def test_a_roll_stops_at_the_first_process_that_does_not_come_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whichever worker takes the first turn fails to start; the other is never stopped, and its
+    update fails saying it was left running because the roll stopped at the first."""
+    monkeypatch.setattr(rolling, "_connect_status", lambda ready: {})
+    restarted: list[str] = []
+    errors: dict[str, str] = {}
+
+    def update(worker: str) -> None:
+        def restart() -> dict[str, Any]:
+            restarted.append(worker)
+            raise proc.ProcessError(f"worker at http://{worker}: the process exited during start-up.\nERROR bad value")
+
+        try:
+            rolling.rolling_update(_news(tmp_path, f"http://{worker}"), restart)
+        except proc.ProcessError as exc:
+            errors[worker] = str(exc)
+
+    threads = [threading.Thread(target=update, args=(w,)) for w in ("w0", "w1")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(restarted) == 1, f"only the first process may restart, restarted: {restarted}"
+    first = restarted[0]
+    second = "w1" if first == "w0" else "w0"
+    assert errors[first].startswith(f"worker at http://{first}: the process exited during start-up.\nERROR bad value")
+    assert "The rolling restart of its group stopped here" in errors[first]
+    assert errors[second].startswith(f"worker at http://{second}: not restarted, left running")
+    assert (
+        f"stopped at worker at http://{first}, which did not come back (worker at http://{first}: the process"
+        in (errors[second])
+    )
+
+
+def test_a_stop_in_one_group_does_not_hold_up_another(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rolling, "_connect_status", lambda ready: {})
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+
+    def fail() -> dict[str, Any]:
+        raise proc.ProcessError("boom")
+
+    with pytest.raises(proc.ProcessError, match="boom"):
+        rolling.rolling_update(_news(tmp_path / "a", "http://a0"), fail)
+    assert rolling.rolling_update(_news(tmp_path / "b", "http://b0"), lambda: {"pid": 1}) == {"pid": 1}
+    with pytest.raises(proc.ProcessError, match="not restarted, left running"):
+        rolling.rolling_update(_news(tmp_path / "a", "http://a1"), lambda: {"pid": 1})
+
+
+def test_a_process_that_dies_after_it_was_ready_fails_at_once_with_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rolling, "_connect_status", lambda ready: None)  # would wait the whole bound
+    started = time.monotonic()
+    with pytest.raises(proc.ProcessError, match=r"(?s)then exited before it was back.*LOG TAIL.*stopped here"):
+        rolling.rolling_update(_news(tmp_path, "http://w0"), lambda: {"pid": _dead_pid()}, lambda: "LOG TAIL")
+    assert time.monotonic() - started < rolling.SETTLE_TIMEOUT_S / 2
