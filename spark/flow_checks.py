@@ -46,6 +46,12 @@ def poll_until(probe: Callable[[], set[str]], timeout_s: float, every_s: float =
         time.sleep(every_s)
 
 
+def checkpoint_wait(run: FlowRun, wait_s: float) -> float:
+    """How long to wait for checkpoints and synced group offsets: none when the stack declares the
+    checkpoint connector paused or stopped (nothing will come; the verdict is the same, at once)."""
+    return wait_s if run.flow.desired_states.get("checkpoint", "RUNNING") == "RUNNING" else 0.0
+
+
 def _checkpointed_groups(run: FlowRun) -> set[str]:
     """Groups with at least one checkpoint for a replicated topic of this flow (read from the tail)."""
     remotes = {run.flow.topics[t] for t in run.cut}
@@ -63,7 +69,7 @@ def check_checkpoints_emitted(run: FlowRun, wait_s: float) -> tuple[Check, set[s
         ), set()
     if "checkpoint" not in flow.connectors:
         return Check("checkpoints", Status.FAIL, f"groups {sorted(expected)[:5]} but no checkpoint connector"), expected
-    missing, waited = poll_until(lambda: expected - _checkpointed_groups(run), wait_s)
+    missing, waited = poll_until(lambda: expected - _checkpointed_groups(run), checkpoint_wait(run, wait_s))
     if missing:
         declared = flow.desired_states.get("checkpoint", "RUNNING")
         why = f" (checkpoint connector declared {declared})" if declared != "RUNNING" else ""
@@ -87,7 +93,7 @@ def check_group_offsets(run: FlowRun, groups: set[str], sync_enabled: bool | Non
             committed = kafka_io.committed_group_offsets(run.tgt, remotes)
             return groups - {g.group for g in committed}
 
-        missing, waited = poll_until(unsynced, wait_s)
+        missing, waited = poll_until(unsynced, checkpoint_wait(run, wait_s))
         if missing:
             return Check(
                 "group_offsets",

@@ -9,6 +9,7 @@ are checked lives in `inputs`; how old and new properties differ, in `diff`.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -53,6 +54,11 @@ _PROVIDER_KEY = "__provider"
 # How long a refresh watches a task that no worker runs before calling it drift: a rebalance
 # assigns it within seconds, a lost worker (or a group too small for its tasks) never does.
 UNASSIGNED_BOUND_S = 15.0
+# How long create, update and delete keep retrying a Connect endpoint that does not answer or is
+# busy (409, 5xx). Read from the environment of `pulumi up`, not the stack config: it is about the
+# machine and the moment (a CI job against an adopted Connect that is down can fail fast).
+RETRY_SECONDS_ENV = "MM2_CONNECT_RETRY_SECONDS"
+DEFAULT_RETRY_S = 60.0
 
 
 class _RequiredConnectorArgs(TypedDict):
@@ -161,7 +167,26 @@ class Connector(Resource, module="connect", name="Connector"):
             props["managed_workers"] = True
         # additional_secret_outputs covers the output copy of auth, whatever the engine does.
         opts = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=["auth"]), opts)
-        super().__init__(ConnectorProvider(), resource_name, props, opts)
+        super().__init__(
+            ConnectorProvider(retry_budget_s=retry_budget_from_env(os.environ)), resource_name, props, opts
+        )
+
+
+def retry_budget_from_env(environ: Mapping[str, str]) -> float:
+    """Seconds of retries against an unreachable or busy Connect (`MM2_CONNECT_RETRY_SECONDS`, 60)."""
+    raw = environ.get(RETRY_SECONDS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_RETRY_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(
+            f"{RETRY_SECONDS_ENV}={raw!r} is not a number of seconds. Fix: unset it (the default is "
+            f"{DEFAULT_RETRY_S:g}) or set it to a number >= 0."
+        )
+    return seconds
 
 
 class ConnectorProvider(ResourceProvider):
@@ -176,7 +201,7 @@ class ConnectorProvider(ResourceProvider):
         *,
         transport_factory: Callable[[], httpx.BaseTransport] | None = None,
         sleep: Callable[[float], None] | None = None,
-        retry_budget_s: float = 60.0,
+        retry_budget_s: float = DEFAULT_RETRY_S,
         poll_s: float = 0.5,
     ) -> None:
         super().__init__()

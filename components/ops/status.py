@@ -11,6 +11,10 @@ heartbeat. What makes a flow unhealthy: components/ops/status_view.py.
 Reads the stack outputs (`components/outputs/loader.py`), Connect's REST API and the clusters
 (read-only consumers that join no group and commit nothing).
 
+With --stack, a worker group whose auto-restart watcher runs as a local process of the stack also
+shows that watcher's status file (what it restarted and when), in the table and under `watchers`
+in --json.
+
 Exit codes: 0 every flow healthy, 1 an error (no deployment, a cluster or worker group not
 answering), 3 a flow is unhealthy (the reasons are printed).
 """
@@ -23,6 +27,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 from components.mm2_records import OffsetSync, RecordFormatError, decode_heartbeat, decode_offset_sync
@@ -40,11 +45,14 @@ from components.ops.status_view import (
     render_table,
     to_json,
     topic_view,
+    watcher_lines,
 )
 from components.outputs.contract import FlowExport, OutputsError, StackExports
 from components.outputs.loader import load_exports
+from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
 
 TIMEOUT_S = 5.0
+ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT_TAIL = 50  # records read from the end of a heartbeats topic (several flows may write it)
 
 
@@ -261,9 +269,30 @@ def collect(
         return [flow_status(outputs, f, readers, heartbeat_max_age_s) for f in flows]
 
 
+def watcher_statuses(stack: str, groups: Sequence[str], root: Path) -> dict[str, dict[str, Any] | None]:
+    """The status file of each of `groups` whose watcher runs as a local process of `stack`
+    (None while it has written none, or one that cannot be read); groups without one are left out."""
+    found: dict[str, dict[str, Any] | None] = {}
+    for group in groups:
+        directory = Path(run_root(root, stack)) / watcher_path(group)
+        if not directory.is_dir():
+            continue
+        try:
+            found[group] = json.loads((directory / WATCHER_STATUS_FILE).read_text())
+        except (OSError, ValueError):
+            found[group] = None  # not written yet, or replaced as we read: shown as "no status file yet"
+    return found
+
+
 def _once(args: argparse.Namespace, outputs: StackExports) -> int:
     flows = collect(outputs, args.flow, args.heartbeat_max_age)
-    print(json.dumps(to_json(flows), indent=2) if args.json else render_table(flows), flush=True)
+    watchers = watcher_statuses(args.stack, sorted({f.worker_group for f in flows}), ROOT) if args.stack else {}
+    if args.json:
+        print(json.dumps({**to_json(flows), **({"watchers": watchers} if watchers else {})}, indent=2), flush=True)
+    else:
+        now = time.time()
+        extra = [line for group, doc in watchers.items() for line in watcher_lines(group, doc, now)]
+        print("\n".join([render_table(flows), *extra]), flush=True)
     return 0 if all(f.healthy for f in flows) else 3
 
 

@@ -8,6 +8,10 @@ A flow is unhealthy when any of these holds (each gives one plain reason):
   is older than `heartbeat_max_age_s` (or there is none).
 Lag, checkpoint age and heartbeat latency are shown, not judged: a catching-up flow is not broken.
 
+A worker group with autoRestart connectors runs a watcher; its status file (what it restarted and
+when, docs/day2-operations.md) is shown under the flows, not judged: the connectors' own states
+already say whether the flow is healthy.
+
 Lag of a replicated partition: the source's end offset minus the target's end offset translated
 upstream through the newest offset sync (sync.upstream + target_end - sync.downstream), never
 below zero. It is an estimate: records MM2 filtered, or offsets compaction and transactions skip,
@@ -18,11 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 from components.mm2_records import OffsetSync
 
 HEARTBEAT_MAX_AGE_S = 60.0
+WATCHER_EVENTS_SHOWN = 5
+# A status file not replaced for this long: the watcher (polling every 2 s) has likely stopped.
+WATCHER_STALE_S = 30.0
 STATE_OK = "RUNNING"
 
 
@@ -197,3 +205,39 @@ def to_json(flows: Sequence[FlowStatus]) -> dict[str, Any]:
         "healthy": all(f.healthy for f in flows),
         "flows": {f.name: {**asdict(f), "healthy": f.healthy} for f in flows},
     }
+
+
+def _iso_epoch(text: Any) -> float | None:
+    try:
+        return datetime.fromisoformat(str(text)).timestamp()
+    except ValueError:
+        return None
+
+
+def watcher_lines(group: str, doc: Mapping[str, Any] | None, now: float) -> list[str]:
+    """The auto-restart watcher of `group` from its status file (None: there is none yet, or it
+    could not be read): its freshness, each watched connector's restarts, and the newest events."""
+    if doc is None:
+        return [f"watcher {group}: no status file yet (it writes one after its first poll)"]
+    updated = _iso_epoch(doc.get("updatedAt"))
+    age = None if updated is None else max(0.0, now - updated)
+    reach = "" if doc.get("reachable", True) else ", Connect NOT reachable"
+    stale = ""
+    if age is None or age > WATCHER_STALE_S:
+        stale = "  STALE: the watcher may have stopped (`bin/pulumi refresh` shows it, `bin/pulumi up` restarts it)"
+    lines = [f"watcher {group}  (auto-restart, pid {doc.get('pid', '-')}, status {_age(age)} old{reach}){stale}"]
+    for name, view in sorted((doc.get("connectors") or {}).items()):
+        limit = view.get("maxRestarts")
+        restarts = f"restarts {view.get('restarts', 0)}" + ("" if limit is None else f" of {limit}")
+        extra = "  GAVE UP" if view.get("gaveUp") else ""
+        if view.get("nextRestartAt"):
+            extra += f"  next restart {view['nextRestartAt']}"
+        lines.append(f"  {name:<36} {view.get('state', '-')!s:<10} {restarts}{extra}")
+    events = list(doc.get("events") or [])[-WATCHER_EVENTS_SHOWN:]
+    for e in events:
+        what = e.get("action", "?") + (f" {e['restart']}" if e.get("restart") is not None else "")
+        cause = f": {e['cause']}" if e.get("cause") else ""
+        lines.append(f"  {e.get('at', '-')}  {e.get('connector') or '-'}  {what}{cause}")
+    if not events:
+        lines.append("  nothing restarted yet")
+    return lines

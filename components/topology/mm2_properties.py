@@ -21,6 +21,10 @@ Mapping (dedicated-mode key -> stack config):
 - global `topics`, `groups`, ..., `<MM2 setting>` -> `defaults`
 - removed Kafka 3 names (`*.blacklist`, `*.whitelist`) are translated to their Kafka 4
   replacement, with a note naming it.
+- `#@ a->b.reverseHeartbeats`, `#@ a->b.connectorSettings.<role>.<key>` -> the flow's fields of
+  the same name. Dedicated MM2 gives `a->b.*` to all three connectors and runs no lone reverse
+  heartbeat connector, so the export writes these as `#@` comment lines: MM2 skips them, and the
+  import reads them back (a round trip keeps what the stack deploys).
 """
 
 from __future__ import annotations
@@ -95,6 +99,10 @@ EXACTLY_ONCE_SOURCE: dict[str, str] = {
 }
 _PLACEHOLDER = re.compile(r"^\$\{file:(?P<file>[^:}]+):(?P<key>[^}]+)\}$")
 _FLOW_KEY = re.compile(r"^(?P<source>[^.\s]+?)->(?P<target>[^.\s]+?)\.(?P<rest>.+)$")
+# A comment line MM2 skips that carries a stack-only flow key (see the module docstring).
+STACK_ONLY_PREFIX = "#@ "
+_STACK_ONLY_LINE = f"\n{STACK_ONLY_PREFIX}"
+_STACK_ONLY_KEY = re.compile(r"^(?:reverseHeartbeats|connectorSettings\.(?P<role>[^.]+)\.(?P<key>.+))$")
 
 
 # ---- import ------------------------------------------------------------------------------
@@ -144,6 +152,7 @@ class _Importer:
     def run(self, text: str) -> ImportResult:
         pairs = parse_properties(text)
         props = dict(pairs)  # later duplicates win, as in java.util.Properties
+        stack_only = [ln.lstrip(" \t\f")[len(STACK_ONLY_PREFIX) :] for ln in text.splitlines() if _is_stack_only(ln)]
         aliases = _split_list(props.get("clusters", ""))
         if not aliases:
             self.problem(
@@ -163,6 +172,8 @@ class _Importer:
                 self.cluster_key(key, owner, key[len(owner) + 1 :], value)
             else:
                 self.global_key(key, value)
+        for key, value in parse_properties("\n".join(stack_only)):
+            self.stack_only_key(key, value)
         self.finish(aliases)
         if self.problems:
             raise TopologyError(self.problems)
@@ -246,6 +257,29 @@ class _Importer:
             )
             return
         self.apply_setting(flow, key, rest, value, "flow")
+
+    def stack_only_key(self, key: str, value: str) -> None:
+        """A `#@ a->b.<field>` line: a flow field dedicated MM2 has no key for."""
+        flow = _FLOW_KEY.match(key)
+        field = _STACK_ONLY_KEY.match(flow["rest"]) if flow else None
+        if flow is None or field is None:
+            fix = "Write a->b.reverseHeartbeats or a->b.connectorSettings.<role>.<key>, or remove the line."
+            self.problem(key, "not a stack-only flow key.", fix)
+            return
+        target = self.flows.setdefault(f"{flow['source']}->{flow['target']}", {"enabled": False})
+        if field["role"] is None:
+            on = value.strip().lower() == "true"
+            protocol = str(self.clusters.get(flow["source"], {}).get("security", {}).get("protocol", ""))
+            if on and protocol.startswith("SASL"):
+                self.notes.append(
+                    f"{key}: not imported: {flow['source']} is imported as external, where the stack creates no "
+                    "ACLs, so the reverse heartbeat connector could not write there. Set it again once "
+                    f"{flow['source']} runs on a platform the stack manages (local)."
+                )
+                return
+            target["reverseHeartbeats"] = on
+        else:
+            target.setdefault("connectorSettings", {}).setdefault(field["role"], {})[field["key"]] = value.strip()
 
     def cluster_key(self, key: str, alias: str, rest: str, value: str) -> None:
         cluster = self.clusters[alias]
@@ -469,7 +503,28 @@ def export_properties(topology: Topology) -> str:
         pairs += [(f"{prefix}{k}", v) for k, v in _deployed_extras(topology, flow).items()]
     header = "# mm2.properties generated from the stack config by bin/mm2props export\n"
     body = render_properties(pairs)
-    return header + body
+    return header + body + _stack_only_lines(topology)
+
+
+def _stack_only_lines(topology: Topology) -> str:
+    """The flow fields dedicated MM2 has no key for, as `#@` comment lines (module docstring)."""
+    pairs = []
+    for flow in topology.flows:
+        if flow.reverse_heartbeats:
+            pairs.append((f"{flow.name}.reverseHeartbeats", "true"))
+        for role, values in flow.role_settings.items():
+            pairs += [(f"{flow.name}.connectorSettings.{role.value}.{k}", v) for k, v in values.items()]
+    if not pairs:
+        return ""
+    note = (
+        "# Stack-only flow fields: dedicated MirrorMaker 2 gives a->b.* keys to all three connectors and runs\n"
+        "# no lone reverse heartbeat connector, so it skips these lines; bin/mm2props import reads them back.\n"
+    )
+    return note + "".join(STACK_ONLY_PREFIX + line + "\n" for line in render_properties(pairs).splitlines())
+
+
+def _is_stack_only(line: str) -> bool:
+    return line.lstrip(" \t\f").startswith(STACK_ONLY_PREFIX)
 
 
 def _deployed_extras(topology: Topology, flow: Flow) -> dict[str, str]:
@@ -510,7 +565,12 @@ def run_cli(argv: list[str], read_text: Any) -> tuple[int, str, str]:
                 err_lines += [f"  {c}" for c in result.secret_commands]
             return 0, stack_yaml(result.config), "".join(f"{line}\n" for line in err_lines)
         topology = parse_topology(stack_config_from_yaml(text))
-        return 0, export_properties(topology), ""
+        exported = export_properties(topology)
+        note = (
+            f"note: the `{STACK_ONLY_PREFIX.strip()}` lines (reverseHeartbeats, connectorSettings) are for "
+            "bin/mm2props import; dedicated MirrorMaker 2 does not apply them.\n"
+        )
+        return 0, exported, note if _STACK_ONLY_LINE in exported else ""
     except TopologyError as err:
         return 1, "", f"{err}\n"
     except yaml.YAMLError as err:

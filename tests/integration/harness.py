@@ -384,3 +384,51 @@ def read_keys(
     finally:
         consumer.close()
     return got
+
+
+# librdkafka's error-callback codes that mean the broker refused the client: failed SASL
+# authentication, failed TLS handshake, or the connection closed on it (wrong protocol).
+_REFUSALS = ("_AUTHENTICATION", "_SSL", "_TRANSPORT", "_ALL_BROKERS_DOWN")
+
+
+def metadata_refusal(conf: dict[str, Any], timeout_s: float = 8, logger: Any = None) -> tuple[bool, list[str]]:
+    """(refused, the errors librdkafka reported) for metadata requests with `conf`.
+
+    False as soon as a request is answered; True as soon as the error callback reports a refusal
+    (checked after every short attempt, so a refusal is known in about a second instead of after
+    the whole bound), or when `timeout_s` passes with neither. `logger` collects librdkafka's log
+    lines (why a TLS handshake failed) without printing them."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    refusals = {getattr(KafkaError, name) for name in _REFUSALS}
+    errors: list[Any] = []
+    admin = AdminClient({**conf, "error_cb": errors.append}, **({"logger": logger} if logger is not None else {}))
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin.list_topics(timeout=0.5)
+            return False, [str(e) for e in errors]
+        except KafkaException as exc:
+            admin.poll(0)  # serves the error callback
+            if any(e.code() in refusals for e in errors):
+                break
+            if time.monotonic() >= deadline:
+                errors.append(exc.args[0])  # no answer within the bound: refused as well
+                break
+    admin.poll(0.5 if logger is not None else 0)  # the log lines queued with the errors
+    return True, [str(e) for e in errors]
+
+
+def run_stage_in_process(spark: Any, outputs: dict[str, Any], tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    """The Spark stage (spark.validate.run, what bin/validate runs) on `outputs`, in this process on
+    an existing session (conftest.shared_spark); returns its exit code and JSON report."""
+    from spark import validate as stage
+
+    outputs_file, report = tmp / "outputs.json", tmp / "report.json"
+    outputs_file.touch(mode=0o600)
+    outputs_file.write_text(json.dumps(outputs))
+    args = stage.parse_args(["--outputs", str(outputs_file), "--report", str(report), *extra])
+    code = stage.run(args, spark=spark)
+    assert report.exists(), f"the stage wrote no report (exit {code})"
+    return code, dict(json.loads(report.read_text()))

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from components.connect.provider import RETRY_SECONDS_ENV
 from components.platform.local import process as proc
 from components.platform.local.layout import broker_path, process_marker
 from tests.integration.harness import ROOT, TestStack, deployed, dev_config_with_free_ports, free_port_block
@@ -72,10 +73,13 @@ def test_unreachable_connect_endpoint_names_url_and_fix(tmp_path: Path) -> None:
     dead = free_port_block(1)
     cfg["config"]["mm2:workerGroups"]["mm2"] = {"cluster": "dr", "url": f"http://127.0.0.1:{dead}"}
     with deployed(tmp_path, cfg) as stack:
+        # The test is about the message: retrying a dead endpoint for the default 60 s adds nothing.
+        stack.env[RETRY_SECONDS_ENV] = "3"
         out = stack.pulumi("up", "--yes", "--skip-preview", check=False, timeout=600)
         text = out.stdout + out.stderr
         assert out.returncode != 0
         assert f"127.0.0.1:{dead}" in text, text[-3000:]
+        assert "cannot reach Kafka Connect" in text, text[-3000:]
         # The engine creates the flow's connectors concurrently and stops at the first failure:
         # which one it reports is not promised, only that the error names one of them.
         assert any(name in text for name in flow_connector_names()), text[-3000:]

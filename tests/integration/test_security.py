@@ -22,6 +22,7 @@ from tests.integration.harness import (
     connect_auth,
     deployed,
     kafka_conf,
+    metadata_refusal,
     produce_one,
     stack_passwords,
     wait_until,
@@ -63,15 +64,9 @@ def _as_user(out: dict[str, Any], alias: str, user: str, password: str | None = 
 
 
 def _refused(conf: dict[str, Any]) -> bool:
-    """True when the broker answers no metadata request for these settings within 8s."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    try:
-        AdminClient(conf).list_topics(timeout=8)
-    except KafkaException:
-        return True
-    return False
+    """True when the broker refuses these settings (harness.metadata_refusal: known at the first
+    refusal librdkafka reports, or after 8 s without an answer)."""
+    return metadata_refusal(conf)[0]
 
 
 def _produce(out: dict[str, Any], alias: str, topic: str, key: bytes) -> None:

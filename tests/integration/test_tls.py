@@ -29,6 +29,7 @@ from tests.integration.harness import (
     deployed,
     free_port_block,
     kafka_conf,
+    metadata_refusal,
     produce_one,
     stack_passwords,
     wait_until,
@@ -73,27 +74,15 @@ class _Collect(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def _errors_of(conf: dict[str, Any], timeout_s: float = 8) -> tuple[bool, list[str]]:
+def _errors_of(conf: dict[str, Any]) -> tuple[bool, list[str]]:
     """(refused, librdkafka's error and log messages) for a metadata request with `conf`; the
     messages are collected, not printed (librdkafka logs why a TLS handshake failed)."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
     collect = _Collect()
     logger = logging.getLogger(f"it-tls-{uuid.uuid4().hex[:8]}")
     logger.propagate = False
     logger.addHandler(collect)
-    errors: list[str] = []
     settings: dict[str, Any] = {k: v for k, v in conf.items() if k != "log_level"}
-    settings.update({"log_level": 4, "error_cb": lambda err: errors.append(str(err))})
-    client = AdminClient(settings, logger=logger)
-    try:
-        client.list_topics(timeout=timeout_s)
-        refused = False
-    except KafkaException as exc:
-        errors.append(str(exc))
-        refused = True
-    client.poll(1)  # serves the queued error and log callbacks
+    refused, errors = metadata_refusal({**settings, "log_level": 4}, logger=logger)
     return refused, errors + collect.messages
 
 

@@ -1,6 +1,8 @@
 """The house rules that keep the code easy to live in, checked on the source itself.
 
 - the pure core (`components/topology/`) imports no pulumi, httpx, pyspark or confluent_kafka;
+- so do the other pure modules (`components/monitoring/`, `components/platform/restarts.py`), and
+  none of them does I/O (no file, process, socket or environment module, no `open()`);
 - no module over 600 lines and no function over 80 lines, outside `bench/`.
 
 Each rule is a plain function over source text, and each has a test proving it can fail. The
@@ -19,6 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 EFFECT_LIBRARIES = ("pulumi", "pulumi_kubernetes", "pulumi_docker", "httpx", "pyspark", "confluent_kafka")
+# Standard-library modules that reach files, processes, sockets or the environment.
+IO_MODULES = ("os", "io", "pathlib", "shutil", "tempfile", "subprocess", "socket", "urllib", "http", "glob")
+# Pure beyond the topology: the alert rules every platform shares and the restart decision.
+PURE_PATHS = ("components/topology", "components/monitoring", "components/platform/restarts.py")
 # Folders of generated or vendored material, and bench/ (benchmark drivers are scripts).
 EXEMPT = (".venv", ".mm2", ".pulumi-state", "bench", "toolchain")
 
@@ -54,6 +60,22 @@ def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[tuple[s
     return found
 
 
+def io_uses(source: str) -> set[str]:
+    """The I/O modules `source` imports, plus `open()` when it calls the builtin."""
+    calls = {
+        "open()"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open"
+    }
+    return (imported_roots(source) & set(IO_MODULES)) | calls
+
+
+def pure_files() -> Iterator[Path]:
+    for rel in PURE_PATHS:
+        path = ROOT / rel
+        yield from sorted(path.rglob("*.py")) if path.is_dir() else [path]
+
+
 def module_lines(source: str) -> int:
     return source.count("\n")
 
@@ -66,6 +88,13 @@ def test_pure_core_imports_no_effect_library() -> None:
     offenders = {
         _rel(p): sorted(effect_imports(p.read_text())) for p in (ROOT / "components" / "topology").rglob("*.py")
     }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_pure_modules_import_no_effect_library_and_do_no_io() -> None:
+    files = list(pure_files())
+    assert {_rel(p) for p in files} >= {"components/monitoring/rules.py", "components/platform/restarts.py"}
+    offenders = {_rel(p): sorted(effect_imports(src) | io_uses(src)) for p in files if (src := p.read_text())}
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
@@ -91,6 +120,20 @@ def test_no_function_over_the_limit() -> None:
 )
 def test_effect_import_rule_can_fail(source: str, expected: set[str]) -> None:
     assert effect_imports(source) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import os\n", {"os"}),
+        ("from pathlib import Path\n", {"pathlib"}),
+        ("def f(p):\n    return open(p).read()\n", {"open()"}),
+        ("import subprocess, json\n", {"subprocess"}),
+        ("import json\nfrom dataclasses import dataclass\nf = obj.open()\n", set()),
+    ],
+)
+def test_io_rule_can_fail(source: str, expected: set[str]) -> None:
+    assert io_uses(source) == expected
 
 
 def test_size_rules_can_fail() -> None:

@@ -102,6 +102,7 @@ class LocalBackend:
                         run_dir, cluster.metrics_port, node_id, f"mm2:clusters.{cluster.alias}.metricsPort"
                     ),
                     heap="512m",
+                    group_size=cluster.brokers,
                     opts=pulumi.ResourceOptions(parent=parent),
                     rolling=_rolling(
                         cluster_restarts(cluster), local.run_dir(cluster.alias), cluster.brokers, node_id=node_id
@@ -168,6 +169,7 @@ class LocalBackend:
                     jvm_options=jvm_options
                     + agent_options(run_dir, group.metrics_port, index, f"mm2:workerGroups.{group.name}.metricsPort"),
                     heap="768m",
+                    group_size=group.workers,
                     timeout_seconds=240,
                     opts=pulumi.ResourceOptions(parent=parent, depends_on=depends),
                     rolling=_rolling(

@@ -6,7 +6,9 @@ Pure: paths as strings, no I/O. Every local stack has one run root,
 - `<alias>/broker-<i>/`: broker `i` of cluster `<alias>` (`data/` its log directory);
 - `connect-<group>/secrets.properties`: the group's secrets file its connectors resolve;
 - `connect-<group>/worker-<i>/`: worker `i` of worker group `<group>`;
-- `tls/`: the stack's CA, truststore and keystores (`components.platform.local.tls`).
+- `tls/`: the stack's CA, truststore and keystores (`components.platform.local.tls`);
+- `watcher-<group>/`: the group's auto-restart watcher (`components.platform.local.watcher`),
+  `status.json` its status (what `bin/status` shows).
 
 Inside each process's run directory: `config/` (its properties, log4j2 config and owner-only
 secret files) and `logs/`. A process's marker (on its command line, how it is found again) is
@@ -30,6 +32,14 @@ LOGS_DIR = "logs"
 BROKER_DATA_DIR = "data"
 # Relative to a worker group's directory.
 GROUP_SECRETS = "secrets.properties"
+# Relative to the run root, and to a watcher's directory.
+WATCHER_DIR = "watcher-{group}"
+WATCHER_STATUS_FILE = "status.json"
+
+
+def watcher_path(group: str) -> str:
+    """The auto-restart watcher's directory relative to the stack's run root (the marker's path part)."""
+    return WATCHER_DIR.format(group=group)
 
 
 def run_root(project_dir: str | Path, stack: str) -> str:

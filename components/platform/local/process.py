@@ -25,6 +25,7 @@ from pathlib import Path
 
 from components.platform.errors import PlatformError
 from components.platform.local.layout import CONFIG_DIR, LOG4J2_FILE, LOGS_DIR, PROCESS_PROPERTIES
+from components.topology.java_properties import render_properties
 
 LOG_TAIL_LINES = 25
 
@@ -102,18 +103,6 @@ class JvmSpec:
         return self.logs_dir / "stdout.log"
 
 
-def render_properties(props: Mapping[str, str]) -> str:
-    """java.util.Properties text; keys sorted so the file is stable across runs."""
-
-    def esc(text: str, is_key: bool) -> str:
-        out = text.replace("\\", "\\\\").replace("\n", "\\n")
-        if is_key:
-            out = out.replace("=", "\\=").replace(":", "\\:").replace(" ", "\\ ")
-        return out
-
-    return "".join(f"{esc(k, True)}={esc(str(v), False)}\n" for k, v in sorted(props.items()))
-
-
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -163,7 +152,8 @@ def prepare_run_dir(spec: JvmSpec) -> None:
     (run / CONFIG_DIR).mkdir(parents=True, exist_ok=True)
     spec.logs_dir.mkdir(parents=True, exist_ok=True)
     (run / LOG4J2_FILE).write_text(LOG4J2_PROPERTIES)
-    spec.properties_file.write_text(render_properties(spec.properties))
+    # Keys sorted so the file is stable across runs.
+    spec.properties_file.write_text(render_properties(sorted((k, str(v)) for k, v in spec.properties.items())))
     # Configs can hold config-provider paths and, for brokers, listener settings: owner-only.
     spec.properties_file.chmod(0o600)
     write_secret_files(spec)

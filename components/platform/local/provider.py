@@ -14,7 +14,6 @@ only code.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -29,7 +28,6 @@ from pulumi.dynamic import (
 )
 
 from components.platform.local import process as proc
-from components.platform.local.layout import worker_path
 from components.platform.local.process_diff import group_size, process_diff
 from components.platform.local.rolling import rolling_update
 from components.rpc_values import plain
@@ -162,18 +160,13 @@ class ProcessProvider(ResourceProvider):
 
 
 def _peers(olds: Mapping[str, Any], news: Mapping[str, Any]) -> int:
-    """How many processes the cluster or group of this one runs: a broker's quorum voters say;
-    a worker's properties do not, so its deployed siblings (worker-<i> run directories) are
-    counted. Only for the blast radius the preview reports."""
-    size = group_size(news) or group_size(olds)
-    if size:
-        return size
-    run_dir = Path(str(plain(olds.get("run_dir")) or ""))
-    try:
-        prefix = Path(worker_path("group", 0)).name.removesuffix("0")  # "worker-", as the layout spells it
-        return max(1, sum(1 for d in run_dir.parent.iterdir() if d.is_dir() and d.name.startswith(prefix)))
-    except OSError:
-        return 1
+    """How many processes the cluster or group of this one runs, for the blast radius the preview
+    reports: the `group_size` input the platform sets; for state written before that input, a
+    broker's quorum voters. Pure: diff reads nothing but its inputs."""
+    declared = plain(news.get("group_size"))
+    if isinstance(declared, (int, float)) and declared >= 1:
+        return int(declared)  # Pulumi carries numbers as floats
+    return group_size(news) or group_size(olds) or 1
 
 
 class LocalProcess(Resource, module="local", name="Process"):
@@ -204,6 +197,7 @@ class LocalProcess(Resource, module="local", name="Process"):
         restart_on: pulumi.Input[Mapping[str, str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
         rolling: Mapping[str, Any] | None = None,
+        group_size: int | None = None,
     ) -> None:
         # `ready` may carry the probe's credentials and `secret_files` are secrets by definition:
         # both are stored encrypted in state, inputs and outputs alike.
@@ -231,6 +225,9 @@ class LocalProcess(Resource, module="local", name="Process"):
                 "restart_on": restart_on or {},
                 # Not a restart key: how the process restarts, not what it runs (rolling.py).
                 "rolling": dict(rolling) if rolling else None,
+                # Not a restart key either: how many processes its cluster or group runs, which
+                # the preview's blast radius names ("all 2 together").
+                "group_size": group_size,
                 "pid": None,
                 "running": None,
                 "log_file": None,

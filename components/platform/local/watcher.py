@@ -27,23 +27,17 @@ import pulumi
 from pulumi.dynamic import CheckResult, CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
 from components.platform.local import process as proc
-from components.platform.local.layout import LocalPlatform
+from components.platform.local.layout import WATCHER_STATUS_FILE as STATUS_FILE
+from components.platform.local.layout import LocalPlatform, watcher_path
 from components.rpc_values import plain
 from components.topology import Topology, worker_rest_urls
 from components.topology.auto_restart import watched_connectors
 
-WATCHER_DIR = "watcher-{group}"
 PLAN_FILE = "plan.json"
 AUTH_FILE = "rest-auth.properties"
 LOG_FILE = "watcher.log"
-STATUS_FILE = "status.json"
 _RESTART_KEYS = ("plan", "auth", "python", "project_dir")
 _START_S = 30.0  # the first status file appears after one poll
-
-
-def watcher_path(group: str) -> str:
-    """The watcher's directory relative to the stack's run root (the marker's path part)."""
-    return WATCHER_DIR.format(group=group)
 
 
 def _start(props: Mapping[str, Any]) -> dict[str, Any]:

@@ -170,6 +170,13 @@ def test_dev_stack_graph(monitor: RecordingMonitor) -> Any:
         assert regs["kafka-primary-broker-0"].parent == urn_of(monitor, "kafka-primary")
         assert regs["kafka-primary-topic-orders"].parent == urn_of(monitor, "kafka-primary")
         assert regs["connect-mm2-worker-1"].parent == urn_of(monitor, "connect-mm2")
+        # What the preview's blast radius counts ("all 2 together"), given to the pure diff.
+        state = {
+            name: monitor.resources[urn_of(monitor, name)].state
+            for name in ("connect-mm2-worker-1", "kafka-primary-broker-0")
+        }
+        assert state["connect-mm2-worker-1"]["group_size"] == 2
+        assert state["kafka-primary-broker-0"]["group_size"] == 1
         for role in ("source", "checkpoint", "heartbeat"):
             connector = regs[f"mm2-primary-to-dr-{role}"]
             assert connector.parent == urn_of(monitor, "flow-primary-to-dr")

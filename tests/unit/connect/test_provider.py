@@ -14,7 +14,7 @@ from pulumi.output import Unknown
 
 from components.connect.errors import ConnectorOperationFailed
 from components.connect.inputs import DEFAULT_TIMEOUT_S
-from components.connect.provider import ConnectorProvider
+from components.connect.provider import RETRY_SECONDS_ENV, ConnectorProvider, retry_budget_from_env
 
 from .fakes import URL, FakeConnect, FakeSleep, error, running
 
@@ -298,6 +298,30 @@ def test_read_of_an_unreachable_group_keeps_the_state() -> None:
     assert result.id == "c1"
     assert result.outs is not None and result.outs["state"] == "UNREACHABLE"
     assert result.outs["config"] == props("c1")["config"]
+
+
+def test_create_against_an_unreachable_group_gives_up_after_the_retry_budget_from_the_environment() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    sleep = FakeSleep()
+    budget = retry_budget_from_env({RETRY_SECONDS_ENV: "3"})
+    p = ConnectorProvider(transport_factory=lambda: httpx.MockTransport(refuse), sleep=sleep, retry_budget_s=budget)
+    with pytest.raises(ConnectorOperationFailed) as failed:
+        p.create(props("c1"))
+    assert URL in str(failed.value) and "c1" in str(failed.value)
+    assert 0 < sum(sleep.calls) <= 3
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [(None, 60.0), ("", 60.0), (" 5 ", 5.0), ("0", 0.0), ("2.5", 2.5)])
+def test_the_retry_budget_comes_from_the_environment(raw: str | None, seconds: float) -> None:
+    assert retry_budget_from_env({} if raw is None else {RETRY_SECONDS_ENV: raw}) == seconds
+
+
+@pytest.mark.parametrize("raw", ["soon", "-1", "nan", "inf"])
+def test_a_bad_retry_budget_names_the_variable_and_the_fix(raw: str) -> None:
+    with pytest.raises(ValueError, match=f"{RETRY_SECONDS_ENV}=.* is not a number of seconds. Fix: unset it"):
+        retry_budget_from_env({RETRY_SECONDS_ENV: raw})
 
 
 def test_delete_polls_until_404() -> None:

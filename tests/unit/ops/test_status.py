@@ -6,6 +6,8 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from components.mm2_records import Heartbeat, OffsetSync, encode_heartbeat, enco
 from components.ops import clients
 from components.ops import status as st
 from components.outputs.contract import OutputsError
+from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
 from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
 from tests.unit.ops.helpers import outputs
 
@@ -144,3 +147,53 @@ def test_unknown_flow_is_an_error(
     use_clusters(monkeypatch, clusters())
     assert st.main(["--stack", "dev", "--flow", "dr->primary"]) == 1
     assert "flow 'dr->primary' is not in the stack outputs" in capsys.readouterr().err
+
+
+def _watcher_status(root: Path, stack: str, group: str, doc: dict[str, Any] | None) -> None:
+    directory = Path(run_root(root, stack)) / watcher_path(group)
+    directory.mkdir(parents=True)
+    if doc is not None:
+        (directory / WATCHER_STATUS_FILE).write_text(json.dumps(doc))
+
+
+def test_status_shows_what_the_watcher_restarted_and_when(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "ROOT", tmp_path)
+    assert st.main(["--stack", "dev"]) == 0
+    assert "watcher" not in capsys.readouterr().out  # no watcher in this stack: nothing shown
+    updated = datetime.now(timezone.utc).isoformat()
+    restart = {"at": "2026-11-23T04:31:07.52Z", "connector": NAMES[0], "action": "restart", "restart": 1}
+    doc = {
+        "group": "mm2",
+        "pid": 4242,
+        "updatedAt": updated,
+        "reachable": True,
+        "connectors": {NAMES[0]: {"state": "RUNNING", "restarts": 1, "maxRestarts": 3, "gaveUp": False}},
+        "events": [{**restart, "cause": "task 0 FAILED on worker w1: boom"}],
+    }
+    _watcher_status(tmp_path, "dev", "mm2", doc)
+    assert st.main(["--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "watcher mm2  (auto-restart, pid 4242" in out and "STALE" not in out
+    assert f"{NAMES[0]:<36} RUNNING    restarts 1 of 3" in out
+    assert f"2026-11-23T04:31:07.52Z  {NAMES[0]}  restart 1: task 0 FAILED on worker w1: boom" in out
+    assert st.main(["--stack", "dev", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["watchers"]["mm2"] == doc
+
+
+def test_a_watcher_without_a_fresh_status_says_so(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "ROOT", tmp_path)
+    _watcher_status(tmp_path, "dev", "mm2", None)
+    assert st.main(["--stack", "dev"]) == 0
+    assert "watcher mm2: no status file yet" in capsys.readouterr().out
+    old = {"pid": 1, "updatedAt": "2026-01-01T00:00:00.00Z", "connectors": {}, "events": [], "reachable": False}
+    (Path(run_root(tmp_path, "dev")) / watcher_path("mm2") / WATCHER_STATUS_FILE).write_text(json.dumps(old))
+    assert st.main(["--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "Connect NOT reachable" in out and "STALE: the watcher may have stopped" in out
+    assert "nothing restarted yet" in out

@@ -12,7 +12,7 @@ import pytest
 
 from components.outputs.contract import FlowExport
 from spark import kafka_io
-from spark.flow_checks import check_heartbeats, poll_until, replicated_groups
+from spark.flow_checks import check_checkpoints_emitted, check_heartbeats, poll_until, replicated_groups
 from spark.report import Check, Status
 
 
@@ -30,6 +30,27 @@ def test_poll_until_stops_when_nothing_is_missing_or_time_is_up() -> None:
     assert missing == set() and not left and waited < 5
     missing, waited = poll_until(lambda: {"never"}, 0.05, every_s=0.01)
     assert missing == {"never"} and waited >= 0.05
+
+
+@pytest.mark.parametrize(("declared", "waits"), [("RUNNING", True), ("STOPPED", False), ("PAUSED", False)])
+def test_checkpoints_are_waited_for_only_from_a_checkpoint_connector_declared_running(
+    monkeypatch: pytest.MonkeyPatch, declared: str, waits: bool
+) -> None:
+    """A group on the source and no checkpoint: FAIL either way, but only a RUNNING connector is
+    waited for (a stopped one will write nothing; waiting only delays the same verdict)."""
+    monkeypatch.setattr(kafka_io, "committed_group_offsets", lambda c, t: [kafka_io.GroupOffset("app", "orders", 0, 5)])
+    monkeypatch.setattr(kafka_io, "read_checkpoints", lambda c, t: [])
+    flow = replace(
+        FLOW, connectors={"checkpoint": "mm2-primary-to-dr-checkpoint"}, desired_states={"checkpoint": declared}
+    )
+    run = SimpleNamespace(flow=flow, src="SRC", tgt="TGT", cut={"orders": {}})
+    started = time.monotonic()
+    check, groups = check_checkpoints_emitted(run, 1.5)  # type: ignore[arg-type]
+    waited = time.monotonic() - started
+    assert check.status is Status.FAIL and groups == {"app"}
+    assert (waited >= 1.5) is waits, waited
+    if not waits:
+        assert f"(checkpoint connector declared {declared})" in check.detail
 
 
 # -- heartbeats, both ways (Kafka reads faked) --------------------------------------------------

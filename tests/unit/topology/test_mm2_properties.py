@@ -6,6 +6,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,11 +141,70 @@ def test_import_keeps_config_provider_placeholders_as_secret_refs() -> None:
     assert result.secret_commands == ()
 
 
-@pytest.mark.parametrize("name", example_names())
+# An example plus the flow fields dedicated MM2 has no key for (written as `#@` lines).
+WITH_STACK_ONLY = "active-passive.yaml+reverseHeartbeats+connectorSettings"
+
+
+def stack_config(name: str) -> dict[str, Any]:
+    if name != WITH_STACK_ONLY:
+        return example(name)
+    config = example("active-passive.yaml")
+    flow = config["flows"]["primary->dr"]
+    flow["reverseHeartbeats"] = True
+    insert = "org.apache.kafka.connect.transforms.InsertHeader"
+    flow["connectorSettings"] = {
+        "heartbeat": {"transforms": "beat", "transforms.beat.type": insert, "transforms.beat.header": "hb"},
+        "source": {
+            "transforms": "tag",
+            "transforms.tag.type": insert,
+            "transforms.tag.header": "from",
+            "transforms.tag.value.literal": "primary = dc1",
+        },
+    }
+    return config
+
+
+ROUND_TRIPS = [*example_names(), WITH_STACK_ONLY]
+
+
+@pytest.mark.parametrize("name", ROUND_TRIPS)
 def test_export_import_export_is_a_fixed_point(name: str) -> None:
-    first = export_properties(parse_topology(example(name)))
+    first = export_properties(parse_topology(stack_config(name)))
     second = export_properties(parse_topology(import_properties(first).config))
     assert second == first
+
+
+def test_stack_only_fields_are_comment_lines_mm2_skips() -> None:
+    text = export_properties(parse_topology(stack_config(WITH_STACK_ONLY)))
+    assert "#@ primary->dr.reverseHeartbeats = true" in text.splitlines()
+    assert "#@ primary->dr.connectorSettings.source.transforms.tag.value.literal = primary = dc1" in text.splitlines()
+    # MM2 reads java.util.Properties: to it these are comments, so no connector gets them.
+    keys = dict(parse_properties(text))
+    assert not [k for k in keys if "reverseHeartbeats" in k or "connectorSettings" in k or k.startswith("transforms")]
+    flow = import_properties(text).config["flows"]["primary->dr"]
+    assert flow["connectorSettings"]["source"]["transforms.tag.value.literal"] == "primary = dc1"
+    assert flow["reverseHeartbeats"] is True
+    code, _, err = run_cli(["export", "Pulumi.x.yaml"], lambda _: stack_yaml(stack_config(WITH_STACK_ONLY)))
+    assert code == 0 and "dedicated MirrorMaker 2 does not apply them" in err
+
+
+def test_import_names_a_bad_stack_only_line_and_drops_reverse_heartbeats_on_sasl_sources() -> None:
+    with pytest.raises(TopologyError) as bad:
+        import_properties(
+            "clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\n#@ a->b.tasks = 3\n"
+        )
+    assert "a->b.tasks" in str(bad.value) and "not a stack-only flow key" in str(bad.value)
+    config = dev_config()
+    config["clusters"]["primary"]["security"] = {
+        "protocol": "SASL_PLAINTEXT",
+        "saslMechanism": "SCRAM-SHA-512",
+        "username": "mm2",
+        "password": {"secret": "primary.mm2.password"},
+    }
+    config["flows"]["primary->dr"]["reverseHeartbeats"] = True
+    result = import_properties(export_properties(parse_topology(config)))
+    assert "reverseHeartbeats" not in result.config["flows"]["primary->dr"]
+    assert any("primary->dr.reverseHeartbeats: not imported" in n for n in result.notes)
 
 
 # Keys a dedicated MM2 worker handles itself: it writes to the target as its own producer.
@@ -159,11 +219,11 @@ def _comparable(config: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("name", example_names())
+@pytest.mark.parametrize("name", ROUND_TRIPS)
 def test_stack_config_round_trip_keeps_connector_configs(name: str) -> None:
     """Stack config -> mm2.properties -> stack config: the same connectors, tuning included, except
     where the imported single worker group sits on another cluster (its producer's address)."""
-    original = parse_topology(example(name))
+    original = parse_topology(stack_config(name))
     imported = parse_topology(import_properties(export_properties(original)).config)
     assert [f.name for f in imported.flows] == [f.name for f in original.flows]
     for before, after in zip(original.flows, imported.flows, strict=True):
@@ -171,11 +231,11 @@ def test_stack_config_round_trip_keeps_connector_configs(name: str) -> None:
             assert _comparable(a.config) == _comparable(b.config), a.name
 
 
-@pytest.mark.parametrize("name", example_names())
+@pytest.mark.parametrize("name", ROUND_TRIPS)
 def test_round_trip_gives_the_same_flows(name: str) -> None:
     """Every flow field survives export -> import; only the worker group placement is the
     importer's (one group, noted), since mm2.properties has no worker groups."""
-    original = parse_topology(example(name))
+    original = parse_topology(stack_config(name))
     imported = parse_topology(import_properties(export_properties(original)).config)
     for before, after in zip(original.flows, imported.flows, strict=True):
         assert replace(after, worker_group="", tasks_max=None) == replace(before, worker_group="", tasks_max=None)

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from components.platform.local import process as proc
+from components.topology.java_properties import parse_properties
 
 
 def test_a_float_pid_from_pulumi_state_is_the_same_process(marked: tuple[subprocess.Popen[bytes], str]) -> None:
@@ -36,6 +37,17 @@ def test_secret_files_are_owner_only_and_inside_the_run_dir(tmp_path: Path) -> N
         assert "outside its run directory" in str(exc) and "x" not in str(exc).split("'")[-1]
     else:
         raise AssertionError("a secret file outside the run directory was written")
+
+
+def test_the_process_properties_read_back_as_java_reads_them(tmp_path: Path) -> None:
+    """The file is written with the topology's java.util.Properties writer: keys sorted, and a
+    value's leading space, a key's `=`/`:`/`#`, backslashes and newlines survive a read back."""
+    properties = {"z.key": "plain", "a=b:c#d": "x", "path": "C:\\dir\\file", "lead": " spaced", "multi": "1\n2"}
+    spec = proc.JvmSpec(
+        component="t", marker="m", main_class="X", classpath_dir="/x", run_dir=str(tmp_path), properties=properties
+    )
+    proc.prepare_run_dir(spec)
+    assert parse_properties(spec.properties_file.read_text()) == sorted(properties.items())
 
 
 def test_jvm_options_reach_the_command_line_before_the_main_class() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from components.platform.local.provider import ProcessProvider
 
@@ -24,3 +25,15 @@ def test_changed_secret_file_restarts_the_process_in_place() -> None:
     # State written before the input existed is no change.
     old_state = {k: v for k, v in base.items() if k != "secret_files"}
     assert ProcessProvider().diff("m", old_state, {**old_state, "secret_files": {}, "jvm_options": []}).changes is False
+
+
+def test_diff_takes_the_group_size_from_its_inputs_and_reads_no_file(tmp_path: Path) -> None:
+    """Two deployed sibling workers on disk, but the input says three: the preview names what the
+    inputs say (diff is pure; the platform sets `group_size`), and without it a worker counts one."""
+    for index in (0, 1):
+        (tmp_path / f"worker-{index}").mkdir()
+    olds = {"marker": "m", "run_dir": str(tmp_path / "worker-0"), "properties": {"a": "1"}, "rolling": None}
+    news = {**olds, "properties": {"a": "2"}, "group_size": 3.0}
+    assert "all 3 together" in ProcessProvider().diff("m", olds, news).impacts[0][1]
+    alone = ProcessProvider().diff("m", olds, {**news, "group_size": None}).impacts[0][1]
+    assert "all 2 together" not in alone and "all 3 together" not in alone, alone

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.monitoring.export import main
+from components.ops.prometheus_config import main
 
 from ..topology.helpers import dev_config
 
