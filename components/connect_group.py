@@ -24,7 +24,8 @@ from components.platform.local.layout import PROCESS_PROPERTIES, LocalPlatform, 
 from components.platform.local.tls import StackTls
 from components.platform.local.watcher import deploy_local_watcher
 from components.topology import Platform, Topology, WorkerGroup, worker_rest_urls
-from components.topology.connectors import EXACTLY_ONCE_PREPARING
+from components.topology.connectors import EXACTLY_ONCE_DISABLING, EXACTLY_ONCE_PREPARING
+from components.topology.java_properties import parse_properties
 from components.topology.runtime_config import (
     EXACTLY_ONCE_KEY,
     next_exactly_once_stage,
@@ -96,24 +97,35 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
 
 
 def with_exactly_once_stages(topology: Topology, local: LocalPlatform) -> Topology:
-    """Each local worker group that wants exactly-once at its next rollout step.
+    """Each local worker group at its next exactly-once rollout step.
 
     Connect's two-step rollout (KIP-618) for a group that already runs without it: one
     `pulumi up` rolls every worker to `exactly.once.source.support=preparing` (connectors stay
     at-least-once), the next rolls them to `enabled` and turns exactly-once on in the source
-    connectors. A new group starts at enabled. The step is read from the properties the running
-    workers were started with; groups on other platforms start at enabled.
+    connectors. A new group starts at enabled. Turned off, the workers roll to disabled while
+    the grants and connector overrides their transactions need stay (`disabling`); the next
+    `pulumi up` removes them. The step is read from the properties the running workers were
+    started with; groups on other platforms start at enabled.
     """
     for name, group in topology.worker_groups.items():
-        if group.platform is not Platform.LOCAL or group.url or not wants_exactly_once(topology, group):
+        if group.platform is not Platform.LOCAL or group.url:
             continue
-        stage = next_exactly_once_stage(deployed_worker_values(local, group, EXACTLY_ONCE_KEY, "disabled"))
+        wanted = wants_exactly_once(topology, group)
+        deployed = deployed_worker_values(local, group, EXACTLY_ONCE_KEY, "disabled")
+        stage = next_exactly_once_stage(deployed, wanted)
         if stage == EXACTLY_ONCE_PREPARING:
             pulumi.log.info(
                 f"ConnectWorkerGroup {name!r}: exactly-once rollout step 1 of 2, workers restart with "
                 f"{EXACTLY_ONCE_KEY}=preparing and flows stay at-least-once; run `pulumi up` again to enable it."
             )
-        topology = with_exactly_once_stage(topology, name, stage)
+        elif stage == EXACTLY_ONCE_DISABLING:
+            pulumi.log.info(
+                f"ConnectWorkerGroup {name!r}: exactly-once off, step 1 of 2, workers restart with "
+                f"{EXACTLY_ONCE_KEY}=disabled and keep their transactional grants until all have; "
+                "run `pulumi up` again to remove them."
+            )
+        if stage is not None:
+            topology = with_exactly_once_stage(topology, name, stage)
     return topology
 
 
@@ -124,9 +136,8 @@ def deployed_worker_values(local: LocalPlatform, group: WorkerGroup, key: str, a
     for index in range(group.workers):
         file = Path(local.run_dir(worker_path(group.name, index))) / PROCESS_PROPERTIES
         try:
-            lines = file.read_text(encoding="utf-8").splitlines()
+            pairs = parse_properties(file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             continue
-        found = [line.split("=", 1)[1].strip() for line in lines if line.split("=", 1)[0].strip() == key]
-        values.append(found[-1] if found else absent)
+        values.append(dict(pairs).get(key, absent))
     return values

@@ -196,6 +196,9 @@ def flow_tasks_max(topology: Topology, flow: Flow) -> int:
 
 EXACTLY_ONCE_PREPARING = "preparing"
 EXACTLY_ONCE_ENABLED = "enabled"
+# Exactly-once turned off while workers still run with it: they roll to disabled, and what their
+# transactions need (grants, connector overrides) stays until none runs with it any more.
+EXACTLY_ONCE_DISABLING = "disabling"
 
 
 def exactly_once_active(topology: Topology, flow: Flow) -> bool:
@@ -241,16 +244,25 @@ def _exactly_once_source() -> dict[str, str]:
     }
 
 
-def transactional_group(topology: Topology, flow: Flow) -> bool:
-    """The flow runs on workers at, or on their way to, exactly.once.source.support=enabled. On
-    an enabled worker every source task (checkpoint and heartbeat ones too, exactly-once flow or
-    not) writes in transactions, and the leader (even one still at `preparing`) fences old task
-    generations with the connector's admin client before a task starts. The rollout turns the
-    workers enabled one at a time before the connectors change, so the connectors must reach the
-    target as its MM2 user from the `preparing` step on: otherwise the first enabled worker's
-    tasks fail, their fencing refused to the worker's own user (TransactionalIdAuthorizationException)."""
-    group = topology.worker_groups[flow.worker_group]
+def transactional_workers(topology: Topology, group: WorkerGroup) -> bool:
+    """Workers of `group` run, or may run, with exactly-once source support: a flow on the group
+    is exactly-once (the rollout's `preparing` step included), or exactly-once was turned off and
+    some worker still runs with it (`disabling`). On such a worker every source task (checkpoint
+    and heartbeat ones too, exactly-once flow or not) writes in transactions, and the leader (even
+    one at `preparing`) fences old task generations with the connector's admin client before a
+    task starts."""
+    if group.exactly_once_stage == EXACTLY_ONCE_DISABLING:
+        return True
     return any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name)
+
+
+def transactional_group(topology: Topology, flow: Flow) -> bool:
+    """The flow runs on transactional workers (`transactional_workers`). Its connectors must then
+    reach the target as its MM2 user: the rollout turns the workers enabled one at a time before
+    the connectors change, so from the `preparing` step on, or the first enabled worker's tasks
+    fail, their fencing refused to the worker's own user (TransactionalIdAuthorizationException);
+    and until the last worker has left `enabled`, or its tasks fail to read their offsets back."""
+    return transactional_workers(topology, topology.worker_groups[flow.worker_group])
 
 
 def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:

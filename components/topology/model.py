@@ -201,7 +201,8 @@ class WorkerGroup:
     restarts: RestartMode | None = None
     # Derived at deploy time from the running workers (connect_group.with_exactly_once_stages):
     # "preparing" while an existing group takes the first step of Connect's two-step
-    # exactly-once rollout; None means "enabled" whenever a flow on the group is exactly-once.
+    # exactly-once rollout, "disabling" while workers turned off still run with it; None means
+    # "enabled" whenever a flow on the group is exactly-once.
     exactly_once_stage: str | None = None
 
 

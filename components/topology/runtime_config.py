@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 from components.topology.connectors import (
     BYTE_ARRAY_CONVERTER,
+    EXACTLY_ONCE_DISABLING,
     EXACTLY_ONCE_ENABLED,
     EXACTLY_ONCE_PREPARING,
     _jaas_quote,
@@ -363,15 +364,19 @@ def wants_exactly_once(topology: Topology, group: WorkerGroup) -> bool:
     return any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name)
 
 
-def next_exactly_once_stage(deployed: Sequence[str]) -> str:
-    """The `exactly.once.source.support` to roll out to a group that wants exactly-once.
+def next_exactly_once_stage(deployed: Sequence[str], wanted: bool = True) -> str | None:
+    """The exactly-once rollout stage of a group whose running workers have `deployed`.
 
-    `deployed`: the value each running worker of the group has now ("disabled" when its
-    properties do not set it), empty for a group with no workers yet. Connect (KIP-618): a new
-    group may start at enabled; an existing one first runs every worker at preparing, then
-    enabled. So: enabled when there are no workers or all are at preparing or enabled;
-    preparing while any worker is still without it (also after a half-done first step).
+    `deployed`: the value of `exactly.once.source.support` each running worker has now
+    ("disabled" when its properties do not set it), empty for a group with no workers yet.
+    Wanted (Connect, KIP-618): a new group may start at enabled; an existing one first runs
+    every worker at preparing, then enabled. So: enabled when there are no workers or all are at
+    preparing or enabled; preparing while any worker is still without it (also after a half-done
+    first step). Not wanted: `disabling` while any worker still runs with it (the workers roll to
+    disabled, keeping what their transactions need), else None.
     """
+    if not wanted:
+        return EXACTLY_ONCE_DISABLING if any(value != "disabled" for value in deployed) else None
     if all(value in (EXACTLY_ONCE_PREPARING, EXACTLY_ONCE_ENABLED) for value in deployed):
         return EXACTLY_ONCE_ENABLED
     return EXACTLY_ONCE_PREPARING

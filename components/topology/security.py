@@ -28,6 +28,8 @@ from components.topology.connectors import (
     heartbeats_topic,
     offset_syncs_cluster,
     offset_syncs_topic,
+    transactional_group,
+    transactional_workers,
 )
 from components.topology.model import (
     ADMIN_USER,
@@ -347,7 +349,7 @@ def flow_acls(topology: Topology, flow: Flow) -> dict[str, set[Acl]]:
             grants |= _grant(dst_user, syncs, AclResource.TOPIC, _OWN_TOPIC)
         if _acl_sync(flow):
             grants |= _grant(dst_user, cluster_res, AclResource.CLUSTER, (AclOperation.DESCRIBE, AclOperation.ALTER))
-        if any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == flow.worker_group):
+        if transactional_group(topology, flow):
             grants |= _exactly_once_grants(topology, flow, dst_user)
         acls.setdefault(flow.target, set()).update(grants)
     return acls
@@ -399,8 +401,9 @@ def worker_acls(topology: Topology, group: WorkerGroup) -> set[Acl]:
         AclResource.GROUP,
         (AclOperation.READ, AclOperation.DESCRIBE),
     )
-    if any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name):
-        # From `preparing` on, the leader writes the config topic in transactions.
+    if transactional_workers(topology, group):
+        # From `preparing` on (and until no worker is left `enabled`), the leader writes the
+        # config topic in transactions.
         txn = ((exactly_once_worker_transactional_id(group), AclPattern.LITERAL),)
         grants |= _grant(principal, txn, AclResource.TRANSACTIONAL_ID, (AclOperation.WRITE, AclOperation.DESCRIBE))
         grants |= _grant(

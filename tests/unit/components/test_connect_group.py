@@ -53,3 +53,12 @@ def test_groups_without_exactly_once_flows_are_left_alone(local: LocalPlatform) 
     _started(local, 0, "group.id=mm2-mm2\n")
     topology = parse_topology(dev_config())
     assert with_exactly_once_stages(topology, local).worker_groups["mm2"].exactly_once_stage is None
+
+
+def test_turned_off_the_group_is_disabling_while_a_worker_still_runs_with_it(local: LocalPlatform) -> None:
+    _started(local, 0, "exactly.once.source.support=enabled\n")
+    _started(local, 1, "group.id=mm2-mm2\n")
+    topology = parse_topology(dev_config())
+    assert with_exactly_once_stages(topology, local).worker_groups["mm2"].exactly_once_stage == "disabling"
+    (Path(local.run_dir(worker_path("mm2", 0))) / PROCESS_PROPERTIES).write_text("group.id=mm2-mm2\n")
+    assert with_exactly_once_stages(topology, local).worker_groups["mm2"].exactly_once_stage is None

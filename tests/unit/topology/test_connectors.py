@@ -498,3 +498,9 @@ def test_connectors_on_exactly_once_workers_fence_and_read_offsets_through_the_t
     config["flows"]["primary->dr"]["exactlyOnce"] = False
     plain = parse_topology(config)
     assert not any(k.startswith("admin.override.") for k in flow_connectors(plain, plain.flows[0]).source.config)
+    # Turned off: until every worker has left `enabled`, their tasks still read offsets back and
+    # fence through the target; the connector itself is at-least-once at once.
+    disabling = with_exactly_once_stage(plain, "mm2", "disabling")
+    source = flow_connectors(disabling, disabling.flows[0]).source.config
+    assert source["consumer.override.sasl.jaas.config"] == source["producer.override.sasl.jaas.config"]
+    assert "exactly.once.support" not in source

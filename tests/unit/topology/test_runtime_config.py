@@ -164,6 +164,24 @@ def test_exactly_once_rollout_steps(deployed: list[str], stage: str) -> None:
     assert next_exactly_once_stage(deployed) == stage
 
 
+@pytest.mark.parametrize(
+    ("deployed", "stage"),
+    [
+        ([], None),
+        (["disabled", "disabled"], None),
+        (["enabled", "disabled"], "disabling"),  # a half-done roll to disabled keeps the grants
+        (["preparing"], "disabling"),
+    ],
+)
+def test_exactly_once_turned_off_steps(deployed: list[str], stage: str | None) -> None:
+    assert next_exactly_once_stage(deployed, wanted=False) == stage
+
+
+def test_a_disabling_group_starts_its_workers_without_exactly_once() -> None:
+    topology = with_exactly_once_stage(parse_topology(dev_config()), "mm2", "disabling")
+    assert "exactly.once.source.support" not in worker_properties(topology, topology.worker_groups["mm2"], 0)
+
+
 def test_worker_properties_follow_the_rollout_stage() -> None:
     config = dev_config()
     config["flows"]["primary->dr"]["exactlyOnce"] = True

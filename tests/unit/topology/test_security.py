@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.topology import broker_properties, parse_topology, worker_properties
+from components.topology.runtime_config import with_exactly_once_stage
 from components.topology.security import (
     Acl,
     AclOperation,
@@ -253,3 +254,19 @@ def test_exactly_once_grants_the_transactional_rights_kip_618_lists() -> None:
 def test_at_least_once_flows_grant_nothing_transactional() -> None:
     topology = parse_topology(secure_config())
     assert not [a for a in cluster_acls(topology, "dr") if a.resource is AclResource.TRANSACTIONAL_ID]
+
+
+def test_turning_exactly_once_off_keeps_the_transactional_grants_until_no_worker_runs_with_it() -> None:
+    # Found on real workers: removed at once, the workers still at `enabled` during the roll to
+    # disabled could not read their offsets back, and retried (and logged) without end.
+    config = secure_config()
+    config["flows"]["primary->dr"]["exactlyOnce"] = True
+    on = parse_topology(config)
+    config["flows"]["primary->dr"]["exactlyOnce"] = False
+    disabling = with_exactly_once_stage(parse_topology(config), "mm2", "disabling")
+    txn = AclResource.TRANSACTIONAL_ID
+    assert [a for a in cluster_acls(disabling, "dr") if a.resource is txn]
+    assert flow_acls(disabling, disabling.flows[0])["dr"] == flow_acls(on, on.flows[0])["dr"]
+    assert worker_acls(disabling, disabling.worker_groups["mm2"]) == worker_acls(on, on.worker_groups["mm2"])
+    off = parse_topology(config)
+    assert not [a for a in cluster_acls(off, "dr") if a.resource is txn]
