@@ -31,13 +31,20 @@ LOG_TAIL_LINES = 25
 
 # Log4j2 configuration for brokers and workers: everything to one file in the run directory, so a
 # failed start can show its last lines; nothing to stdout (the provider's output is the engine's).
+# Size-capped: a task failing in a tight retry loop once wrote 5.4 GB in four minutes.
 LOG4J2_PROPERTIES = """\
 status = warn
-appender.file.type = File
+appender.file.type = RollingFile
 appender.file.name = FILE
 appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.filePattern = ${sys:kafka.logs.dir}/server.log.%i
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 64MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 2
 rootLogger.level = INFO
 rootLogger.appenderRef.file.ref = FILE
 logger.kafka.name = kafka
