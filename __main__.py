@@ -85,8 +85,14 @@ def cluster_export(alias: str, topology: Topology, cluster: KafkaCluster, creden
 
 def group_export(name: str, topology: Topology, group: ConnectWorkerGroup) -> ConnectGroupExport:
     # url, auth (secret: {username, password}, or None without restAuth) and caPem are Outputs.
+    declared = topology.worker_groups[name]
     return ConnectGroupExport(
-        name=name, url=group.url, cluster=topology.worker_groups[name].cluster, auth=group.auth, ca_pem=group.ca_pem
+        name=name,
+        url=group.url,
+        cluster=declared.cluster,
+        auth=group.auth,
+        ca_pem=group.ca_pem,
+        offset_topic=declared.offset_topic,
     )
 
 

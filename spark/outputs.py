@@ -121,10 +121,10 @@ class ValidationScope:
 
 
 def offset_stores(exports: StackExports) -> dict[str, OffsetStore]:
-    # The contract does not export the topic name: the stack's default (`workerGroups.<name>.
-    # offsetTopic`, parse/worker_groups.py) unless a newer contract carries `offset_topic`.
+    # Outputs written before the contract carried `offsetTopic`: the stack's default name
+    # (`workerGroups.<name>.offsetTopic`, parse/worker_groups.py).
     return {
-        name: OffsetStore(g.cluster, str(getattr(g, "offset_topic", None) or f"mm2-{name}-offsets"))
+        name: OffsetStore(g.cluster, g.offset_topic or f"mm2-{name}-offsets")
         for name, g in exports.connect.items()
         if g.cluster
     }

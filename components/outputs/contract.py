@@ -63,9 +63,18 @@ class ConnectGroupExport:
     cluster: str = ""  # alias of the cluster the workers are attached to
     auth: Mapping[str, str] | None = field(default=None, repr=False)  # REST basic auth {username, password}. Secret.
     ca_pem: str | None = None  # the stack CA an https:// REST listener is verified against (restTls)
+    # where the workers keep their connectors' source offsets (`workerGroups.<name>.offsetTopic`),
+    # on `cluster`; empty in outputs written before it was exported
+    offset_topic: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"url": self.url, "cluster": self.cluster, "auth": self.auth, "caPem": self.ca_pem}
+        return {
+            "url": self.url,
+            "cluster": self.cluster,
+            "auth": self.auth,
+            "caPem": self.ca_pem,
+            "offsetTopic": self.offset_topic,
+        }
 
 
 @dataclass(frozen=True)
@@ -217,6 +226,7 @@ def _connect_group(name: str, raw: Any, problems: list[str]) -> ConnectGroupExpo
         cluster=str(entry.get("cluster") or ""),
         auth={"username": str(user), "password": str(password)} if user and password is not None else None,
         ca_pem=str(entry["caPem"]) if entry.get("caPem") else None,
+        offset_topic=str(entry.get("offsetTopic") or ""),
     )
 
 

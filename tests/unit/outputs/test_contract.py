@@ -35,7 +35,11 @@ EXPORTS = StackExports(
         "primary": ClusterExport("primary", "127.0.0.1:19092", client={"sasl.password": "s3cret"}, users={"u": "pw"}),
         "dr": ClusterExport("dr", "127.0.0.1:19192"),
     },
-    connect={"mm2": ConnectGroupExport("mm2", "http://127.0.0.1:18083", "dr", {"username": "u", "password": "p"})},
+    connect={
+        "mm2": ConnectGroupExport(
+            "mm2", "http://127.0.0.1:18083", "dr", {"username": "u", "password": "p"}, offset_topic="mm2-offsets"
+        )
+    },
     flows={"primary->dr": FLOW},
 )
 
@@ -55,7 +59,7 @@ def test_exported_keys_stay_those_existing_stacks_have() -> None:
         "users",
         "caLocation",
     }
-    assert set(data["connect"]["mm2"]) == {"url", "cluster", "auth", "caPem"}
+    assert set(data["connect"]["mm2"]) == {"url", "cluster", "auth", "caPem", "offsetTopic"}
     old_flow_keys = {
         "source", "target", "workerGroup", "connectors", "states", "desiredStates", "topics", "checkpointsTopic",
         "offsetSyncsTopic", "heartbeatsTopic", "exactlyOnce", "offsetLagMax", "groups",

@@ -17,3 +17,16 @@ def test_each_worker_group_keeps_its_offsets_on_its_own_cluster() -> None:
     )
     # The stack's default topic name; a group whose cluster is not exported has no readable store.
     assert scope.offset_stores == {"mm2": OffsetStore("dr", "mm2-mm2-offsets")}
+
+
+def test_the_exported_offsets_topic_wins_over_the_default_name() -> None:
+    # `workerGroups.<name>.offsetTopic` set by the user: the stage must read that topic, or its
+    # catch-up wait never sees MM2's progress.
+    scope = parse_outputs(
+        {
+            "clusters": CLUSTERS,
+            "connect": {"mm2": {"url": "http://h:8083", "cluster": "dr", "offsetTopic": "connect-offsets"}},
+            "flows": {},
+        }
+    )
+    assert scope.offset_stores == {"mm2": OffsetStore("dr", "connect-offsets")}
