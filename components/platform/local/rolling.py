@@ -71,7 +71,8 @@ def rolling_update(
                 _STOPS.setdefault(group, restarts.RollStop(component, restarts.first_line(str(exc))))
             raise proc.ProcessError(
                 f"{exc}\nThe rolling restart of its group stopped here: the processes whose turn comes later "
-                "were left running, not restarted."
+                "were left running, not restarted. Once fixed, run `pulumi up --refresh`: the refresh finds "
+                "this process stopped, so the up starts it."
             ) from exc
     return outs
 
