@@ -177,8 +177,17 @@ def test_metric_names_the_rules_use_exist(world: tuple[TestStack, Prometheus, Pr
     except AssertionError:
         up = prometheus.query("up")
         raise AssertionError(f"metrics never scraped: {missing}; targets: {up}") from None
-    targets = prometheus.query("up")
-    assert len(targets) == 3 and all(t["value"][1] == "1" for t in targets), targets
+    # Every target up: the worker and both clusters' brokers. Each appears in `up` after its own
+    # first scrape, which need not come before the metrics above (seen in CI: dr's not yet there).
+
+    def all_up() -> bool:
+        targets = prometheus.query("up")
+        return len(targets) == 3 and all(t["value"][1] == "1" for t in targets)
+
+    try:
+        wait_until(all_up, 60, "all three scrape targets up", poll_s=1)
+    except AssertionError:
+        raise AssertionError(f"scrape targets: {prometheus.query('up')}") from None
 
 
 def test_stopping_the_source_connector_fires_an_alert(world: tuple[TestStack, Prometheus, Producing]) -> None:
