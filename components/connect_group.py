@@ -24,12 +24,11 @@ from components.platform.local.layout import PROCESS_PROPERTIES, LocalPlatform, 
 from components.platform.local.tls import StackTls
 from components.platform.local.watcher import deploy_local_watcher
 from components.topology import Platform, Topology, WorkerGroup, worker_rest_urls
-from components.topology.connectors import EXACTLY_ONCE_DISABLING, EXACTLY_ONCE_PREPARING
+from components.topology.connectors import EXACTLY_ONCE_DISABLING, EXACTLY_ONCE_PREPARING, wants_exactly_once
 from components.topology.java_properties import parse_properties
 from components.topology.runtime_config import (
     EXACTLY_ONCE_KEY,
     next_exactly_once_stage,
-    wants_exactly_once,
     with_exactly_once_stage,
 )
 from components.topology.tls import local_rest_tls, local_tls_cluster

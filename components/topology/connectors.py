@@ -244,6 +244,11 @@ def _exactly_once_source() -> dict[str, str]:
     }
 
 
+def wants_exactly_once(topology: Topology, group: WorkerGroup) -> bool:
+    """True when an enabled flow on `group` is exactly-once."""
+    return any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name)
+
+
 def transactional_workers(topology: Topology, group: WorkerGroup) -> bool:
     """Workers of `group` run, or may run, with exactly-once source support: a flow on the group
     is exactly-once (the rollout's `preparing` step included), or exactly-once was turned off and
@@ -251,9 +256,7 @@ def transactional_workers(topology: Topology, group: WorkerGroup) -> bool:
     and heartbeat ones too, exactly-once flow or not) writes in transactions, and the leader (even
     one at `preparing`) fences old task generations with the connector's admin client before a
     task starts."""
-    if group.exactly_once_stage == EXACTLY_ONCE_DISABLING:
-        return True
-    return any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name)
+    return group.exactly_once_stage == EXACTLY_ONCE_DISABLING or wants_exactly_once(topology, group)
 
 
 def transactional_group(topology: Topology, flow: Flow) -> bool:

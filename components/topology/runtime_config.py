@@ -22,6 +22,7 @@ from components.topology.connectors import (
     flow_connectors,
     reverse_heartbeat_connector,
     security_properties,
+    wants_exactly_once,
 )
 from components.topology.model import (
     ADMIN_USER,
@@ -357,11 +358,6 @@ def worker_rest_urls(group: WorkerGroup) -> tuple[str, ...]:
 
 
 EXACTLY_ONCE_KEY = "exactly.once.source.support"
-
-
-def wants_exactly_once(topology: Topology, group: WorkerGroup) -> bool:
-    """True when an enabled flow on `group` is exactly-once."""
-    return any(f.exactly_once for f in topology.enabled_flows() if f.worker_group == group.name)
 
 
 def next_exactly_once_stage(deployed: Sequence[str], wanted: bool = True) -> str | None:

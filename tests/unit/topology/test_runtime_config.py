@@ -13,8 +13,9 @@ from components.topology import (
     worker_properties,
     worker_rest_urls,
 )
+from components.topology.connectors import wants_exactly_once
 from components.topology.model import frozen_map
-from components.topology.runtime_config import next_exactly_once_stage, wants_exactly_once, with_exactly_once_stage
+from components.topology.runtime_config import next_exactly_once_stage, with_exactly_once_stage
 from tests.unit.topology.helpers import dev_config, example
 
 
