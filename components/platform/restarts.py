@@ -38,6 +38,7 @@ from components.topology.model import Cluster, RestartMode, WorkerGroup
 # Connect's states (GET /connectors?expand=status) that count as "working again".
 RUNNING = "RUNNING"
 UNASSIGNED = "UNASSIGNED"
+FAILED = "FAILED"
 
 
 def restart_mode(processes: int, requested: RestartMode | None = None) -> RestartMode:
@@ -98,6 +99,48 @@ def group_settled(before: Mapping[str, Mapping[str, Any]], now: Mapping[str, Map
             if task_state == RUNNING and tasks.get(task_id) != RUNNING:
                 return f"connector {name} task {task_id} is {tasks.get(task_id, 'missing')}, was RUNNING"
     return None
+
+
+def failed_during_roll(
+    before: Mapping[str, Mapping[str, Any]], now: Mapping[str, Mapping[str, Any]]
+) -> dict[str, list[str]]:
+    """The connectors with an instance that was RUNNING before the restart and is FAILED now:
+    connector name -> those instances ("connector", "task 0", ...), with the first line of each
+    failure's trace. A restart can fail work it did not touch: a task that asks the group leader
+    to fence its zombies while the leader stops for its own turn is killed by Connect ("will not
+    recover until manually restarted"). Failures from before the restart are not listed."""
+    failed: dict[str, list[str]] = {}
+    for name in sorted(set(before) & set(now)):
+        was, status = before[name], now[name]
+        found = []
+        connector = status.get("connector") or {}
+        if str((was.get("connector") or {}).get("state")) == RUNNING and str(connector.get("state")) == FAILED:
+            found.append(_with_cause("connector", connector))
+        was_tasks = _task_states(was)
+        for task in sorted(status.get("tasks") or [], key=lambda t: int(t.get("id", -1))):
+            task_id = int(task.get("id", -1))
+            if was_tasks.get(task_id) == RUNNING and str(task.get("state")) == FAILED:
+                found.append(_with_cause(f"task {task_id}", task))
+        if found:
+            failed[name] = found
+    return failed
+
+
+def restart_during_roll_text(component: str, connector: str, instances: list[str], refused: str | None) -> str:
+    """The line `pulumi up` shows when a roll restarts what failed during a process's turn."""
+    what = ", ".join(instances)
+    if refused:
+        return (
+            f"{component}: {connector}: {what} failed during this restart turn; asking Connect to restart it "
+            f"failed ({refused}). The roll waits for it, bounded; if it stays FAILED, run "
+            f"`bin/connectors --stack <stack> status` and `pulumi up` again."
+        )
+    return f"{component}: {connector}: {what} failed during this restart turn; restarted it once"
+
+
+def _with_cause(instance: str, entry: Mapping[str, Any]) -> str:
+    trace = str(entry.get("trace") or "").strip()
+    return f"{instance} ({first_line(trace, 160)})" if trace else instance
 
 
 def missing_from_isr(node_id: int, partitions: Iterable[tuple[str, int, Iterable[int], Iterable[int]]]) -> list[str]:

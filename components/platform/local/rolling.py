@@ -20,6 +20,7 @@ directory: the updates of one `up` run as threads of one dynamic-provider proces
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -32,6 +33,8 @@ from components.rpc_values import plain
 # How long a restarted process may take to be "back" after it is ready (rejoin, rebalance, ISR).
 SETTLE_TIMEOUT_S = 180.0
 POLL_S = 0.5
+# Messages for the `pulumi up` output (the dynamic-provider host forwards this logger to the engine).
+LOG = logging.getLogger("dynamic_provider.rolling")
 
 # Group directory -> where its roll stopped in this provider process (this `up`).
 _STOPS: dict[str, restarts.RollStop] = {}
@@ -62,8 +65,8 @@ def rolling_update(
             outs = restart()
             pid = int(outs.get("pid") or 0)
             if ready["kind"] == "connect":
-                processes = int(rolling.get("processes") or 1)
-                _wait(component, pid, lambda: _worker_back(ready, before or {}, processes), log_tail)
+                settle = _WorkerSettle(component, ready, before or {}, int(rolling.get("processes") or 1))
+                _wait(component, pid, settle.check, log_tail)
             else:
                 _wait(component, pid, lambda: _broker_back(ready, int(rolling["node_id"])), log_tail)
         except Exception as exc:
@@ -97,9 +100,7 @@ def _wait(component: str, pid: int, check: Callable[[], str | None], log_tail: C
         time.sleep(POLL_S)
 
 
-def _connect_status(ready: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The group's connectors and their status (`GET /connectors?expand=status`), None if the
-    worker does not answer."""
+def _rest_client(ready: Mapping[str, Any], timeout: float = 5.0) -> Any:
     import ssl
 
     import httpx
@@ -108,9 +109,17 @@ def _connect_status(ready: Mapping[str, Any]) -> dict[str, Any] | None:
     creds = (auth["username"], auth["password"]) if auth else None
     ca_pem = ready.get("ca_pem")
     verify: ssl.SSLContext | bool = ssl.create_default_context(cadata=ca_pem) if ca_pem else True
+    return httpx.Client(base_url=str(ready["url"]), timeout=timeout, auth=creds, verify=verify)
+
+
+def _connect_status(ready: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The group's connectors and their status (`GET /connectors?expand=status`), None if the
+    worker does not answer."""
+    import httpx
+
     try:
-        with httpx.Client(timeout=5, auth=creds, verify=verify) as http:
-            answer = http.get(f"{ready['url']}/connectors", params={"expand": "status"})
+        with _rest_client(ready) as http:
+            answer = http.get("/connectors", params={"expand": "status"})
     except httpx.HTTPError:
         return None
     if answer.status_code != 200:
@@ -118,10 +127,50 @@ def _connect_status(ready: Mapping[str, Any]) -> dict[str, Any] | None:
     return {name: entry.get("status") or {} for name, entry in answer.json().items()}
 
 
-def _worker_back(ready: Mapping[str, Any], before: Mapping[str, Any], processes: int) -> str | None:
-    now = _connect_status(ready)
-    if now is None:
-        return f"{ready['url']} does not list its group's connectors"
+def _restart_failed(ready: Mapping[str, Any], connector: str) -> str | None:
+    """`POST /connectors/{name}/restart?includeTasks=true&onlyFailed=true`; None when Connect
+    accepted it, else why not (the settle wait goes on and names the instance if it stays FAILED)."""
+    from urllib.parse import quote
+
+    import httpx
+
+    try:
+        with _rest_client(ready, timeout=10.0) as http:
+            path = f"/connectors/{quote(connector, safe='')}/restart"
+            answer = http.post(path, params={"includeTasks": "true", "onlyFailed": "true"})
+    except httpx.HTTPError as exc:
+        return str(exc)
+    return None if answer.status_code in (200, 202, 204) else f"answered {answer.status_code}: {answer.text[:200]}"
+
+
+class _WorkerSettle:
+    """The check `_wait` polls for a restarted worker: back in its group, and everything that ran
+    before the restart runs again. An instance that was RUNNING before and FAILED during the
+    restart (restarts.failed_during_roll) is restarted, once per connector in this turn, and
+    the `pulumi up` output says so."""
+
+    def __init__(self, component: str, ready: Mapping[str, Any], before: Mapping[str, Any], processes: int) -> None:
+        self.component, self.ready, self.before, self.processes = component, ready, before, processes
+        self.restarted: set[str] = set()
+
+    def check(self) -> str | None:
+        now = _connect_status(self.ready)
+        if now is None:
+            return f"{self.ready['url']} does not list its group's connectors"
+        for name, instances in restarts.failed_during_roll(self.before, now).items():
+            if name not in self.restarted:
+                self.restarted.add(name)
+                refused = _restart_failed(self.ready, name)
+                LOG.warning(restarts.restart_during_roll_text(self.component, name, instances, refused))
+        reason = _worker_back(self.ready, self.before, self.processes, now)
+        if reason and any(f"connector {name} " in reason for name in self.restarted):
+            return f"{reason}; restarted once during this turn, it failed again or has not recovered yet"
+        return reason
+
+
+def _worker_back(
+    ready: Mapping[str, Any], before: Mapping[str, Any], processes: int, now: Mapping[str, Any]
+) -> str | None:
     reason = restarts.group_settled(before, now)
     if reason:
         return reason

@@ -10,11 +10,13 @@ from components.platform.restarts import (
     RollStop,
     assignments_of,
     cluster_restarts,
+    failed_during_roll,
     first_line,
     group_settled,
     missing_from_isr,
     quorum_pause,
     refused_after_stop,
+    restart_during_roll_text,
     restart_mode,
     restart_summary,
     worker_group_restarts,
@@ -90,6 +92,36 @@ def test_a_task_failed_before_the_restart_or_a_paused_connector_is_not_waited_fo
     before = {"src": _status("RUNNING", "RUNNING", "FAILED"), "ckpt": _status("PAUSED", "PAUSED")}
     now = {"src": _status("RUNNING", "RUNNING", "FAILED"), "ckpt": _status("PAUSED", "PAUSED")}
     assert group_settled(before, now) is None
+
+
+def test_what_ran_before_and_failed_during_the_turn_is_listed_with_its_cause() -> None:
+    before = {
+        "src": _status("RUNNING", "RUNNING", "RUNNING", "FAILED"),
+        "ckpt": _status("RUNNING", "RUNNING"),
+        "hb": _status("RUNNING", "RUNNING"),
+    }
+    now = {
+        "src": _status("RUNNING", "FAILED", "RUNNING", "FAILED"),  # task 2 had failed before: not ours
+        "ckpt": _status("FAILED", "FAILED"),
+        "hb": _status("RUNNING", "RUNNING"),
+        "new": _status("FAILED", "FAILED"),  # not there before the turn: not ours either
+    }
+    now["src"]["tasks"][0]["trace"] = (
+        "org.apache.kafka.connect.errors.ConnectException: Failed to fence out zombies\n\tat org.apache..."
+    )
+    assert failed_during_roll(before, now) == {
+        "ckpt": ["connector", "task 0"],
+        "src": ["task 0 (org.apache.kafka.connect.errors.ConnectException: Failed to fence out zombies)"],
+    }
+    assert failed_during_roll(before, before) == {}
+
+
+def test_the_restart_during_a_roll_is_said_and_a_refused_one_gives_the_next_step() -> None:
+    said = restart_during_roll_text("worker 1", "src", ["task 0 (fence failed)"], None)
+    assert said == "worker 1: src: task 0 (fence failed) failed during this restart turn; restarted it once"
+    refused = restart_during_roll_text("worker 1", "src", ["task 0"], "answered 409: rebalance")
+    assert "asking Connect to restart it failed (answered 409: rebalance)" in refused
+    assert "pulumi up` again" in refused
 
 
 def test_assignments_count_connectors_and_tasks_per_worker() -> None:

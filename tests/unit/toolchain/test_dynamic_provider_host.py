@@ -123,3 +123,38 @@ def test_diff_reaches_the_engine_with_paths_and_impacts(monkeypatch: pytest.Monk
     (log,) = logged
     assert (log.severity, log.urn) == (2, request.urn)
     assert log.message == "connector new: deleted and created again"
+
+
+def test_what_a_provider_logs_during_an_update_reaches_the_engine_on_that_resource(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import logging
+    import types
+
+    from pulumi.runtime.proto import engine_pb2_grpc
+
+    logged: list[Any] = []
+
+    class Engine:
+        def __init__(self, _channel: Any) -> None:
+            pass
+
+        def Log(self, request: Any) -> None:
+            logged.append(request)
+
+    def update(request: Any, context: Any) -> str:
+        logging.getLogger("dynamic_provider.rolling").warning("worker 1: src: task 0 restarted once")
+        logging.getLogger("dynamic_provider.rolling").debug("not for people")
+        return "updated"
+
+    monkeypatch.setitem(sys.modules, "pulumi.dynamic.__main__", types.SimpleNamespace())
+    monkeypatch.setattr(engine_pb2_grpc, "EngineStub", Engine)
+    noop = lambda request, context: None  # noqa: E731
+    servicer = types.SimpleNamespace(_config={}, Create=noop, Update=update, Delete=noop)
+    load_host().detailed_servicer(servicer, "127.0.0.1:1")
+    urn = "urn:pulumi:s::p::pulumi-python:dynamic/local:Process::worker-1"
+    assert servicer.Update(types.SimpleNamespace(urn=urn), None) == "updated"
+    (log,) = logged
+    assert (log.severity, log.urn, log.message) == (2, urn, "worker 1: src: task 0 restarted once")
+    logging.getLogger("dynamic_provider").warning("outside any request")
+    assert logged[-1].urn == ""  # not pinned on the last resource served by this thread

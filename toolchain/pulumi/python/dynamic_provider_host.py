@@ -10,6 +10,11 @@ difference: while it builds its pool, `concurrent.futures.ThreadPoolExecutor` is
 that asks for at least PULUMI_DYNAMIC_THREADS workers (default 64). Serving, provider caching,
 (de)serialization and the Ctrl-C/SIGINT shutdown the engine relies on are all Pulumi's.
 
+Two more differences reach the engine: a diff's detailed paths and impacts (`detailed_servicer`),
+and what providers log on the `dynamic_provider` logger (and its children) during a create,
+update or delete: each record becomes an engine log line on the resource being changed, so
+`pulumi up` shows it under that resource (`EngineLogHandler`).
+
 It replaces `-m pulumi.dynamic` in the `pulumi-resource-pulumi-python` plugin script that
 bin/bootstrap installs beside the CLI; with `-m`, Python puts the working directory (the
 project) first on sys.path, so this host does the same for the providers' modules to import.
@@ -17,8 +22,10 @@ project) first on sys.path, so this host does the same for the providers' module
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import threading
 from concurrent import futures
 from typing import Any
 
@@ -44,6 +51,50 @@ class WidePool(futures.ThreadPoolExecutor):
 
 _KINDS = {"add": 0, "delete": 2, "update": 4}  # PropertyDiff.Kind; +1 is the *_REPLACE variant
 _SEVERITIES: dict[str, Any] = {"info": 1, "warning": 2}  # engine LogSeverity
+PROVIDER_LOGGER = "dynamic_provider"  # what providers log here reaches the engine
+_CURRENT = threading.local()  # the URN of the resource this serving thread creates/updates/deletes
+
+
+class EngineLogHandler(logging.Handler):
+    """Sends a provider's log records to the engine, on the resource its thread is changing."""
+
+    def __init__(self, engine: Any) -> None:
+        super().__init__(logging.INFO)
+        self.engine = engine
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from pulumi.runtime import proto
+
+        severity = 3 if record.levelno >= logging.ERROR else 2 if record.levelno >= logging.WARNING else 1
+        try:
+            urn = getattr(_CURRENT, "urn", "")
+            self.engine.Log(proto.LogRequest(severity=severity, message=record.getMessage(), urn=urn))
+        except Exception:  # a log line must never fail the operation it describes
+            self.handleError(record)
+
+
+def bound_to_resource(method: Any) -> Any:
+    """Wrap a servicer method so its provider's log records name the request's resource."""
+
+    def call(request: Any, context: Any) -> Any:
+        _CURRENT.urn = getattr(request, "urn", "")
+        try:
+            return method(request, context)
+        finally:
+            _CURRENT.urn = ""
+
+    return call
+
+
+def forward_provider_logs(servicer: Any, engine: Any) -> None:
+    logger = logging.getLogger(PROVIDER_LOGGER)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    logger.handlers = [EngineLogHandler(engine)]
+    for name in ("Create", "Update", "Delete"):
+        method = getattr(servicer, name, None)
+        if method is not None:
+            setattr(servicer, name, bound_to_resource(method))
 
 
 def property_diffs(detailed: dict[str, str], replaces: list[str]) -> dict[str, dict[str, Any]]:
@@ -92,6 +143,8 @@ def detailed_servicer(servicer: Any, engine_address: str | None) -> Any:
         return proto.DiffResponse(**fields)
 
     servicer.Diff = diff
+    if engine is not None:
+        forward_provider_logs(servicer, engine)
     return servicer
 
 

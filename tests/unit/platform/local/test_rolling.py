@@ -177,3 +177,53 @@ def test_a_process_that_dies_after_it_was_ready_fails_at_once_with_its_log(
     with pytest.raises(proc.ProcessError, match=r"(?s)then exited before it was back.*LOG TAIL.*stopped here"):
         rolling.rolling_update(_news(tmp_path, "http://w0"), lambda: {"pid": _dead_pid()}, lambda: "LOG TAIL")
     assert time.monotonic() - started < rolling.SETTLE_TIMEOUT_S / 2
+
+
+def test_a_task_the_turn_failed_is_restarted_once_said_and_then_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The race of the exactly-once rollout: while a worker restarts, a task that ran before
+    fails (its fencing request went to the leader as the leader stopped). The turn restarts
+    it, once, says so, and ends when it runs again."""
+    states = iter(["RUNNING", "FAILED", "FAILED", "RUNNING"])
+    restarts_asked: list[str] = []
+    state = {"task": "RUNNING"}
+
+    def status(ready: dict[str, Any]) -> dict[str, Any]:
+        state["task"] = next(states, state["task"])
+        task = {"id": 0, "state": state["task"], "worker_id": "w0", "trace": "ConnectException: fence failed"}
+        return {"src": {"connector": {"state": "RUNNING", "worker_id": "w0"}, "tasks": [task]}}
+
+    def restart_failed(ready: dict[str, Any], connector: str) -> None:
+        restarts_asked.append(connector)
+
+    monkeypatch.setattr(rolling, "_connect_status", status)
+    monkeypatch.setattr(rolling, "_restart_failed", restart_failed)
+    monkeypatch.setattr(rolling, "POLL_S", 0.01)
+    with caplog.at_level("WARNING", logger="dynamic_provider"):
+        assert rolling.rolling_update(_news(tmp_path, "http://w0"), lambda: {"pid": 0}) == {"pid": 0}
+    assert restarts_asked == ["src"]  # once, though it was seen FAILED twice
+    assert [r.getMessage() for r in caplog.records] == [
+        "worker at http://w0: src: task 0 (ConnectException: fence failed) failed during this restart turn; "
+        "restarted it once"
+    ]
+
+
+def test_a_task_that_fails_again_after_its_restart_stops_the_roll_saying_it_was_restarted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = iter([True])
+
+    def status(ready: dict[str, Any]) -> dict[str, Any]:
+        state = "RUNNING" if next(first, False) else "FAILED"
+        return {"src": {"connector": {"state": "RUNNING", "worker_id": "w0"}, "tasks": [
+            {"id": 0, "state": state, "worker_id": "w0"}]}}  # fmt: skip
+
+    asked: list[str] = []
+    monkeypatch.setattr(rolling, "_connect_status", status)
+    monkeypatch.setattr(rolling, "_restart_failed", lambda ready, connector: asked.append(connector))
+    monkeypatch.setattr(rolling, "SETTLE_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(rolling, "POLL_S", 0.01)
+    with pytest.raises(proc.ProcessError, match=r"task 0 is FAILED, was RUNNING; restarted once during this turn"):
+        rolling.rolling_update(_news(tmp_path, "http://w0"), lambda: {"pid": 0})
+    assert asked == ["src"]
