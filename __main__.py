@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 
 from components.connect_group import ConnectWorkerGroup, with_exactly_once_stages
-from components.credentials import Credentials
+from components.credentials import Credentials, given_only
 from components.kafka_cluster import KafkaCluster
 from components.outputs.contract import ClusterExport, ConnectGroupExport
 from components.platform.contract import ContainerPlatforms
@@ -125,14 +125,17 @@ def main() -> None:
     topology = with_local_tls(topology, tls_layout(local.run_root))
     topology = with_exactly_once_stages(topology, local)
     config = pulumi.Config(NAMESPACE)
+    generated, required = generated_secret_keys(topology), required_secret_keys(topology)
     credentials = Credentials(
         "credentials",
-        generated=list(generated_secret_keys(topology)),
-        required=list(required_secret_keys(topology)),
+        generated=list(generated),
+        required=list(required),
         given=config.get_secret_object("secrets"),
         rotate=config.get_object("rotate") or {},
     )
     secrets = credentials.values
+    # What adopted clusters and Connect endpoints authenticate with, known at preview.
+    adopted = given_only(config.get_secret_object("secrets"), set(required) - set(generated))
     platforms = container_platforms(stack, topology, secrets)
     tls = stack_tls(stack, topology, local.run_root, secrets)
     clusters = {
@@ -140,7 +143,7 @@ def main() -> None:
             f"kafka-{alias}",
             cluster,
             local,
-            credentials=secrets,
+            credentials=adopted if cluster.platform is Platform.EXTERNAL else secrets,
             users=cluster_users(topology, alias),
             acls=cluster_acls(topology, alias),
             platforms=platforms,
@@ -150,7 +153,14 @@ def main() -> None:
     }
     groups = {
         name: ConnectWorkerGroup(
-            f"connect-{name}", group, topology, clusters, local, credentials=secrets, platforms=platforms, tls=tls
+            f"connect-{name}",
+            group,
+            topology,
+            clusters,
+            local,
+            credentials=adopted if group.platform is Platform.EXTERNAL else secrets,
+            platforms=platforms,
+            tls=tls,
         )
         for name, group in topology.worker_groups.items()
     }

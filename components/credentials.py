@@ -18,7 +18,7 @@ object holds no value (it is pickled into state).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pulumi
@@ -68,6 +68,17 @@ def resolve(
         else:
             values[key] = old_values[key]
     return values
+
+
+def given_only(given: pulumi.Input[Mapping[str, str]] | None, keys: Iterable[str]) -> pulumi.Output[dict[str, str]]:
+    """The passwords of `keys` as given in `mm2:secrets` (a missing one as ""), a secret known at
+    preview, unlike `Credentials.values` on a new stack. What the clusters and Connect endpoints the
+    stack does not run (`external`) authenticate with: their keys are never generated, and the
+    Credentials resource fails the preview naming any that is missing. With them known, the
+    preview's checks against those clusters and endpoints run on the first preview too."""
+    wanted = sorted(keys)
+    values = pulumi.Output.from_input(given or {}).apply(lambda g: {k: str((g or {}).get(k) or "") for k in wanted})
+    return pulumi.Output.secret(values)
 
 
 class CredentialsProvider(ResourceProvider):

@@ -35,7 +35,7 @@ from components.topology import (
 )
 from components.topology.connectors import exactly_once_active, transform_aliases
 from components.topology.model import Platform
-from components.topology.security import flow_secret_keys
+from components.topology.security import flow_secret_keys, unmanaged_exactly_once_grants
 from components.topology.settings import pass_through_keys
 
 
@@ -82,6 +82,7 @@ class ReplicationFlow(pulumi.ComponentResource):
         # Workers the stack deploys are rolled to the flow's exactly-once support before the
         # connectors change: the preview must not refuse it on the workers still running.
         managed = topology.worker_groups[flow.worker_group].platform is not Platform.EXTERNAL
+        access = _access_check(flow, topology, clusters[flow.target])
 
         def connector(spec: ConnectorSpec) -> Connector:
             return Connector(
@@ -93,6 +94,7 @@ class ReplicationFlow(pulumi.ComponentResource):
                 ca_pem=group.ca_pem,
                 desired_state=flow.state_of(spec.role).connect_state,
                 managed_workers=managed or None,
+                access_check=access if spec.role is ConnectorRole.SOURCE else None,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
 
@@ -122,6 +124,23 @@ class ReplicationFlow(pulumi.ComponentResource):
             )
         self.summary = pulumi.Output.all(**states).apply(functools.partial(flow_export, flow, topology, specs))
         self.register_outputs({**props, "summary": self.summary})
+
+
+def _access_check(flow: Flow, topology: Topology, target: KafkaCluster) -> pulumi.Output[dict[str, Any]] | None:
+    """What the source connector's preview check needs to see that a target the stack does not
+    grant ACLs on already holds the flow's exactly-once grants (None when there is nothing to check)."""
+    grants = unmanaged_exactly_once_grants(topology, flow)
+    if not grants:
+        return None
+    return pulumi.Output.all(bootstrap=target.bootstrap, client=target.client).apply(
+        lambda v: {
+            "flow": flow.name,
+            "cluster": flow.target,
+            "bootstrap": v["bootstrap"],
+            "client": dict(v["client"]),
+            "acls": [a.as_dict() for a in grants],
+        }
+    )
 
 
 def _user_keys(flow: Flow, role: ConnectorRole) -> list[str]:

@@ -127,6 +127,17 @@ def worker_support_problems(problems: list[ConfigProblem], url: str, managed_wor
     return out
 
 
+def unresolvable_config_text(connector: str, url: str, error: Exception) -> str:
+    """Connect answered the validation with a ConfigException: its workers cannot resolve the
+    config, typically a `${file:...}` placeholder whose file is not on them."""
+    return (
+        f"connector {connector!r}: Connect at {url} cannot resolve its config: {error}. Fix: the files the "
+        "config's ${file:...} placeholders name must exist and be readable on every worker of the group "
+        "(for an adopted Connect, `workerGroups.<group>.secretsFile`, holding the keys the stack's secrets use); "
+        "then preview again."
+    )
+
+
 def pass_through_keys(config: Mapping[str, str]) -> list[str]:
     """Keys of a connector config that only Connect can judge (outside the catalogue)."""
     return sorted(k for k in config if not _generated(k))

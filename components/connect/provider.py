@@ -9,6 +9,7 @@ are checked lives in `inputs`; how old and new properties differ, in `diff`.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -42,12 +43,15 @@ from .errors import (
 )
 from .health import failed_instances, unassigned_tasks
 from .inputs import DEFAULT_STATE, DEFAULT_TIMEOUT_S, DESIRED_STATES, ConnectorInputs, input_failures, state_outputs
-from .plugin_validation import pass_through_keys, validate_config, validation_failure_text
+from .plugin_validation import pass_through_keys, unresolvable_config_text, validate_config, validation_failure_text
 
 __all__ = ["TYPE_TOKEN", "Connector", "ConnectorArgs", "ConnectorProvider"]
 
 TYPE_TOKEN = "pulumi-python:dynamic/connect:Connector"
 # Validation during check must not stall a preview: one attempt, short timeout.
+# The property a check failure names; none: the engine then prints the reason alone instead of
+# "property config value {<every key of the connector config>} has a problem: <reason>".
+WHOLE_RESOURCE = ""
 _CHECK_TIMEOUT_S = 15.0
 # Where the dynamic-provider machinery keeps the pickled provider among the properties.
 _PROVIDER_KEY = "__provider"
@@ -59,6 +63,8 @@ UNASSIGNED_BOUND_S = 15.0
 # machine and the moment (a CI job against an adopted Connect that is down can fail fast).
 RETRY_SECONDS_ENV = "MM2_CONNECT_RETRY_SECONDS"
 DEFAULT_RETRY_S = 60.0
+# Messages for the `pulumi preview`/`up` output (the dynamic-provider host forwards this logger).
+LOG = logging.getLogger("dynamic_provider.connect")
 
 
 class _RequiredConnectorArgs(TypedDict):
@@ -95,6 +101,10 @@ class ConnectorArgs(_RequiredConnectorArgs, total=False):
     managed_workers: pulumi.Input[bool] | None
     """The stack deploys the workers and sets their worker config (exactly-once support among
     it) before the connector is created or updated (plugin_validation.worker_support_problems)."""
+    access_check: pulumi.Input[Mapping[str, Any]] | None
+    """An exactly-once flow's target whose ACLs the stack does not manage: {cluster, flow,
+    bootstrap, client, acls}; the preview fails when the target's ACLs lack a grant in `acls`
+    (components/kafka/acl_check.py). Stored as a secret (client holds a password); not diffed."""
 
 
 class Connector(Resource, module="connect", name="Connector"):
@@ -128,6 +138,7 @@ class Connector(Resource, module="connect", name="Connector"):
         desired_state: pulumi.Input[str] | None = None,
         ca_pem: pulumi.Input[str] | None = None,
         managed_workers: bool | None = None,
+        access_check: pulumi.Input[Mapping[str, Any]] | None = None,
     ) -> None:
         """Pass either args (a ConnectorArgs) or the same inputs as keywords, with the
         connector's name as connector_name (name would read as the Pulumi resource name)."""
@@ -145,8 +156,15 @@ class Connector(Resource, module="connect", name="Connector"):
                 args["ca_pem"] = ca_pem
             if managed_workers is not None:
                 args["managed_workers"] = managed_workers
-        elif managed_workers is not None or any(
-            v is not None for v in (connect_url, connector_name, config, auth, timeout_seconds, desired_state, ca_pem)
+            if access_check is not None:
+                args["access_check"] = access_check
+        elif (
+            managed_workers is not None
+            or access_check is not None
+            or any(
+                v is not None
+                for v in (connect_url, connector_name, config, auth, timeout_seconds, desired_state, ca_pem)
+            )
         ):
             raise TypeError(f"Connector {resource_name!r}: pass args or keyword inputs, not both")
         auth = args.get("auth")
@@ -165,11 +183,28 @@ class Connector(Resource, module="connect", name="Connector"):
         }
         if args.get("managed_workers"):
             props["managed_workers"] = True
-        # additional_secret_outputs covers the output copy of auth, whatever the engine does.
-        opts = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=["auth"]), opts)
+        if args.get("access_check") is not None:
+            props["access_check"] = pulumi.Output.secret(args["access_check"])
+        # additional_secret_outputs covers the output copies of auth and access_check.
+        secret_outputs = ["auth", "access_check"]
+        opts = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=secret_outputs), opts)
         super().__init__(
             ConnectorProvider(retry_budget_s=retry_budget_from_env(os.environ)), resource_name, props, opts
         )
+
+
+def _access_failures(connector: str, access: Mapping[str, Any]) -> list[CheckFailure]:
+    """The preview's check of an exactly-once flow's grants on a target the stack does not grant
+    on: a failure naming what is missing, or a warning when it cannot tell."""
+    from components.kafka.acl_check import missing_access_text, transactional_access, unknown_access_text
+
+    flow, cluster = str(access.get("flow")), str(access.get("cluster"))
+    verdict = transactional_access(access)
+    if verdict.unknown:
+        LOG.warning(unknown_access_text(flow, cluster, verdict.unknown))
+    if not verdict.missing:
+        return []
+    return [CheckFailure(WHOLE_RESOURCE, missing_access_text(connector, flow, cluster, verdict.missing))]
 
 
 def retry_budget_from_env(environ: Mapping[str, str]) -> float:
@@ -228,6 +263,8 @@ class ConnectorProvider(ResourceProvider):
             failures = self._validation_failures(
                 ConnectorInputs.from_props(inputs), managed_workers=bool(plain(inputs.get("managed_workers")))
             )
+            if inputs.get("access_check"):
+                failures += _access_failures(str(plain(inputs["name"])), plain(inputs["access_check"]))
         return CheckResult(inputs, failures)
 
     def _validation_failures(self, spec: ConnectorInputs, managed_workers: bool = False) -> list[CheckFailure]:
@@ -245,15 +282,18 @@ class ConnectorProvider(ResourceProvider):
             if 400 <= exc.status < 500 and exc.status != 409:
                 return [
                     CheckFailure(
-                        "config",
+                        WHOLE_RESOURCE,
                         f"connector {spec.name!r}: Connect at {spec.connect_url} cannot validate "
                         f"connector.class {connector_class!r}: {exc}",
                     )
                 ]
+            if exc.status >= 500 and "ConfigException" in exc.connect_message:
+                # Not busy: the workers cannot resolve the config (a config provider's file is missing).
+                return [CheckFailure(WHOLE_RESOURCE, unresolvable_config_text(spec.name, spec.connect_url, exc))]
             return []  # busy or rebalancing: create will find out for real
         return [
             CheckFailure(
-                "config",
+                WHOLE_RESOURCE,
                 f"connector {spec.name!r}: config key {p.key!r} is invalid: {'; '.join(p.messages)}",
             )
             for p in problems

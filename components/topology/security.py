@@ -381,6 +381,20 @@ def _exactly_once_grants(topology: Topology, flow: Flow, principal: str) -> set[
     return grants
 
 
+def unmanaged_exactly_once_grants(topology: Topology, flow: Flow) -> tuple[Acl, ...]:
+    """What an exactly-once flow's MM2 user needs on a target the stack does not grant ACLs on
+    (external, or a SASL cluster of another platform), sorted; empty when the stack grants them
+    itself, the flow is not transactional, or the target names no SASL user. The preview checks
+    that the target's ACLs already hold these (components/kafka/acl_check.py)."""
+    target = topology.clusters[flow.target]
+    principal = _principal(target)
+    if stack_managed(target) or principal is None or not target.security.protocol.uses_sasl:
+        return ()
+    if not transactional_group(topology, flow):
+        return ()
+    return tuple(sorted(_exactly_once_grants(topology, flow, principal)))
+
+
 def exactly_once_worker_transactional_id(group: WorkerGroup) -> str:
     """The transactional id of the group leader's config-topic producer (Connect's
     DistributedConfig.transactionalProducerId): `connect-cluster-<group.id>`."""

@@ -402,10 +402,13 @@ def test_exactly_once_rolls_out_in_two_steps_on_an_existing_group(stack: TestSta
         _wait_running(s, out)
         between = time.monotonic()
         try:
-            s.up()
+            second = s.up()
         except AssertionError:
             _print_worker_problems(s)
             raise
+        for line in (second.stdout + second.stderr).splitlines():
+            if "failed during this restart turn" in line:  # the roll restarted what its turn failed
+                print(f"[{run}] {line.strip()}")
         out = s.outputs()
         assert [_worker_setting(s, i) for i in (0, 1)] == ["enabled", "enabled"]
         assert _source_config(out)["exactly.once.support"] == "required"

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from components.platform.local.layout import GROUP_SECRETS, group_path
 from tests.integration.harness import (
     TestStack,
     arrives,
@@ -180,6 +181,84 @@ def test_mm2_user_is_limited_to_its_flow(stack: TestStack) -> None:
         ).create_topics([NewTopic("mm2-not-allowed", num_partitions=1, replication_factor=1)])[
             "mm2-not-allowed"
         ].result(30)
+
+
+def _adopting_config(stack: TestStack, out: dict[str, Any]) -> dict[str, Any]:
+    """A second stack that adopts this one's clusters and workers (`external`) and makes the flow
+    exactly-once: the stack grants nothing there, so the target's ACLs must already hold it all.
+    The adopted workers' secrets file is the one this stack wrote for them."""
+    clusters = {
+        alias: {
+            "platform": "external",
+            "bootstrap": out["clusters"][alias]["bootstrap"],
+            "brokers": 1,
+            "security": {
+                "protocol": "SASL_PLAINTEXT",
+                "saslMechanism": "SCRAM-SHA-512",
+                "username": "mm2",
+                "password": {"secret": f"{alias}.mm2.password"},
+            },
+        }
+        for alias in ("primary", "dr")
+    }
+    group = {
+        "url": out["connect"]["mm2"]["url"],
+        "cluster": "dr",
+        "restAuth": {"username": connect_auth(out)[0]},
+        "secretsFile": str(stack.run_dir / group_path("mm2") / GROUP_SECRETS),
+    }
+    flow = {"workerGroup": "mm2", "topics": ["orders"], "exactlyOnce": True}
+    return {"config": {"mm2:clusters": clusters, "mm2:workerGroups": {"mm2": group}, "mm2:flows": {FLOW: flow}}}
+
+
+def _transactional_grants(out: dict[str, Any]) -> list[Any]:
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    def allow(restype: Any, name: str, pattern: Any, op: Any) -> Any:
+        return AclBinding(restype, name, pattern, "User:mm2", "*", op, AclPermissionType.ALLOW)
+
+    offsets = out["connect"]["mm2"]["offsetTopic"]
+    return [
+        allow(ResourceType.TRANSACTIONAL_ID, "mm2-", ResourcePatternType.PREFIXED, AclOperation.WRITE),
+        allow(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, AclOperation.IDEMPOTENT_WRITE),
+        allow(ResourceType.TOPIC, offsets, ResourcePatternType.LITERAL, AclOperation.READ),
+        allow(ResourceType.TOPIC, offsets, ResourcePatternType.LITERAL, AclOperation.WRITE),
+    ]
+
+
+def test_exactly_once_into_a_target_lacking_its_grants_fails_at_preview_naming_them(
+    stack: TestStack, tmp_path: Path
+) -> None:
+    from confluent_kafka.admin import AclBindingFilter
+
+    out = stack.outputs()
+    with deployed(tmp_path, _adopting_config(stack, out)) as adopting:
+        for alias in ("primary", "dr"):
+            adopting.set_secret(f"{alias}.mm2.password", out["clusters"][alias]["users"]["mm2"])
+        adopting.set_secret("mm2.rest.password", connect_auth(out)[1])
+        refused = adopting.pulumi("preview", check=False)
+        text = refused.stdout + refused.stderr
+        assert refused.returncode != 0, text[-3000:]
+        assert "flow primary->dr is exactly-once, but on cluster 'dr'" in text, text[-4000:]
+        assert "User:mm2 lacks:" in text and "WRITE on TRANSACTIONAL_ID prefixed 'mm2-mm2-mm2-primary-to-dr-" in text
+        assert "kafka-acls.sh" in text and "or set exactlyOnce: false" in text
+        assert not stack_passwords(out) & set(text.split()), "a password reached the preview output"
+
+        grants = _transactional_grants(out)
+        admin = _admin(out, "dr")
+        for future in admin.create_acls(grants, request_timeout=30).values():
+            future.result(30)
+        try:
+            granted = adopting.pulumi("preview", check=False)
+            text = granted.stdout + granted.stderr
+            assert "lacks:" not in text, text[-4000:]
+            # The preview did ask: the workers, at exactly-once support `disabled`, are still refused.
+            assert "exactly.once.source.support=enabled" in text, text[-4000:]
+        finally:
+            filters = [AclBindingFilter(g.restype, g.name, g.resource_pattern_type, g.principal, g.host, g.operation,
+                                        g.permission_type) for g in grants]  # fmt: skip
+            for future in admin.delete_acls(filters, request_timeout=30).values():
+                future.result(30)
 
 
 def test_topic_acls_sync_across_the_flow(stack: TestStack) -> None:

@@ -11,6 +11,7 @@ import pulumi
 import pytest
 import yaml
 from pulumi.runtime import mocks as pmocks
+from pulumi.runtime import rpc
 
 from components.connect_group import ConnectWorkerGroup
 from components.credentials import Credentials
@@ -19,6 +20,7 @@ from components.platform.contract import ContainerPlatforms
 from components.platform.local.layout import LocalPlatform
 from components.platform.local.tls import stack_tls, tls_layout
 from components.replication_flow import ReplicationFlow
+from components.rpc_values import plain
 from components.topology import ConnectorState, Topology, parse_topology, with_secrets_file
 from components.topology.security import (
     cluster_acls,
@@ -27,6 +29,7 @@ from components.topology.security import (
     required_secret_keys,
 )
 from components.topology.tls import with_local_tls
+from tests.unit.topology.helpers import external_target_config
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -338,3 +341,21 @@ def test_tls_example_issues_certificates_and_restarts_processes_on_renewal(monit
         return build(topology).apply(check)
 
     run()
+
+
+@pulumi.runtime.test
+def test_only_the_source_connector_of_an_exactly_once_flow_into_an_unmanaged_target_checks_its_grants(
+    monitor: RecordingMonitor,
+) -> Any:
+    def check(_: Any) -> None:
+        state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
+        raw = state["mm2-primary-to-dr-source"]["access_check"]
+        assert raw.get(rpc._special_sig_key) == rpc._special_secret_sig  # a secret: it holds the password
+        access = plain(raw)
+        assert (access["cluster"], access["flow"], access["bootstrap"]) == ("dr", "primary->dr", "dr.example:9092")
+        assert access["client"]["sasl.username"] == "replicator"
+        assert {a["principal"] for a in access["acls"]} == {"User:replicator"}
+        assert "access_check" not in state["mm2-primary-to-dr-checkpoint"]
+        assert "access_check" not in state["mm2-primary-to-dr-heartbeat"]
+
+    return build(parse_topology(external_target_config())).apply(check)

@@ -373,7 +373,7 @@ def test_check_turns_connect_validation_errors_into_failures_per_key() -> None:
     fake = FakeConnect(validation_errors={"tasks.max": ["Invalid value x for configuration tasks.max"]})
     result = provider(fake).check({}, props("c1", **{"tasks.max": "x"}))
     assert [(f.property, f.reason) for f in result.failures] == [
-        ("config", "connector 'c1': config key 'tasks.max' is invalid: Invalid value x for configuration tasks.max")
+        ("", "connector 'c1': config key 'tasks.max' is invalid: Invalid value x for configuration tasks.max")
     ]
     sent = fake.requests[0]
     assert sent.url.path == f"/connector-plugins/{SOURCE}/config/validate"
@@ -420,3 +420,26 @@ def test_provider_errors_mask_secret_config_values() -> None:
         provider(fake).create(props("c1", **{"target.cluster.ssl.key.password": password}))
     assert password not in str(info.value)
     assert "bad key password ****" in str(info.value)
+
+
+def test_check_names_a_config_the_workers_cannot_resolve_but_lets_a_busy_group_pass() -> None:
+    """Connect answers validation with 500 both when busy and when a ${file:...} placeholder names
+    a file its workers do not have; only the second is bad input, and it fails the preview."""
+    answers = {
+        "missing": error(
+            500,
+            "org.apache.kafka.common.config.ConfigException: Could not read properties from file "
+            "/etc/mm2/secrets.properties",
+        ),
+        "busy": error(500, "Request timed out"),
+    }
+
+    def check(kind: str) -> Any:
+        transport = httpx.MockTransport(lambda request: answers[kind])
+        return ConnectorProvider(transport_factory=lambda: transport, sleep=FakeSleep()).check({}, props("c1"))
+
+    (failure,) = check("missing").failures
+    assert failure.property == ""
+    assert "Connect at http" in failure.reason and "Could not read properties from file" in failure.reason
+    assert "secretsFile" in failure.reason
+    assert check("busy").failures == []

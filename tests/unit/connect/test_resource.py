@@ -69,7 +69,7 @@ def test_connector_has_its_own_type_and_keeps_auth_secret(monitor: RecordingMoni
     program()
     (request,) = registered(monitor)
     assert request.type == TYPE_TOKEN == "pulumi-python:dynamic/connect:Connector"
-    assert list(request.additionalSecretOutputs) == ["auth"]
+    assert list(request.additionalSecretOutputs) == ["auth", "access_check"]
     inputs = rpc.deserialize_properties(request.object)
     assert rpc.is_rpc_secret(inputs["auth"])
     assert rpc.unwrap_rpc_secret(inputs["auth"]) == {"username": "admin", "password": "pw"}

@@ -106,3 +106,23 @@ def tls_config(primary: str = "SASL_SSL", dr: str = "SSL", rest_tls: bool = True
 
 def tls_topology(**kwargs: Any) -> Any:
     return with_local_tls(parse_topology(tls_config(**kwargs)), LAYOUT)
+
+
+def external_target_config(exactly_once: bool = True) -> dict[str, Any]:
+    """secure_config with `dr` adopted (external, SCRAM user `replicator`) and the worker group an
+    existing Connect: a target whose ACLs the stack does not manage."""
+    config = secure_config()
+    config["clusters"]["dr"] = {
+        "platform": "external",
+        "bootstrap": "dr.example:9092",
+        "brokers": 3,
+        "security": {
+            "protocol": "SASL_SSL",
+            "saslMechanism": "SCRAM-SHA-512",
+            "username": "replicator",
+            "password": {"secret": "dr.mm2.password"},
+        },
+    }
+    config["workerGroups"]["mm2"] = {"url": "http://connect.example:8083", "cluster": "dr"}
+    config["flows"]["primary->dr"]["exactlyOnce"] = exactly_once
+    return config

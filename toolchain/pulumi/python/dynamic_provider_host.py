@@ -11,8 +11,8 @@ that asks for at least PULUMI_DYNAMIC_THREADS workers (default 64). Serving, pro
 (de)serialization and the Ctrl-C/SIGINT shutdown the engine relies on are all Pulumi's.
 
 Two more differences reach the engine: a diff's detailed paths and impacts (`detailed_servicer`),
-and what providers log on the `dynamic_provider` logger (and its children) during a create,
-update or delete: each record becomes an engine log line on the resource being changed, so
+and what providers log on the `dynamic_provider` logger (and its children) during a check,
+create, update or delete: each record becomes an engine log line on the resource being changed, so
 `pulumi up` shows it under that resource (`EngineLogHandler`).
 
 It replaces `-m pulumi.dynamic` in the `pulumi-resource-pulumi-python` plugin script that
@@ -91,7 +91,7 @@ def forward_provider_logs(servicer: Any, engine: Any) -> None:
     logger.setLevel(logging.INFO)
     logger.propagate = False
     logger.handlers = [EngineLogHandler(engine)]
-    for name in ("Create", "Update", "Delete"):
+    for name in ("Check", "Create", "Update", "Delete"):
         method = getattr(servicer, name, None)
         if method is not None:
             setattr(servicer, name, bound_to_resource(method))
