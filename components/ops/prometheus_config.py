@@ -18,8 +18,8 @@ from pathlib import Path
 import yaml
 
 from components.monitoring.prometheus import rule_groups, scrape_configs
+from components.ops.mm2props import stack_config_from_yaml
 from components.topology import TopologyError, parse_topology
-from components.topology.mm2_properties import stack_config_from_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRAPE_FILE = "mm2-scrape.yml"

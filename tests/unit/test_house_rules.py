@@ -12,6 +12,7 @@ platforms' rendering modules are pinned pure by tests/unit/platform/test_pure_mo
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,6 +90,32 @@ def test_pure_core_imports_no_effect_library() -> None:
         _rel(p): sorted(effect_imports(p.read_text())) for p in (ROOT / "components" / "topology").rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def outside_imports(source: str, own_package: str) -> set[str]:
+    """Modules `source` imports that are neither standard library nor inside `own_package`."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    own = own_package + "."
+    return {n for n in names if n.split(".")[0] not in sys.stdlib_module_names and not (n + ".").startswith(own)}
+
+
+def test_the_topology_imports_only_the_standard_library_and_itself() -> None:
+    """docs/architecture.md: the product's language depends on nothing (yaml included: the stack
+    config YAML is read and written at the edge, components/ops/mm2props.py)."""
+    offenders = {
+        _rel(p): sorted(outside_imports(p.read_text(), "components.topology"))
+        for p in (ROOT / "components" / "topology").rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+    assert outside_imports("import yaml\nfrom components.connect import x\nimport re\n", "components.topology") == {
+        "yaml",
+        "components.connect",
+    }
 
 
 def test_pure_modules_import_no_effect_library_and_do_no_io() -> None:

@@ -31,8 +31,8 @@ from model_facts import (
 from stack_view import connector_from_props, split_list
 from topic_filter_rules import DEFAULT_INTERNAL_TOPICS
 
+from components.ops.mm2props import stack_config_from_yaml
 from components.topology import ConnectorRole, Flow, Topology, connectors, model, parse_topology, settings
-from components.topology.mm2_properties import stack_config_from_yaml
 from components.topology.parse.mm2_settings import MM2_SETTING_DEFAULTS, MM2_TOPICS_EXCLUDE_DEFAULT
 
 ROOT = Path(__file__).resolve().parents[3]

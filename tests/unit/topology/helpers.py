@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
+from components.ops.mm2props import stack_config_from_yaml
 from components.topology import Problem, TopologyError, parse_topology
-from components.topology.mm2_properties import stack_config_from_yaml
 from components.topology.tls import TlsLayout, with_local_tls
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
