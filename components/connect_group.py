@@ -92,6 +92,10 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
                 self, name, topology, group.name, local, self.auth, self.ca_pem, self.workers
             )
         self.url = pulumi.Output.from_input(endpoint)
+        # The other workers of a group the stack runs on this host: connector calls fail over to them.
+        self.other_urls: list[str] = (
+            list(worker_rest_urls(group)[1:]) if group.platform in (Platform.LOCAL, Platform.DOCKER) else []
+        )
         self.register_outputs({**props, "url": self.url})
 
 

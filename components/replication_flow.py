@@ -94,6 +94,7 @@ class ReplicationFlow(pulumi.ComponentResource):
                 ca_pem=group.ca_pem,
                 desired_state=flow.state_of(spec.role).connect_state,
                 managed_workers=managed or None,
+                other_urls=group.other_urls or None,
                 access_check=access if spec.role is ConnectorRole.SOURCE else None,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -133,10 +133,15 @@ class ConnectClient:
         retry_budget_s: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
         ca_pem: str | None = None,
+        other_urls: Sequence[str] = (),
     ) -> None:
         """`ca_pem`: PEM CA certificate(s) an https:// worker group's certificate must chain to
-        (the stack CA with restTls); without it, the system's CAs are trusted."""
+        (the stack CA with restTls); without it, the system's CAs are trusted. `other_urls`: the
+        group's other workers; a call that cannot reach one worker goes to the next at once (any
+        worker forwards a request to the group leader), and the client stays with the one that
+        answered."""
         self.url = _without_userinfo(url.rstrip("/"))
+        self._urls = [self.url, *(_without_userinfo(u.rstrip("/")) for u in other_urls if u)]
         self.retry_budget_s = retry_budget_s
         self._sleep = sleep
         self._secrets: set[str] = set()
@@ -405,6 +410,7 @@ class ConnectClient:
         waited = 0.0
         delay = _FIRST_DELAY_S
         attempts = 0
+        tried = {self.url}  # in this round: every worker once before the next pause
         while True:
             attempts += 1
             response: httpx.Response | None = None
@@ -415,6 +421,8 @@ class ConnectClient:
                 cause = self._mask(f"{type(exc).__name__}: {exc}")
                 if _is_certificate_failure(exc):
                     raise ConnectTlsError(self.url, method, path, cause) from None  # retrying cannot help
+                if self._switch_worker(tried):
+                    continue
             if response is not None:
                 if response.status_code < 400 or (allow_404 and response.status_code == 404):
                     return response
@@ -425,10 +433,21 @@ class ConnectClient:
             if pause <= 0:
                 if response is not None:
                     raise self._request_error(method, path, response, attempts)
-                raise ConnectUnavailable(self.url, method, path, cause, attempts)
+                raise ConnectUnavailable(" or ".join(self._urls), method, path, cause, attempts)
             self._sleep(pause)
             waited += pause
             delay = min(delay * 2, _MAX_DELAY_S)
+            tried = {self.url}
+
+    def _switch_worker(self, tried: set[str]) -> bool:
+        """Point the client at a worker not tried in this round; False when none is left."""
+        untried = [u for u in self._urls if u not in tried]
+        if not untried:
+            return False
+        self.url = untried[0]
+        self._http.base_url = httpx.URL(self.url)
+        tried.add(self.url)
+        return True
 
     def _request_error(self, method: str, path: str, response: httpx.Response, attempts: int) -> ConnectRequestError:
         query = response.request.url.query.decode() if response.request.url.query else ""

@@ -51,6 +51,8 @@ class ConnectorInputs:
     timeout_seconds: int = DEFAULT_TIMEOUT_S
     desired_state: str = DEFAULT_STATE
     ca_pem: str | None = None
+    # The group's other workers: where a call goes when connect_url does not answer.
+    other_urls: tuple[str, ...] = ()
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any], id_: str = "") -> ConnectorInputs:
@@ -70,6 +72,7 @@ class ConnectorInputs:
             timeout_seconds=int(plain(props.get("timeout_seconds")) or DEFAULT_TIMEOUT_S),
             desired_state=normalize_state(props.get("desired_state")),
             ca_pem=plain(props.get("ca_pem")) or None,
+            other_urls=tuple(str(u) for u in plain(props.get("other_urls")) or ()),
         )
 
     @property
@@ -95,6 +98,8 @@ class ConnectorInputs:
             props["auth"] = dict(self.auth)
         if self.ca_pem is not None:
             props["ca_pem"] = self.ca_pem
+        if self.other_urls:
+            props["other_urls"] = list(self.other_urls)
         return props
 
     def outputs(self, status: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypedDict
 
@@ -101,6 +101,9 @@ class ConnectorArgs(_RequiredConnectorArgs, total=False):
     managed_workers: pulumi.Input[bool] | None
     """The stack deploys the workers and sets their worker config (exactly-once support among
     it) before the connector is created or updated (plugin_validation.worker_support_problems)."""
+    other_urls: pulumi.Input[Sequence[pulumi.Input[str]]] | None
+    """The group's other workers' REST URLs: where create, update, refresh and delete go when
+    connect_url does not answer. Not diffed: which workers answer changes no connector."""
     access_check: pulumi.Input[Mapping[str, Any]] | None
     """An exactly-once flow's target whose ACLs the stack does not manage: {cluster, flow,
     bootstrap, client, acls}; the preview fails when the target's ACLs lack a grant in `acls`
@@ -139,6 +142,7 @@ class Connector(Resource, module="connect", name="Connector"):
         ca_pem: pulumi.Input[str] | None = None,
         managed_workers: bool | None = None,
         access_check: pulumi.Input[Mapping[str, Any]] | None = None,
+        other_urls: pulumi.Input[Sequence[pulumi.Input[str]]] | None = None,
     ) -> None:
         """Pass either args (a ConnectorArgs) or the same inputs as keywords, with the
         connector's name as connector_name (name would read as the Pulumi resource name)."""
@@ -158,9 +162,12 @@ class Connector(Resource, module="connect", name="Connector"):
                 args["managed_workers"] = managed_workers
             if access_check is not None:
                 args["access_check"] = access_check
+            if other_urls is not None:
+                args["other_urls"] = other_urls
         elif (
             managed_workers is not None
             or access_check is not None
+            or other_urls is not None
             or any(
                 v is not None
                 for v in (connect_url, connector_name, config, auth, timeout_seconds, desired_state, ca_pem)
@@ -183,6 +190,8 @@ class Connector(Resource, module="connect", name="Connector"):
         }
         if args.get("managed_workers"):
             props["managed_workers"] = True
+        if args.get("other_urls"):
+            props["other_urls"] = args["other_urls"]
         if args.get("access_check") is not None:
             props["access_check"] = pulumi.Output.secret(args["access_check"])
         # additional_secret_outputs covers the output copies of auth and access_check.
@@ -445,6 +454,7 @@ class ConnectorProvider(ResourceProvider):
             timeout=timeout,
             retry_budget_s=self.retry_budget_s if retry_budget_s is None else retry_budget_s,
             sleep=self.sleep if self.sleep is not None else time.sleep,
+            other_urls=spec.other_urls,
             **tls,
         )
 

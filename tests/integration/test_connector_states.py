@@ -8,6 +8,8 @@ drift on refresh and `pulumi up --refresh` resumes it; then a no-op `up` changes
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -16,6 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
+from components.connect.provider import RETRY_SECONDS_ENV
+from components.platform.local import process as proc
+from components.platform.local.layout import process_marker, worker_path
 from components.topology import ConnectorRole
 from tests.integration.harness import TestStack, connect_auth, kafka_conf, running, stays_false, wait_until
 
@@ -32,9 +37,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield s
 
 
-def statuses(stack: TestStack) -> dict[str, dict[str, Any]]:
+def statuses(stack: TestStack, worker: int = 0) -> dict[str, dict[str, Any]]:
+    """The flow's connectors' statuses, asked of `worker` (0: the group's exported url)."""
     out = stack.outputs()
     url = out["connect"]["mm2"]["url"]
+    if worker:
+        port = int(stack.config["config"]["mm2:workerGroups"]["mm2"]["restPort"]) + worker
+        url = f"http://127.0.0.1:{port}"
     names = out["flows"][FLOW]["connectors"]
     return {
         role: httpx.get(f"{url}/connectors/{names[role]}/status", auth=connect_auth(out), timeout=10).json()
@@ -42,7 +51,9 @@ def statuses(stack: TestStack) -> dict[str, dict[str, Any]]:
     }
 
 
-def statuses_when(stack: TestStack, converged: Callable[[dict[str, dict[str, Any]]], bool], what: str) -> Any:
+def statuses_when(
+    stack: TestStack, converged: Callable[[dict[str, dict[str, Any]]], bool], what: str, worker: int = 0
+) -> Any:
     """The connectors' statuses once `converged` holds for them, polled (bounded). Right after an
     `up` the worker group may still rebalance (a task UNASSIGNED for a moment), so one sample
     is not the state the group settles in."""
@@ -50,7 +61,7 @@ def statuses_when(stack: TestStack, converged: Callable[[dict[str, dict[str, Any
 
     def check() -> Any:
         try:
-            seen[0] = statuses(stack)
+            seen[0] = statuses(stack, worker)
         except (httpx.HTTPError, ValueError) as exc:  # a worker between generations
             seen[0] = repr(exc)
             return None
@@ -185,3 +196,42 @@ def test_hand_paused_connector_is_drift_that_up_refresh_reverts(stack: TestStack
     live = statuses_when(stack, lambda live: connector_states(live)["source"] == "RUNNING", "the source resumed")
     assert live["source"]["connector"]["state"] == "RUNNING"
     stack.pulumi("up", "--yes", "--expect-no-changes")
+
+
+def test_with_its_first_worker_down_up_reaches_the_group_through_the_others(stack: TestStack) -> None:
+    """A crash (or a DR event) took worker 0, whose URL is the group's exported one. Declared
+    states still apply: every connector call fails over to worker 1 at once. Run with no retry
+    budget, so an `up` that waited on the dead worker instead would fail, not just be slow."""
+    worker_0 = process_marker(stack.name, worker_path("mm2", 0))
+    for pid in proc.find_pids(worker_0):
+        os.kill(pid, signal.SIGKILL)
+    # The survivor has taken over the group (leader, every connector and task) before the up.
+    survivor = f"127.0.0.1:{int(stack.config['config']['mm2:workerGroups']['mm2']['restPort']) + 1}"
+    statuses_when(
+        stack,
+        lambda live: all(
+            e["state"] == "RUNNING" and e["worker_id"] == survivor
+            for s in live.values()
+            for e in [s["connector"], *s["tasks"]]
+        ),
+        "worker 1 running every connector and task",
+        worker=1,
+    )
+    declare(stack, "paused")
+    stack.env[RETRY_SECONDS_ENV] = "0"
+    try:
+        stack.up()
+    finally:
+        del stack.env[RETRY_SECONDS_ENV]
+    live = statuses_when(
+        stack, lambda live: connector_states(live) == dict.fromkeys(ROLES, "PAUSED"), "every connector PAUSED", worker=1
+    )
+    assert connector_states(live) == dict.fromkeys(ROLES, "PAUSED")
+
+    # Back to normal: the refresh finds worker 0 stopped and the up starts it again.
+    declare(stack)
+    stack.up("--refresh")
+    live = statuses_when(
+        stack, lambda live: connector_states(live) == dict.fromkeys(ROLES, "RUNNING"), "every connector RUNNING"
+    )
+    assert proc.find_pids(worker_0), "worker 0 was not started again"

@@ -214,6 +214,7 @@ def test_connector_inputs_carry_mm2_config(monitor: RecordingMonitor) -> Any:
         state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
         source = state["mm2-primary-to-dr-source"]
         assert source["connect_url"] == "http://127.0.0.1:18083"
+        assert source["other_urls"] == ["http://127.0.0.1:18084"]  # where calls go when the first is down
         config = source["config"]
         assert config["connector.class"] == "org.apache.kafka.connect.mirror.MirrorSourceConnector"
         assert config["source.cluster.alias"] == "primary"

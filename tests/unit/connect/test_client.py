@@ -118,6 +118,44 @@ def test_connection_error_raises_unavailable_naming_the_url() -> None:
     assert info.value.attempts > 1
 
 
+def test_a_worker_that_does_not_answer_hands_the_call_to_the_next_at_once_and_the_client_stays() -> None:
+    """A DR drill or a crash took the group's first worker: the others still serve the REST API."""
+    hosts: list[str] = []
+    fake = FakeConnect()
+
+    def route(request: httpx.Request) -> httpx.Response:
+        hosts.append(f"{request.url.host}:{request.url.port}")
+        if request.url.port == 18083:
+            raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+        return fake.handle(request)
+
+    sleep = FakeSleep()
+    others = ["http://127.0.0.1:18084", "http://127.0.0.1:18085"]
+    with ConnectClient(
+        "http://127.0.0.1:18083", transport=httpx.MockTransport(route), sleep=sleep, other_urls=others
+    ) as c:
+        c.put_config("c1", {"connector.class": SOURCE})
+        assert c.get_config("c1") is not None
+    assert hosts == ["127.0.0.1:18083", "127.0.0.1:18084", "127.0.0.1:18084"]
+    assert sleep.total == 0  # no back-off while another worker answers
+
+
+def test_when_no_worker_answers_the_error_names_them_all_after_the_budget() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    sleep = FakeSleep()
+    with (
+        ConnectClient(
+            URL, transport=httpx.MockTransport(refuse), sleep=sleep, retry_budget_s=5.0, other_urls=["http://w1:8084"]
+        ) as c,  # fmt: skip
+        pytest.raises(ConnectUnavailable) as info,
+    ):
+        c.server_info()
+    assert f"cannot reach Kafka Connect at {URL} or http://w1:8084" in str(info.value)
+    assert sleep.total == pytest.approx(5.0)
+
+
 def test_unauthorized_says_to_check_credentials_and_never_shows_them() -> None:
     seen_auth: list[str] = []
 
