@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
-from components.kafka.admin import ADMIN_TIMEOUT_S, READ_TIMEOUT_S, KafkaAdminError, admin_client
+from components.kafka.admin import ADMIN_TIMEOUT_S, READ_TIMEOUT_S, KafkaAdminError, admin_client, every_acl_binding
 from components.rpc_values import plain
 
 
@@ -91,17 +91,7 @@ def _delete(props: Mapping[str, Any], acls: list[Mapping[str, Any]]) -> None:
 
 def _live_keys(props: Mapping[str, Any]) -> set[tuple[str, ...]] | None:
     """The ALLOW bindings on the cluster as `_key` tuples, or None when it cannot be asked."""
-    from confluent_kafka.admin import (
-        AclBindingFilter,
-        AclOperation,
-        AclPermissionType,
-        ResourcePatternType,
-        ResourceType,
-    )
-
-    every = AclBindingFilter(
-        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
-    )
+    every = every_acl_binding()
     admin = admin_client(props)
     try:
         bindings = admin.describe_acls(every, request_timeout=READ_TIMEOUT_S).result()

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.kafka.admin import READ_TIMEOUT_S, admin_client
+from components.kafka.admin import READ_TIMEOUT_S, admin_client, every_acl_binding
 from components.rpc_values import plain
 from components.topology.acl_coverage import Binding, describe_grant, grant_commands, missing_grants
 from components.topology.security import Acl, AclOperation, AclPattern, AclResource
@@ -37,31 +37,20 @@ class AccessVerdict:
 def listed_bindings(props: Mapping[str, Any]) -> list[Binding] | str | None:
     """Every ACL binding of the cluster at `props["bootstrap"]`, listed as `props["client"]`;
     None when it runs no authorizer (everything is allowed); a string: why it could not list."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import (
-        AclBindingFilter,
-        AclPermissionType,
-        ResourcePatternType,
-        ResourceType,
-    )
-    from confluent_kafka.admin import (
-        AclOperation as KafkaOperation,
-    )
+    from confluent_kafka import KafkaError, KafkaException
 
-    every = AclBindingFilter(
-        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, KafkaOperation.ANY, AclPermissionType.ANY
-    )
+    every = every_acl_binding()
     admin = admin_client(props)  # held until the answer is in: a collected client abandons its requests
     try:
         listed = admin.describe_acls(every, request_timeout=READ_TIMEOUT_S).result()
     except KafkaException as exc:
-        error = exc.args[0] if exc.args else None
-        name = error.name() if hasattr(error, "name") else ""
+        error: Any = exc.args[0] if exc.args else None
+        name = error.name() if isinstance(error, KafkaError) else ""
         if name == _NO_AUTHORIZER:
             return None
         if name == _NOT_ALLOWED:
             return "the flow's user may not describe the cluster's ACLs"
-        return f"listing its ACLs failed: {error.str() if hasattr(error, 'str') else exc}"
+        return f"listing its ACLs failed: {error.str() if isinstance(error, KafkaError) else exc}"
     return [
         Binding(
             principal=b.principal,

@@ -29,3 +29,20 @@ def admin_client(props: Mapping[str, Any]) -> Any:
     client = {str(k): str(v) for k, v in (plain(props.get("client")) or {}).items()}
     # log_level 0: librdkafka would otherwise print connection errors to the engine's stderr.
     return AdminClient({"bootstrap.servers": props["bootstrap"], "log_level": 0, "socket.timeout.ms": 10000, **client})
+
+
+def every_acl_binding() -> Any:
+    """A describe_acls filter that matches every binding of the cluster."""
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    # None matches any name, principal and host (librdkafka); confluent-kafka's stubs say str.
+    anything: Any = None
+    return AclBindingFilter(
+        ResourceType.ANY, anything, ResourcePatternType.ANY, anything, anything, AclOperation.ANY, AclPermissionType.ANY
+    )

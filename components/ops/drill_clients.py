@@ -116,8 +116,9 @@ class SourceConsumer(threading.Thread):
                     self.last_error = str(msg.error())
                     continue
                 self.polled += 1
-                if (msg.key() or b"").startswith(self.prefix):
-                    self.consumed.add(msg.key())
+                key = msg.key() or b""
+                if key.startswith(self.prefix):
+                    self.consumed.add(key)
                 since_commit += 1
                 if since_commit >= self.commit_every:
                     self.consumer.commit(asynchronous=False)
@@ -162,11 +163,12 @@ def consume_on_dr(
             for msg in consumer.consume(10_000, 0.5):
                 if msg.error() is not None:
                     continue
-                positions[msg.partition()] = msg.offset() + 1
-                if (msg.key() or b"").startswith(prefix):
+                positions[int(msg.partition() or 0)] = int(msg.offset() or 0) + 1
+                key = msg.key() or b""
+                if key.startswith(prefix):
                     if first is None:
                         first = time.monotonic()
-                    keys.append(msg.key())
+                    keys.append(key)
             if time.monotonic() - last_check >= 2.0:
                 last_check = time.monotonic()
                 now_ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in tps}
@@ -211,12 +213,14 @@ def read_remote(outputs: StackExports, target: str, remote: str, prefix: bytes) 
         deadline = time.monotonic() + 300
         while pending and time.monotonic() < deadline:
             for msg in consumer.consume(10_000, 1.0):
-                if msg.error() is not None:
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                error = msg.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
                         pending.discard(msg.partition())
                     continue
-                if (msg.key() or b"").startswith(prefix):
-                    keys.append(msg.key())
+                key = msg.key() or b""
+                if key.startswith(prefix):
+                    keys.append(key)
         if pending:
             raise OpsError(f"drill: reading {remote} on {target} back did not finish in 300s (partitions {pending})")
     finally:

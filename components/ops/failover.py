@@ -112,14 +112,16 @@ def read_checkpoints(
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
                     pending.discard(msg.partition())
                 continue
-            if msg.key() is None or msg.value() is None:
+            key, value = msg.key(), msg.value()
+            if key is None or value is None:
                 continue  # a tombstone: compaction's delete marker, not a checkpoint
             try:
-                records.append(decode_checkpoint(msg.key(), msg.value(), msg.timestamp()[1]))
+                records.append(decode_checkpoint(key, value, msg.timestamp()[1]))
             except RecordFormatError as exc:
                 raise OpsError(
                     f"{topic} on {alias}, offset {msg.offset()}: {exc}. This tool reads MM2 checkpoint format "

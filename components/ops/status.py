@@ -118,12 +118,13 @@ class ClusterReader:
             msg = self.consumer.poll(0.2)
             if msg is None:
                 continue
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
                     return records
                 continue
             records.append(msg)
-            if msg.offset() >= high - 1:
+            if (msg.offset() or 0) >= high - 1:
                 return records
         raise OpsError(
             f"reading {topic} on {self.alias}: not at its end after {TIMEOUT_S:.0f}s. "

@@ -179,10 +179,10 @@ def render_table(flows: Sequence[FlowStatus]) -> str:
             lines.append(f"  {c.role:<10} {c.name:<36} {c.state:<10} {c.worker}{declared}")
             if c.trace:
                 lines.append(f"      {c.trace}")
-            for t in c.tasks:
-                lines.append(f"      task {t.id:<3} {t.state:<10} {t.worker}")
-                if t.trace:
-                    lines.append(f"          {t.trace}")
+            for task in c.tasks:
+                lines.append(f"      task {task.id:<3} {task.state:<10} {task.worker}")
+                if task.trace:
+                    lines.append(f"          {task.trace}")
         lines.append(f"  {'topic':<24} {'remote':<32} {'parts':>5} {'lag':>10}")
         for t in f.topics:
             lag = "-" if t.lag is None else str(t.lag)

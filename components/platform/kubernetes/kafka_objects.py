@@ -179,7 +179,7 @@ def _bootstrap_service(broker: _Broker) -> dict[str, Any]:
 def _storage(broker: _Broker) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(volume mounts, volumes) of a broker pod: config, data, runtime, pod info, and the
     secrets file and TLS stores when the cluster needs them."""
-    mounts = [
+    mounts: list[dict[str, Any]] = [
         {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
         {"name": "data", "mountPath": BROKER_DATA_DIR},
         {"name": "runtime", "mountPath": RUNTIME_DIR},

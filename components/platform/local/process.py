@@ -278,7 +278,7 @@ def is_running(pid: int | None, marker: str) -> bool:
 def running_markers(prefix: str = "") -> list[str]:
     """The markers of every live process whose marker starts with `prefix`, sorted."""
     flag = MARKER_FLAG.encode()
-    found = set()
+    found: set[str] = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
