@@ -169,16 +169,21 @@ def heartbeat_tail(
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT_S, cached=False)
             if high <= low:
                 continue
-            consumer.assign([TopicPartition(topic, p, max(low, high - tail))])
+            position = max(low, high - tail)
+            consumer.assign([TopicPartition(topic, p, position)])
             while True:
-                msgs = consumer.consume(num_messages=1000, timeout=2.0)
+                # consume() returns when it has `num_messages` or the timeout passed: ask for no more
+                # than are left up to `high`, or every tail read ended on a 2 s wait.
+                msgs = consumer.consume(num_messages=max(1, min(1000, high - position)), timeout=2.0)
                 if not msgs:
                     break
                 done = False
                 for m in msgs:
                     if m.error() is not None:
+                        done = done or m.error().code() == _PARTITION_EOF  # at the end: nothing more to wait for
                         continue
                     seen += 1
+                    position = m.offset() + 1
                     if m.offset() >= high - 1:
                         done = True
                     try:
