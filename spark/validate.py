@@ -33,6 +33,7 @@ if __package__ in (None, ""):
 from components.outputs.contract import FlowExport, OutputsError, StackExports
 from components.outputs.loader import read_exports_file, read_stack_exports
 from spark import kafka_io, loops
+from spark.class_archive import ClassArchive, class_archive
 from spark.console import log
 from spark.flow_validation import FlowRun, flow_level_checks, prepare_flow, run_fast_path, validate_flow
 from spark.internal_topics import read_internal_topics, start_presumed
@@ -94,8 +95,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 SMALL_INPUT_RECORDS = 200_000  # source records in the cut up to which the driver JVM runs C1-only
 
 
-def build_session(args: argparse.Namespace, jars: KafkaSourceJars, small_input: bool = False) -> Any:
-    """The session; a local driver JVM launched here starts C1-only on `small_input`."""
+def build_session(
+    args: argparse.Namespace, jars: KafkaSourceJars, small_input: bool = False, archive: ClassArchive | None = None
+) -> Any:
+    """The session; a local driver JVM launched here starts C1-only on `small_input` and with the
+    class archive (`spark.class_archive`) when given."""
     from pyspark.sql import SparkSession
 
     confs: dict[str, str] = {}
@@ -133,6 +137,8 @@ def build_session(args: argparse.Namespace, jars: KafkaSourceJars, small_input: 
             # A small stack's run is over in seconds, mostly class loading and first-time code: the
             # JIT's optimising tier (C2) never pays back its compile time there, and stops at C1.
             options += " -XX:TieredStopAtLevel=1"
+        if archive is not None and (master or "").startswith("local"):
+            options += f" {archive.options}"
         builder = builder.config("spark.driver.extraJavaOptions", options)
     # Small inputs (a few thousand records) must not pay for 200 shuffle tasks per stage: the fast
     # path shuffles one row per partition and map task; the exact matching sizes its own shuffle
@@ -209,7 +215,8 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
     own_session = spark is None
     records = sum(hi - lo for r in runs for parts in r.cut.values() for lo, hi in parts.values())
     # The session starts (seconds) while the targets are waited for, all flows side by side.
-    session = pool.submit(build_session, args, jars, records <= SMALL_INPUT_RECORDS) if own_session else None
+    archive = class_archive([str(j) for j in jars.jars]) if own_session else None
+    session = pool.submit(build_session, args, jars, records <= SMALL_INPUT_RECORDS, archive) if own_session else None
     log("cut captured: " + ", ".join(f"{r.flow.name} {t}={_count(p)}" for r in runs for t, p in r.cut.items()))
     try:
         try:
@@ -222,7 +229,7 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         if own_session and session is not None and session.done() and session.exception() is None:
-            session.result().stop()
+            _stop(session.result(), archive)
     paths = [p.get("path") for f in report.flows for t in f.topics for p in t.partitions]
     report.meta["partitionsByPath"] = {k: paths.count(k) for k in sorted({str(x) for x in paths})}
     report.meta["seconds"] = round((datetime.now(timezone.utc) - started).total_seconds(), 1)
@@ -236,6 +243,16 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
     if page is not None:
         print(f"html report: {page}")
     return 0 if report.passed else 1
+
+
+def _stop(spark: Any, archive: ClassArchive | None) -> None:
+    """Stop the session; a run whose JVM writes the class archive also waits for that JVM's exit."""
+    writing = archive.writing if archive is not None else None
+    options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions", "") or ""
+    spark.stop()
+    if archive is not None and writing is not None and str(writing) in options:
+        log("writing the class archive for the next runs (once) ...")
+        archive.finish(spark)
 
 
 def _count(parts: dict[int, tuple[int, int]]) -> int:
