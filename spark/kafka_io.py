@@ -298,11 +298,24 @@ def spark_read(
     min_partitions: int | None = None,
 ) -> DataFrame:
     """Records of `topic` in [start, end) per partition, through Spark's Kafka source (batch)."""
-    starting = {topic: {str(p): int(lo) for p, (lo, _) in ranges.items()}}
-    ending = {topic: {str(p): int(hi) for p, (_, hi) in ranges.items()}}
+    return spark_read_topics(spark, cluster, {topic: ranges}, isolation, min_partitions)
+
+
+def spark_read_topics(
+    spark: SparkSession,
+    cluster: ClusterAccess,
+    ranges: Mapping[str, Mapping[int, tuple[int, int]]],
+    isolation: str = "read_uncommitted",
+    min_partitions: int | None = None,
+) -> DataFrame:
+    """Records of several topics of one cluster in one Kafka source relation: {topic: {partition:
+    (start, end)}}. Each relation costs a driver-side offset lookup (its own admin client) before
+    any record moves, so topics of one cluster and isolation level share one."""
+    starting = {t: {str(p): int(lo) for p, (lo, _) in r.items()} for t, r in ranges.items()}
+    ending = {t: {str(p): int(hi) for p, (_, hi) in r.items()} for t, r in ranges.items()}
     reader = (
         spark.read.format("kafka")
-        .option("assign", json.dumps({topic: sorted(int(p) for p in ranges)}))
+        .option("assign", json.dumps({t: sorted(int(p) for p in r) for t, r in ranges.items()}))
         .option("startingOffsets", json.dumps(starting))
         .option("endingOffsets", json.dumps(ending))
         .option("includeHeaders", "true")
