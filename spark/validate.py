@@ -32,7 +32,7 @@ if __package__ in (None, ""):
 
 from components.outputs.contract import FlowExport, OutputsError, StackExports
 from components.outputs.loader import read_exports_file, read_stack_exports
-from spark import kafka_io, loops
+from spark import html_report, kafka_io, loops
 from spark.class_archive import ClassArchive, class_archive
 from spark.console import log
 from spark.flow_validation import FlowRun, flow_level_checks, prepare_flow, run_fast_path, validate_flow
@@ -93,6 +93,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 SMALL_INPUT_RECORDS = 200_000  # source records in the cut up to which the driver JVM runs C1-only
+SMALL_INPUT_SLOTS_PER_CORE = 3  # local task slots per core for such small runs
 
 
 def build_session(
@@ -111,6 +112,11 @@ def build_session(
     builder = SparkSession.builder.appName("mm2-validate")
     already_submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit
     master = args.master or (None if already_submitted else "local[*]")
+    if master == "local[*]" and small_input and not args.master:
+        # A small run's tasks (one per Kafka partition read) mostly wait: for a connection, its
+        # SASL handshake and the fetch. More task slots than cores overlap those waits (fan-out,
+        # 24 partition reads on 2 cores: fast path ~17 s -> ~10 s measured here).
+        master = f"local[{SMALL_INPUT_SLOTS_PER_CORE * (os.cpu_count() or 1)}]"
     if master:
         builder = builder.master(master)
     jar_list = [j for j in confs.pop("spark.jars", "").split(",") if j] + [str(j) for j in jars.jars]
@@ -295,6 +301,7 @@ def _validate_all(
     outputs: ValidationScope,
 ) -> None:
     """The fast path with every flow's offset-sync and checkpoint verdicts beside it, then each flow."""
+    pool.submit(html_report.preload)
     for r in runs:
         r.internal = read_internal_topics(spark, r, skip)
         start_presumed(spark, r, r.internal, pool)
