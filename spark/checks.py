@@ -409,14 +409,22 @@ def summarize_findings(findings: DataFrame) -> dict[int, dict[str, FindingSummar
 
 def summarize_status(results: DataFrame, example_cols: tuple[str, ...]) -> dict[str, FindingSummary]:
     """{status: FindingSummary} for sync/checkpoint result rows (examples: `example_cols`)."""
-    w = Window.partitionBy("status").orderBy(*example_cols)
+    return summarize_status_by(results.withColumn("key", F.lit("")), example_cols).get("", {})
+
+
+def summarize_status_by(results: DataFrame, example_cols: tuple[str, ...]) -> dict[str, dict[str, FindingSummary]]:
+    """{key: {status: FindingSummary}}: `summarize_status` of each `key` (a topic, say), in one job."""
+    w = Window.partitionBy("key", "status").orderBy(*example_cols)
     rows = (
         results.withColumn("rn", F.row_number().over(w))
-        .groupBy("status")
+        .groupBy("key", "status")
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.collect_list(F.when(F.col("rn") <= EXAMPLES, F.struct(*example_cols))).alias("ex"),
         )
         .collect()
     )
-    return {str(r["status"]): FindingSummary(int(r["n"]), [e.asDict() for e in r["ex"]]) for r in rows}
+    out: dict[str, dict[str, FindingSummary]] = {}
+    for r in rows:
+        out.setdefault(str(r["key"]), {})[str(r["status"])] = FindingSummary(int(r["n"]), [e.asDict() for e in r["ex"]])
+    return out

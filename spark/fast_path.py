@@ -183,20 +183,43 @@ def record_hash(start: Column) -> Column:
 def side_frame(
     records: DataFrame, starts: Mapping[int, int], side: int, sizes: Mapping[int, int] | None = None
 ) -> DataFrame:
-    """Kafka-source rows -> (side, part, seg, off, h_hi, h_lo): the record hash split into 32-bit
-    halves; `seg` 1 for positions at or after the cut's size in `sizes` (none: every record 0)."""
+    """Kafka-source rows of one topic -> (side, part, seg, off, h_hi, h_lo): the record hash split
+    into 32-bit halves; `seg` 1 for positions at or after the cut's size in `sizes` (none: every record 0)."""
+    return sides_frame(records, [Side(side, None, starts, sizes)])
+
+
+@dataclass(frozen=True)
+class Side:
+    """One read within a Kafka relation: its side number, topic (None: every row), starts, cut sizes."""
+
+    side: int
+    topic: str | None
+    starts: Mapping[int, int]
+    sizes: Mapping[int, int] | None = None
+
+
+def sides_frame(records: DataFrame, sides: list[Side]) -> DataFrame:
+    """`side_frame` of a relation holding several topics, each its own side (looked up by topic)."""
     from pyspark.sql import functions as F
 
     from spark.checks import int_map
 
-    start = F.element_at(int_map(starts), F.col("partition"))
+    def by_topic(values: list[tuple[str | None, Column]]) -> Column:
+        if len(values) == 1 and values[0][0] is None:
+            return values[0][1]
+        return F.element_at(F.create_map(*[x for t, c in values for x in (F.lit(t), c)]), F.col("topic"))
+
+    def per_partition(maps: list[tuple[str | None, Mapping[int, int]]]) -> Column:
+        return F.element_at(by_topic([(t, int_map(m).cast("map<int,bigint>")) for t, m in maps]), F.col("partition"))
+
+    start = per_partition([(s.topic, s.starts) for s in sides])
     h = record_hash(start)
     seg = F.lit(0)
-    if sizes:
-        size = F.element_at(int_map(sizes), F.col("partition"))
+    if any(s.sizes for s in sides):
+        size = per_partition([(s.topic, s.sizes or {}) for s in sides])
         seg = F.when(F.col("offset") - start >= size, F.lit(1)).otherwise(F.lit(0))
     return records.select(
-        F.lit(side).alias("side"),
+        by_topic([(s.topic, F.lit(s.side)) for s in sides]).alias("side"),
         F.col("partition").alias("part"),
         seg.alias("seg"),
         F.col("offset").alias("off"),
@@ -242,7 +265,8 @@ def reduce_sides(frames: list[DataFrame], sides: int) -> list[dict[int, SideAgg]
 def aggregate(spark: SparkSession, reads: list[SideRead]) -> list[dict[int, SideAgg]]:
     """Reduce every read to per-partition aggregates in one Spark job; one dict per read, in order.
 
-    Identical reads (a source topic of several flows, e.g. fan-out, with the same cut) are read once.
+    Identical reads (a source topic of several flows, e.g. fan-out, with the same cut) are read once,
+    and the topics of one cluster and isolation level share one Kafka source relation.
     """
     from spark import kafka_io
 
@@ -251,15 +275,39 @@ def aggregate(spark: SparkSession, reads: list[SideRead]) -> list[dict[int, Side
         unique.setdefault(read_key(r), len(unique))
     firsts = {i: next(r for r in reads if unique[read_key(r)] == i) for i in unique.values()}
     frames: list[DataFrame] = []
-    for i, r in firsts.items():
+    for relation in relations(firsts):
+        first = relation[0][1]
+        df = kafka_io.spark_read_topics(spark, first.cluster, {r.topic: rg for _, r, rg in relation}, first.isolation)
+        sides = [
+            Side(
+                i, r.topic, {p: lo for p, (lo, _) in rg.items()}, {p: n for p, n in (r.sizes or {}).items() if p in rg}
+            )
+            for i, r, rg in relation
+        ]
+        frames.append(sides_frame(df, sides))
+    reduced = reduce_sides(frames, len(unique))
+    return [reduced[unique[read_key(r)]] for r in reads]
+
+
+def _sizes(r: SideRead, ranges: Mapping[int, Range]) -> dict[int, int]:
+    return {p: n for p, n in (r.sizes or {}).items() if p in ranges}
+
+
+def relations(reads: Mapping[int, SideRead]) -> list[list[tuple[int, SideRead, dict[int, Range]]]]:
+    """Reads grouped into Kafka source relations: one per cluster and isolation level, a topic at
+    most once in each (two flows may cut one topic at different offsets); empty ranges not read."""
+    out: dict[tuple[str, str, str], list[list[tuple[int, SideRead, dict[int, Range]]]]] = {}
+    for i, r in reads.items():
         ranges = {p: rg for p, rg in r.ranges.items() if rg[1] > rg[0]}
         if not ranges:
             continue  # nothing to read: no Spark work for empty partitions or topics
-        df = kafka_io.spark_read(spark, r.cluster, r.topic, ranges, r.isolation)
-        sizes = {p: n for p, n in (r.sizes or {}).items() if p in ranges}
-        frames.append(side_frame(df, {p: lo for p, (lo, _) in ranges.items()}, i, sizes or None))
-    reduced = reduce_sides(frames, len(unique))
-    return [reduced[unique[read_key(r)]] for r in reads]
+        layers = out.setdefault((r.cluster.alias, r.cluster.bootstrap, r.isolation), [])
+        layer = next((x for x in layers if all(o.topic != r.topic for _, o, _ in x)), None)
+        if layer is None:
+            layer = []
+            layers.append(layer)
+        layer.append((i, r, ranges))
+    return [layer for layers in out.values() for layer in layers]
 
 
 def read_key(r: SideRead) -> tuple[Any, ...]:

@@ -11,24 +11,19 @@ decide to the exact matching (`spark.checks`), and runs the flow-level checks
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from concurrent.futures import Future
-from datetime import datetime
 from typing import Any
 
 from components.outputs.contract import FlowExport
 from spark import catchup, checks, fast_path, flow_checks, kafka_io, progress
 from spark.catchup import Range
+from spark.console import log
 from spark.fast_path import EXACT, FAST, SideAgg, SideRead
+from spark.internal_topics import InternalTopics, check_checkpoints, check_offset_syncs, read_internal_topics
 from spark.outputs import ValidationScope
 from spark.report import Check, FlowReport, Status, TopicReport
-from spark.topic_checks import checkpoint_check, offset_sync_check, partition_rows, record_checks
-
-
-def log(msg: str) -> None:
-    print(f"[validate {datetime.now().strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
+from spark.topic_checks import partition_rows, record_checks
 
 # How the stage reads a remote topic: as its consumers do, read_committed, always. The source side
 # is read as MM2's source consumer reads it (read_committed only on an exactly-once flow). A
@@ -64,6 +59,8 @@ class FlowRun:
         self.caught: catchup.CatchUp | None = None
         self.snapshot: dict[str, dict[int, Range] | None] = {}
         self.fast: dict[str, tuple[dict[int, SideAgg], dict[int, SideAgg]]] = {}
+        self.internal: InternalTopics | None = None  # offset syncs and checkpoints, once read
+        self.flow_level: Future[FlowLevel] | None = None  # flow-level checks under way
         self.sync_cluster = self.src if flow.offset_syncs_cluster == flow.source else self.tgt
         store = outputs.offset_stores.get(flow.worker_group)
         self.offset_store = (
@@ -136,7 +133,7 @@ def run_fast_path(spark: Any, runs: list[FlowRun]) -> None:
 
 
 def validate_topic(
-    spark: Any, run: FlowRun, topic: str, lag: dict[int, int], syncs: Any, ckpts: Any, skip: set[str]
+    spark: Any, run: FlowRun, topic: str, lag: dict[int, int], internal: InternalTopics, skip: set[str]
 ) -> TopicReport:
     flow, remote = run.flow, run.flow.topics[topic]
     rep = TopicReport(topic, remote)
@@ -170,7 +167,7 @@ def validate_topic(
         + (f", {len(deferred)} to exact matching: {_reasons(deferred)}" if deferred else "")
     )
     if not deferred:
-        _finish_topic(rep, run, topic, None, rows, shift, syncs, ckpts, skip)
+        _finish_topic(rep, run, topic, None, rows, shift, internal, skip)
         return rep
     from pyspark import StorageLevel
 
@@ -188,7 +185,7 @@ def validate_topic(
             row["fastPathReason"] = deferred.get(row["partition"], "")
             rows[row["partition"]] = row
         log(f"{flow.name}: {topic}: exact matching of {len(deferred)} partition(s) in {time.monotonic() - t0:.1f}s")
-        _finish_topic(rep, run, topic, matched, rows, shift, syncs, ckpts, skip)
+        _finish_topic(rep, run, topic, matched, rows, shift, internal, skip)
     finally:
         matched.unpersist()
     return rep
@@ -246,8 +243,7 @@ def _finish_topic(
     matched: Any,
     rows: dict[int, dict[str, Any]],
     shift: dict[int, int],
-    syncs: Any,
-    ckpts: Any,
+    internal: InternalTopics,
     skip: set[str],
 ) -> None:
     """Record checks from all partition rows; offset syncs and checkpoints over both tiers."""
@@ -255,10 +251,10 @@ def _finish_topic(
     rep.partitions = [rows[p] for p in sorted(rows)]
     rep.checks += record_checks(rep.partitions, sorted(set(cut) - set(snapshot)), run.flow.exactly_once)
     n_src = sum(hi - lo for lo, hi in cut.values())
-    if "offset_syncs" not in skip and syncs is not None:
-        _check_offset_syncs(rep, run, topic, matched, syncs, shift, n_src)
-    if "checkpoints" not in skip and ckpts is not None:
-        _check_checkpoints(rep, run, topic, matched, ckpts, shift)
+    if "offset_syncs" not in skip and internal.syncs is not None:
+        check_offset_syncs(rep, run, topic, matched, internal, shift, n_src)
+    if "checkpoints" not in skip and internal.ckpts is not None:
+        check_checkpoints(rep, run, topic, matched, internal, shift)
     rep.checks = [c for c in rep.checks if c.name not in skip]
 
 
@@ -293,57 +289,14 @@ def _transformed(
     return rep
 
 
-def _check_offset_syncs(
-    rep: TopicReport, run: FlowRun, topic: str, matched: Any, syncs: Any, shift: dict[int, int], n_src: int
-) -> None:
-    from pyspark.sql import functions as F
-
-    res = checks.offset_sync_results(
-        matched, syncs.filter(F.col("topic") == topic), run.cut[topic], run.snapshot[topic] or {}, shift
-    )
-    t0 = time.monotonic()
-    st = checks.summarize_status(res, ("part", "u", "d"))
-    log(f"{run.flow.name}: {topic}: offset syncs in {time.monotonic() - t0:.1f}s")
-    rep.offset_syncs = {k: {"count": v.count, "examples": v.examples} for k, v in st.items()}
-    rep.checks.append(offset_sync_check(st, n_src))
-
-
-def _check_checkpoints(
-    rep: TopicReport, run: FlowRun, topic: str, matched: Any, ckpts: Any, shift: dict[int, int]
-) -> None:
-    from pyspark.sql import functions as F
-
-    remote = run.flow.topics[topic]
-    snapshot = run.snapshot[topic] or {}
-    mine = ckpts.filter(F.col("topic") == remote)
-    log_end = {
-        p: hi for p, (_, hi) in kafka_io.watermarks(run.tgt, remote, len(snapshot), run.target_isolation).items()
-    }
-    res = checks.checkpoint_results(
-        matched, mine, run.cut[topic], {p: hi for p, (_, hi) in snapshot.items()}, log_end, shift
-    )
-    t0 = time.monotonic()
-    st = checks.summarize_status(res, ("group", "part", "U", "D", "exact", "bound"))
-    log(f"{run.flow.name}: {topic}: checkpoints in {time.monotonic() - t0:.1f}s")
-    rep.checkpoints = {k: {"count": v.count, "examples": v.examples} for k, v in st.items()}
-    rep.checks.append(checkpoint_check(st))
-
-
-def _read_internal(spark: Any, cluster: Any, topic: str, partitions: int, decoder: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    ranges = kafka_io.watermarks(cluster, topic, partitions)
-    if not any(hi > lo for lo, hi in ranges.values()):
-        return None
-    raw = kafka_io.spark_read(spark, cluster, topic, ranges)
-    cols = decoder(F.col("key"), F.col("value"))
-    return raw.select(*[c.alias(k) for k, c in cols.items()], F.col("offset").alias("ckpt_offset")).filter("valid")
+FlowLevel = tuple[list[Check], dict[str, Any] | None]  # flow-level checks, heartbeat details
 
 
 def validate_flow(
-    spark: Any, run: FlowRun, args: argparse.Namespace, skip: set[str], sync_enabled: bool | None = None
+    spark: Any, run: FlowRun, args: argparse.Namespace, skip: set[str], flow_level: Future[FlowLevel] | None = None
 ) -> FlowReport:
-    """Every check of one flow (after `prepare_flow` and `run_fast_path`)."""
+    """Every check of one flow (after `prepare_flow` and `run_fast_path`); `flow_level`: the
+    flow-level checks already under way (`flow_level_checks`), else they run here."""
     flow = run.flow
     rep = FlowReport(flow.name, flow.source, flow.target, flow.exactly_once)
     rep.isolation = {"source": run.isolation, "target": run.target_isolation}
@@ -359,60 +312,35 @@ def validate_flow(
         "lag": result.total(),
         "ended": result.ending.value,
     }
-    syncs, ckpts = _internal_topics(spark, run, rep, skip)
+    internal = run.internal or read_internal_topics(spark, run, skip)
+    rep.checks += internal.problems
     try:
         for topic in sorted(run.cut):
-            rep.topics.append(validate_topic(spark, run, topic, result.lag.get(topic, {}), syncs, ckpts, skip))
+            rep.topics.append(validate_topic(spark, run, topic, result.lag.get(topic, {}), internal, skip))
     finally:
-        for df in (syncs, ckpts):
-            if df is not None:
-                df.unpersist()
-    groups: set[str] = set()
-    if "checkpoints" not in skip:
-        check, groups = flow_checks.check_checkpoints_emitted(run, args.checkpoint_wait)
-        rep.checks.append(check)
-    if "group_offsets" not in skip:
-        rep.checks.append(flow_checks.check_group_offsets(run, groups, sync_enabled, args.checkpoint_wait))
-    if "heartbeats" not in skip:
-        rep.heartbeats = flow_checks.heartbeat_info(run, args.heartbeat_max_age)
-        rep.checks.append(flow_checks.check_heartbeats(run, rep.heartbeats, args.heartbeat_max_age))
+        internal.unpersist()
+    level_checks, heartbeats = flow_level.result() if flow_level else flow_level_checks(run, args, skip, None)
+    rep.checks += level_checks
+    if heartbeats is not None:
+        rep.heartbeats = heartbeats
     rep.catch_up["validationSeconds"] = round(time.monotonic() - started, 1)
     return rep
 
 
-def _internal_topics(spark: Any, run: FlowRun, rep: FlowReport, skip: set[str]) -> tuple[Any, Any]:
-    """The flow's offset syncs and checkpoints as (persisted) DataFrames; None when absent or skipped."""
-    from pyspark import StorageLevel
-
-    from spark import decoders
-
-    flow = run.flow
-    sync_topics = kafka_io.list_topics(run.sync_cluster)
-    tgt_topics = kafka_io.list_topics(run.tgt)
-    syncs = ckpts = None
-    if "offset_syncs" not in skip and not run.transforms:
-        if flow.offset_syncs_topic not in sync_topics:
-            rep.checks.append(
-                Check(
-                    "offset_syncs", Status.FAIL, f"{flow.offset_syncs_topic} does not exist on {run.sync_cluster.alias}"
-                )
-            )
-        else:
-            syncs = _read_internal(
-                spark,
-                run.sync_cluster,
-                flow.offset_syncs_topic,
-                sync_topics[flow.offset_syncs_topic],
-                decoders.offset_sync_columns,
-            )
-    if "checkpoints" not in skip and not run.transforms and flow.checkpoints_topic in tgt_topics:
-        ckpts = _read_internal(
-            spark, run.tgt, flow.checkpoints_topic, tgt_topics[flow.checkpoints_topic], decoders.checkpoint_columns
-        )
-    for df in (syncs, ckpts):
-        if df is not None:
-            df.persist(StorageLevel.MEMORY_AND_DISK)
-    return syncs, ckpts
+def flow_level_checks(run: FlowRun, args: argparse.Namespace, skip: set[str], sync_enabled: bool | None) -> FlowLevel:
+    """Checkpoints emitted, group offsets, heartbeats: Kafka reads only, so they run beside Spark's jobs."""
+    out: list[Check] = []
+    heartbeats = None
+    groups: set[str] = set()
+    if "checkpoints" not in skip:
+        check, groups = flow_checks.check_checkpoints_emitted(run, args.checkpoint_wait)
+        out.append(check)
+    if "group_offsets" not in skip:
+        out.append(flow_checks.check_group_offsets(run, groups, sync_enabled, args.checkpoint_wait))
+    if "heartbeats" not in skip:
+        heartbeats = flow_checks.heartbeat_info(run, args.heartbeat_max_age)
+        out.append(flow_checks.check_heartbeats(run, heartbeats, args.heartbeat_max_age))
+    return out, heartbeats
 
 
 def _wait_for_target(

@@ -237,6 +237,13 @@ def _figure(png: bytes, caption: str) -> str:
     )
 
 
+def preload() -> None:
+    """Import the plotting library ahead (about a second): the stage calls this while Spark works."""
+    import matplotlib.dates
+    import matplotlib.figure  # noqa: F401
+    from matplotlib.backends import backend_agg  # noqa: F401
+
+
 def _new_figure(height: float = 3.2) -> Any:
     from matplotlib.figure import Figure
 

@@ -169,16 +169,21 @@ def heartbeat_tail(
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT_S, cached=False)
             if high <= low:
                 continue
-            consumer.assign([TopicPartition(topic, p, max(low, high - tail))])
+            position = max(low, high - tail)
+            consumer.assign([TopicPartition(topic, p, position)])
             while True:
-                msgs = consumer.consume(num_messages=1000, timeout=2.0)
+                # consume() returns when it has `num_messages` or the timeout passed: ask for no more
+                # than are left up to `high`, or every tail read ended on a 2 s wait.
+                msgs = consumer.consume(num_messages=max(1, min(1000, high - position)), timeout=2.0)
                 if not msgs:
                     break
                 done = False
                 for m in msgs:
                     if m.error() is not None:
+                        done = done or m.error().code() == _PARTITION_EOF  # at the end: nothing more to wait for
                         continue
                     seen += 1
+                    position = m.offset() + 1
                     if m.offset() >= high - 1:
                         done = True
                     try:
@@ -293,11 +298,24 @@ def spark_read(
     min_partitions: int | None = None,
 ) -> DataFrame:
     """Records of `topic` in [start, end) per partition, through Spark's Kafka source (batch)."""
-    starting = {topic: {str(p): int(lo) for p, (lo, _) in ranges.items()}}
-    ending = {topic: {str(p): int(hi) for p, (_, hi) in ranges.items()}}
+    return spark_read_topics(spark, cluster, {topic: ranges}, isolation, min_partitions)
+
+
+def spark_read_topics(
+    spark: SparkSession,
+    cluster: ClusterAccess,
+    ranges: Mapping[str, Mapping[int, tuple[int, int]]],
+    isolation: str = "read_uncommitted",
+    min_partitions: int | None = None,
+) -> DataFrame:
+    """Records of several topics of one cluster in one Kafka source relation: {topic: {partition:
+    (start, end)}}. Each relation costs a driver-side offset lookup (its own admin client) before
+    any record moves, so topics of one cluster and isolation level share one."""
+    starting = {t: {str(p): int(lo) for p, (lo, _) in r.items()} for t, r in ranges.items()}
+    ending = {t: {str(p): int(hi) for p, (_, hi) in r.items()} for t, r in ranges.items()}
     reader = (
         spark.read.format("kafka")
-        .option("assign", json.dumps({topic: sorted(int(p) for p in ranges)}))
+        .option("assign", json.dumps({t: sorted(int(p) for p in r) for t, r in ranges.items()}))
         .option("startingOffsets", json.dumps(starting))
         .option("endingOffsets", json.dumps(ending))
         .option("includeHeaders", "true")

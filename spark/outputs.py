@@ -45,6 +45,15 @@ class ClusterAccess:
                     conf["sasl.username"], conf["sasl.password"] = user, password
         return conf
 
+    def describe(self) -> str:
+        """One line for people: where the cluster is and how the stage authenticates, no secrets."""
+        how = [self.security_protocol]
+        if "sasl.mechanism" in self.client:
+            how.append(self.client["sasl.mechanism"])
+        if "ssl.truststore.location" in self.client:
+            how.append("stack CA")
+        return f"{self.bootstrap} ({', '.join(how)})"
+
     def redacted(self) -> dict[str, str]:
         return {
             k: ("***" if any(h in k.lower() for h in SECRET_HINTS) else v)

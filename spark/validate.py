@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,11 @@ if __package__ in (None, ""):
 
 from components.outputs.contract import FlowExport, OutputsError, StackExports
 from components.outputs.loader import read_exports_file, read_stack_exports
-from spark import kafka_io, loops
-from spark.flow_validation import FlowRun, log, prepare_flow, run_fast_path, validate_flow
+from spark import html_report, kafka_io, loops
+from spark.class_archive import ClassArchive, class_archive
+from spark.console import log
+from spark.flow_validation import FlowRun, flow_level_checks, prepare_flow, run_fast_path, validate_flow
+from spark.internal_topics import read_internal_topics, start_presumed
 from spark.jars import JarResolutionError, KafkaSourceJars, ensure_kafka_source_jars
 from spark.outputs import ValidationScope, validation_view
 from spark.report import Check, Report, Status, render_table
@@ -89,7 +92,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 # --- Spark session --------------------------------------------------------------------------------
 
 
-def build_session(args: argparse.Namespace, jars: KafkaSourceJars) -> Any:
+SMALL_INPUT_RECORDS = 200_000  # source records in the cut up to which the driver JVM runs C1-only
+SMALL_INPUT_SLOTS_PER_CORE = 3  # local task slots per core for such small runs
+
+
+def build_session(
+    args: argparse.Namespace, jars: KafkaSourceJars, small_input: bool = False, archive: ClassArchive | None = None
+) -> Any:
+    """The session; a local driver JVM launched here starts C1-only on `small_input` and with the
+    class archive (`spark.class_archive`) when given."""
     from pyspark.sql import SparkSession
 
     confs: dict[str, str] = {}
@@ -101,6 +112,11 @@ def build_session(args: argparse.Namespace, jars: KafkaSourceJars) -> Any:
     builder = SparkSession.builder.appName("mm2-validate")
     already_submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit
     master = args.master or (None if already_submitted else "local[*]")
+    if master == "local[*]" and small_input and not args.master:
+        # A small run's tasks (one per Kafka partition read) mostly wait: for a connection, its
+        # SASL handshake and the fetch. More task slots than cores overlap those waits (fan-out,
+        # 24 partition reads on 2 cores: fast path ~17 s -> ~10 s measured here).
+        master = f"local[{SMALL_INPUT_SLOTS_PER_CORE * (os.cpu_count() or 1)}]"
     if master:
         builder = builder.master(master)
     jar_list = [j for j in confs.pop("spark.jars", "").split(",") if j] + [str(j) for j in jars.jars]
@@ -122,7 +138,14 @@ def build_session(args: argparse.Namespace, jars: KafkaSourceJars) -> Any:
     if not already_submitted and "spark.driver.extraJavaOptions" not in confs:
         # Quiet from the first line (setLogLevel below only takes effect once the JVM is up).
         log4j = Path(__file__).resolve().parent / "log4j2.properties"
-        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+        options = f"-Dlog4j2.configurationFile=file:{log4j}"
+        if small_input and (master or "").startswith("local"):
+            # A small stack's run is over in seconds, mostly class loading and first-time code: the
+            # JIT's optimising tier (C2) never pays back its compile time there, and stops at C1.
+            options += " -XX:TieredStopAtLevel=1"
+        if archive is not None and (master or "").startswith("local"):
+            options += f" {archive.options}"
+        builder = builder.config("spark.driver.extraJavaOptions", options)
     # Small inputs (a few thousand records) must not pay for 200 shuffle tasks per stage: the fast
     # path shuffles one row per partition and map task; the exact matching sizes its own shuffle
     # to its input (flow_validation.size_shuffle), and AQE coalesces from there.
@@ -184,53 +207,35 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
         return 2
     skip = set(args.skip)
     for alias, c in outputs.clusters.items():
-        log(f"cluster {alias}: {c.redacted()}")
+        log(f"cluster {alias}: {c.describe()}")
     try:
         # The cut comes first, before any Spark start-up, so it is as close to "now" as possible.
         topics = {alias: kafka_io.list_topics(c) for alias, c in outputs.clusters.items()}
         runs = [FlowRun(f, outputs, topics) for f in flows]
-    except kafka_io.KafkaAccessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    log(
-        "cut captured: "
-        + ", ".join(
-            f"{r.flow.name} {t}={sum(hi - lo for lo, hi in parts.values())}" for r in runs for t, parts in r.cut.items()
-        )
-    )
-    pool = ThreadPoolExecutor(max_workers=2 * max(1, len(runs)))
-    if "heartbeats" not in skip:
-        for r in runs:
-            hb_topics = [r.flow.heartbeats_topic, r.flow.replicated_heartbeats_topic]
-            r.latency = pool.submit(kafka_io.heartbeat_latencies, r.tgt, hb_topics, args.latency_window)
-    sync = {r.flow.name: pool.submit(live_group_sync, exports, r.flow) for r in runs}
-    started = datetime.now(timezone.utc)
-    own_session = spark is None
-    try:
         jars = ensure_kafka_source_jars()
-        # The session starts (seconds) while the targets are waited for.
-        session = pool.submit(build_session, args, jars) if own_session else None
-        for r in runs:
-            prepare_flow(r, args)
-        if session is not None:
-            spark = session.result()
-    except JarResolutionError as exc:
+    except (kafka_io.KafkaAccessError, JarResolutionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    report = _new_report(args, spark, jars, started, skip)
+    started = datetime.now(timezone.utc)
+    pool = ThreadPoolExecutor(max_workers=4 + 6 * max(1, len(runs)))
+    own_session = spark is None
+    records = sum(hi - lo for r in runs for parts in r.cut.values() for lo, hi in parts.values())
+    # The session starts (seconds) while the targets are waited for, all flows side by side.
+    archive = class_archive([str(j) for j in jars.jars]) if own_session else None
+    session = pool.submit(build_session, args, jars, records <= SMALL_INPUT_RECORDS, archive) if own_session else None
+    log("cut captured: " + ", ".join(f"{r.flow.name} {t}={_count(p)}" for r in runs for t, p in r.cut.items()))
     try:
-        run_fast_path(spark, runs)
-        for r in runs:
-            log(f"flow {r.flow.name}: {len(r.cut)} topic(s)")
-            report.flows.append(validate_flow(spark, r, args, skip, sync[r.flow.name].result()))
-        if "loops" not in skip:
-            check, rows = check_loops(outputs, {a: kafka_io.list_topics(c) for a, c in outputs.clusters.items()})
-            report.checks.append(check)
-            report.loops = rows
+        try:
+            spark = _prepare(pool, runs, args, skip, exports, session) or spark
+        except JarResolutionError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        report = _new_report(args, spark, jars, started, skip)
+        _validate_all(spark, pool, runs, args, skip, report, outputs)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-        if own_session and spark is not None:
-            spark.stop()
+        if own_session and session is not None and session.done() and session.exception() is None:
+            _stop(session.result(), archive)
     paths = [p.get("path") for f in report.flows for t in f.topics for p in t.partitions]
     report.meta["partitionsByPath"] = {k: paths.count(k) for k in sorted({str(x) for x in paths})}
     report.meta["seconds"] = round((datetime.now(timezone.utc) - started).total_seconds(), 1)
@@ -244,6 +249,70 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
     if page is not None:
         print(f"html report: {page}")
     return 0 if report.passed else 1
+
+
+def _stop(spark: Any, archive: ClassArchive | None) -> None:
+    """Stop the session; a run whose JVM writes the class archive also waits for that JVM's exit."""
+    writing = archive.writing if archive is not None else None
+    options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions", "") or ""
+    spark.stop()
+    if archive is not None and writing is not None and str(writing) in options:
+        log("writing the class archive for the next runs (once) ...")
+        archive.finish(spark)
+
+
+def _count(parts: dict[int, tuple[int, int]]) -> int:
+    return sum(hi - lo for lo, hi in parts.values())
+
+
+def _prepare(
+    pool: ThreadPoolExecutor,
+    runs: list[FlowRun],
+    args: argparse.Namespace,
+    skip: set[str],
+    exports: StackExports,
+    session: Future[Any] | None,
+) -> Any:
+    """Start the latency windows, wait for every target at once, then start each flow's
+    flow-level checks (Kafka only) in the background; the session (when built here) once up."""
+    if "heartbeats" not in skip:
+        for r in runs:
+            hb_topics = [r.flow.heartbeats_topic, r.flow.replicated_heartbeats_topic]
+            r.latency = pool.submit(kafka_io.heartbeat_latencies, r.tgt, hb_topics, args.latency_window)
+    sync = {r.flow.name: pool.submit(live_group_sync, exports, r.flow) for r in runs}
+    for waited in [pool.submit(prepare_flow, r, args) for r in runs]:
+        waited.result()
+    for r in runs:
+        r.flow_level = pool.submit(_flow_level, r, args, skip, sync[r.flow.name])
+    return session.result() if session is not None else None
+
+
+def _flow_level(run: FlowRun, args: argparse.Namespace, skip: set[str], sync: Future[bool | None]) -> Any:
+    return flow_level_checks(run, args, skip, sync.result())
+
+
+def _validate_all(
+    spark: Any,
+    pool: ThreadPoolExecutor,
+    runs: list[FlowRun],
+    args: argparse.Namespace,
+    skip: set[str],
+    report: Report,
+    outputs: ValidationScope,
+) -> None:
+    """The fast path with every flow's offset-sync and checkpoint verdicts beside it, then each flow."""
+    pool.submit(html_report.preload)
+    for r in runs:
+        r.internal = read_internal_topics(spark, r, skip)
+        start_presumed(spark, r, r.internal, pool)
+    run_fast_path(spark, runs)
+    for r in runs:
+        log(f"flow {r.flow.name}: {len(r.cut)} topic(s)")
+        report.flows.append(validate_flow(spark, r, args, skip, r.flow_level))
+    if "loops" not in skip:
+        check, rows = check_loops(outputs, {a: kafka_io.list_topics(c) for a, c in outputs.clusters.items()})
+        report.checks.append(check)
+        report.loops = rows
 
 
 def live_group_sync(exports: StackExports, flow: FlowExport) -> bool | None:

@@ -105,16 +105,25 @@ def validate_once(stack: harness.TestStack, outputs_file: Path, report: Path) ->
         for line in p.stderr:
             lines.append((round(time.monotonic() - t0, 2), line.rstrip()))
 
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
+    # stderr has exactly one reader, this thread: communicate() would read it too, and the two
+    # readers took bytes from each other (lines missing from the timeline, or run together).
+    out: list[str] = []
+    readers = [
+        threading.Thread(target=pump, daemon=True),
+        threading.Thread(target=lambda: out.append(p.stdout.read() if p.stdout else ""), daemon=True),
+    ]
+    for r in readers:
+        r.start()
     try:
-        stdout, _ = p.communicate(timeout=600)
+        p.wait(timeout=600)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait(10)
     wall = time.monotonic() - t0
-    reader.join(10)
+    for r in readers:
+        r.join(10)
+    stdout = "".join(out)
     rep = json.loads(report.read_text()) if report.exists() else {}
     return {
         "exit_code": p.returncode,

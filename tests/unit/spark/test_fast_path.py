@@ -119,14 +119,52 @@ def test_identical_reads_of_several_flows_are_read_once(spark: SparkSession, mon
 
     calls: list[tuple[str, str]] = []
 
-    def fake_read(_spark: Any, cluster: ClusterAccess, topic: str, ranges: Any, isolation: str) -> Any:
+    def fake_read(_spark: Any, cluster: ClusterAccess, ranges: Any, isolation: str) -> Any:
+        (topic,) = ranges
         calls.append((cluster.alias, topic))
         return kafka_rows(spark, {0: [rec(i) for i in range(3)]}, topic=topic)
 
-    monkeypatch.setattr(kafka_io, "spark_read", fake_read)
+    monkeypatch.setattr(kafka_io, "spark_read_topics", fake_read)
     k, a = ClusterAccess("k", "h:1"), ClusterAccess("a", "h:2")
     source = fast_path.SideRead(k, "events", {0: (0, 3)}, "read_uncommitted", {0: 3})
     target = fast_path.SideRead(a, "k.events", {0: (0, 3)}, "read_uncommitted", {0: 3})
     got = fast_path.aggregate(spark, [source, target, source, target, source])
     assert sorted(calls) == [("a", "k.events"), ("k", "events")]
     assert all(g == got[0] for g in got) and got[0][0].records == 3
+
+
+def test_topics_of_one_cluster_share_one_relation_and_keep_their_own_results(
+    spark: SparkSession, monkeypatch: Any
+) -> None:
+    """One Kafka source relation per cluster and isolation level; each topic still its own side."""
+    from spark import kafka_io
+    from spark.outputs import ClusterAccess
+
+    calls: list[tuple[str, list[str], str]] = []
+
+    def fake_read(_spark: Any, cluster: ClusterAccess, ranges: Any, isolation: str) -> Any:
+        calls.append((cluster.alias, sorted(ranges), isolation))
+        frames = [
+            kafka_rows(spark, {p: [rec(i, f"{t}{i}") for i in range(lo, hi)] for p, (lo, hi) in r.items()}, t, start=5)
+            for t, r in ranges.items()
+        ]
+        return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+
+    monkeypatch.setattr(kafka_io, "spark_read_topics", fake_read)
+    k, a = ClusterAccess("k", "h:1"), ClusterAccess("a", "h:2")
+    reads = [
+        fast_path.SideRead(k, "clicks", {0: (5, 8)}, "read_uncommitted", {0: 3}),
+        fast_path.SideRead(k, "views", {0: (5, 7), 1: (5, 5)}, "read_uncommitted", {0: 2, 1: 0}),
+        fast_path.SideRead(k, "clicks", {0: (5, 9)}, "read_uncommitted", {0: 3}),  # another flow's later cut
+        fast_path.SideRead(a, "k.clicks", {0: (5, 8)}, "read_committed", {0: 3}),
+    ]
+    got = fast_path.aggregate(spark, reads)
+    assert sorted(calls) == [
+        ("a", ["k.clicks"], "read_committed"),
+        ("k", ["clicks"], "read_uncommitted"),
+        ("k", ["clicks", "views"], "read_uncommitted"),
+    ]
+    alone = [fast_path.aggregate(spark, [r])[0] for r in reads]
+    assert got == alone
+    assert (got[0][0].records, got[1][0].records, got[2][0].after[0]) == (3, 2, 1)
+    assert got[0][0].fp_lo != got[1][0].fp_lo and 1 not in got[1]
