@@ -126,16 +126,17 @@ def main() -> None:
     topology = with_exactly_once_stages(topology, local)
     config = pulumi.Config(NAMESPACE)
     generated, required = generated_secret_keys(topology), required_secret_keys(topology)
+    given = config.get_secret_object("secrets")
     credentials = Credentials(
         "credentials",
         generated=list(generated),
         required=list(required),
-        given=config.get_secret_object("secrets"),
+        given=given,
         rotate=config.get_object("rotate") or {},
     )
     secrets = credentials.values
     # What adopted clusters and Connect endpoints authenticate with, known at preview.
-    adopted = given_only(config.get_secret_object("secrets"), set(required) - set(generated))
+    adopted = given_only(given, set(required) - set(generated))
     platforms = container_platforms(stack, topology, secrets)
     tls = stack_tls(stack, topology, local.run_root, secrets)
     clusters = {

@@ -28,6 +28,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from components.kafka.acl_check import missing_access_text, transactional_access, unknown_access_text
 from components.rpc_values import has_unknown, plain
 
 from .client import ConnectClient, connector_path
@@ -48,10 +49,10 @@ from .plugin_validation import pass_through_keys, unresolvable_config_text, vali
 __all__ = ["TYPE_TOKEN", "Connector", "ConnectorArgs", "ConnectorProvider"]
 
 TYPE_TOKEN = "pulumi-python:dynamic/connect:Connector"
-# Validation during check must not stall a preview: one attempt, short timeout.
 # The property a check failure names; none: the engine then prints the reason alone instead of
 # "property config value {<every key of the connector config>} has a problem: <reason>".
 WHOLE_RESOURCE = ""
+# Validation during check must not stall a preview: one attempt, short timeout.
 _CHECK_TIMEOUT_S = 15.0
 # Where the dynamic-provider machinery keeps the pickled provider among the properties.
 _PROVIDER_KEY = "__provider"
@@ -205,8 +206,6 @@ class Connector(Resource, module="connect", name="Connector"):
 def _access_failures(connector: str, access: Mapping[str, Any]) -> list[CheckFailure]:
     """The preview's check of an exactly-once flow's grants on a target the stack does not grant
     on: a failure naming what is missing, or a warning when it cannot tell."""
-    from components.kafka.acl_check import missing_access_text, transactional_access, unknown_access_text
-
     flow, cluster = str(access.get("flow")), str(access.get("cluster"))
     verdict = transactional_access(access)
     if verdict.unknown:

@@ -33,6 +33,8 @@ from components.rpc_values import plain
 # How long a restarted process may take to be "back" after it is ready (rejoin, rebalance, ISR).
 SETTLE_TIMEOUT_S = 180.0
 POLL_S = 0.5
+# How long asking Connect to restart what a turn failed may retry a busy (rebalancing) group.
+RESTART_BUDGET_S = 15.0
 # Messages for the `pulumi up` output (the dynamic-provider host forwards this logger to the engine).
 LOG = logging.getLogger("dynamic_provider.rolling")
 
@@ -100,26 +102,23 @@ def _wait(component: str, pid: int, check: Callable[[], str | None], log_tail: C
         time.sleep(POLL_S)
 
 
-def _rest_client(ready: Mapping[str, Any], timeout: float = 5.0) -> Any:
-    import ssl
-
-    import httpx
-
+def _credentials(ready: Mapping[str, Any]) -> tuple[str, str] | None:
     auth = ready.get("auth")
-    creds = (auth["username"], auth["password"]) if auth else None
-    ca_pem = ready.get("ca_pem")
-    verify: ssl.SSLContext | bool = ssl.create_default_context(cadata=ca_pem) if ca_pem else True
-    return httpx.Client(base_url=str(ready["url"]), timeout=timeout, auth=creds, verify=verify)
+    return (auth["username"], auth["password"]) if auth else None
 
 
 def _connect_status(ready: Mapping[str, Any]) -> dict[str, Any] | None:
     """The group's connectors and their status (`GET /connectors?expand=status`), None if the
     worker does not answer."""
+    import ssl
+
     import httpx
 
+    ca_pem = ready.get("ca_pem")
+    verify: ssl.SSLContext | bool = ssl.create_default_context(cadata=ca_pem) if ca_pem else True
     try:
-        with _rest_client(ready) as http:
-            answer = http.get("/connectors", params={"expand": "status"})
+        with httpx.Client(timeout=5, auth=_credentials(ready), verify=verify) as http:
+            answer = http.get(f"{ready['url']}/connectors", params={"expand": "status"})
     except httpx.HTTPError:
         return None
     if answer.status_code != 200:
@@ -128,19 +127,23 @@ def _connect_status(ready: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _restart_failed(ready: Mapping[str, Any], connector: str) -> str | None:
-    """`POST /connectors/{name}/restart?includeTasks=true&onlyFailed=true`; None when Connect
-    accepted it, else why not (the settle wait goes on and names the instance if it stays FAILED)."""
-    from urllib.parse import quote
-
-    import httpx
+    """`POST /connectors/{name}/restart?includeTasks=true&onlyFailed=true` through ConnectClient
+    (which retries a group still rebalancing, for RESTART_BUDGET_S); None when Connect accepted
+    it, else why not (the settle wait goes on and names the instance if it stays FAILED)."""
+    from components.connect.client import ConnectClient
+    from components.connect.errors import ConnectError
 
     try:
-        with _rest_client(ready, timeout=10.0) as http:
-            path = f"/connectors/{quote(connector, safe='')}/restart"
-            answer = http.post(path, params={"includeTasks": "true", "onlyFailed": "true"})
-    except httpx.HTTPError as exc:
+        with ConnectClient(
+            str(ready["url"]),
+            auth=_credentials(ready),
+            ca_pem=ready.get("ca_pem") or None,
+            retry_budget_s=RESTART_BUDGET_S,
+        ) as client:
+            client.restart(connector, include_tasks=True, only_failed=True)
+    except ConnectError as exc:
         return str(exc)
-    return None if answer.status_code in (200, 202, 204) else f"answered {answer.status_code}: {answer.text[:200]}"
+    return None
 
 
 class _WorkerSettle:

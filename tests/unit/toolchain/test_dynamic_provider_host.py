@@ -84,25 +84,32 @@ class _Provider:
         return result
 
 
-def test_diff_reaches_the_engine_with_paths_and_impacts(monkeypatch: pytest.MonkeyPatch) -> None:
-    import asyncio
-    import types
-
-    from pulumi.runtime import proto, rpc
+@pytest.fixture
+def logged(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What the host sends the engine's Log service (a stand-in EngineStub records it)."""
     from pulumi.runtime.proto import engine_pb2_grpc
 
-    logged: list[Any] = []
+    requests: list[Any] = []
 
     class Engine:
         def __init__(self, _channel: Any) -> None:
             pass
 
         def Log(self, request: Any) -> None:
-            logged.append(request)
+            requests.append(request)
+
+    monkeypatch.setattr(engine_pb2_grpc, "EngineStub", Engine)
+    return requests
+
+
+def test_diff_reaches_the_engine_with_paths_and_impacts(monkeypatch: pytest.MonkeyPatch, logged: list[Any]) -> None:
+    import asyncio
+    import types
+
+    from pulumi.runtime import proto, rpc
 
     pulumis = types.SimpleNamespace(PROVIDER_KEY="__provider", get_provider=lambda props, config: _Provider())
     monkeypatch.setitem(sys.modules, "pulumi.dynamic.__main__", pulumis)
-    monkeypatch.setattr(engine_pb2_grpc, "EngineStub", Engine)
     servicer = load_host().detailed_servicer(types.SimpleNamespace(_config={}), "127.0.0.1:1")
 
     def struct(props: dict[str, Any]) -> Any:
@@ -126,21 +133,10 @@ def test_diff_reaches_the_engine_with_paths_and_impacts(monkeypatch: pytest.Monk
 
 
 def test_what_a_provider_logs_during_an_update_reaches_the_engine_on_that_resource(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, logged: list[Any]
 ) -> None:
     import logging
     import types
-
-    from pulumi.runtime.proto import engine_pb2_grpc
-
-    logged: list[Any] = []
-
-    class Engine:
-        def __init__(self, _channel: Any) -> None:
-            pass
-
-        def Log(self, request: Any) -> None:
-            logged.append(request)
 
     def update(request: Any, context: Any) -> str:
         logging.getLogger("dynamic_provider.rolling").warning("worker 1: src: task 0 restarted once")
@@ -148,7 +144,6 @@ def test_what_a_provider_logs_during_an_update_reaches_the_engine_on_that_resour
         return "updated"
 
     monkeypatch.setitem(sys.modules, "pulumi.dynamic.__main__", types.SimpleNamespace())
-    monkeypatch.setattr(engine_pb2_grpc, "EngineStub", Engine)
     noop = lambda request, context: None  # noqa: E731
     servicer = types.SimpleNamespace(_config={}, Create=noop, Update=update, Delete=noop)
     load_host().detailed_servicer(servicer, "127.0.0.1:1")
