@@ -113,7 +113,13 @@ def test_diff_reaches_the_engine_with_paths_and_impacts(monkeypatch: pytest.Monk
     servicer = load_host().detailed_servicer(types.SimpleNamespace(_config={}), "127.0.0.1:1")
 
     def struct(props: dict[str, Any]) -> Any:
-        return asyncio.run(rpc.serialize_properties(props, {}))
+        # A loop of its own: asyncio.run would unset the thread's current loop, which the Pulumi
+        # mock tests that run after this one in the same process still need.
+        loop = asyncio.new_event_loop()
+        try:
+            return loop.run_until_complete(rpc.serialize_properties(props, {}))
+        finally:
+            loop.close()
 
     request = proto.DiffRequest(
         id="c",
