@@ -178,13 +178,35 @@ class TestStack:
             )
 
 
+# Stacks deployed right now; a failed test's report shows their processes' last warnings (conftest).
+LIVE_STACKS: list[TestStack] = []
+EVIDENCE_LINES = 20  # per process: the last WARN/ERROR lines
+
+
+def log_evidence(stack: TestStack) -> str:
+    """The last WARN and ERROR lines of each of the stack's process logs (server.log), by process."""
+    parts = [f"== stack {stack.name} =="]
+    for log in sorted(stack.run_dir.rglob("server.log")):
+        try:
+            lines = log.read_text(errors="replace").splitlines()
+        except OSError as exc:
+            parts.append(f"-- {log.relative_to(stack.run_dir)}: unreadable ({exc})")
+            continue
+        flagged = [line[:400] for line in lines if " WARN " in line or " ERROR " in line]
+        parts.append(f"-- {log.relative_to(stack.run_dir)} (last {EVIDENCE_LINES} of {len(flagged)} WARN/ERROR):")
+        parts += flagged[-EVIDENCE_LINES:]
+    return "\n".join(parts)
+
+
 @contextmanager
 def deployed(tmp: Path, config: dict[str, Any] | None = None) -> Iterator[TestStack]:
     stack = TestStack(tmp, config)
     stack.init()
+    LIVE_STACKS.append(stack)
     try:
         yield stack
     finally:
+        LIVE_STACKS.remove(stack)
         stack.destroy()
 
 

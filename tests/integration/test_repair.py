@@ -71,6 +71,14 @@ def status(out: dict[str, Any]) -> dict[str, Any]:
     return httpx.get(f"{url}/connectors/{SOURCE}/status", auth=connect_auth(out), timeout=10).json()
 
 
+def status_text(out: dict[str, Any]) -> str:
+    """The connector's status for a failure message (the REST error if there is none)."""
+    try:
+        return json.dumps(status(out))[:3000]
+    except (httpx.HTTPError, ValueError) as exc:
+        return f"no status: {exc}"
+
+
 def task_states(out: dict[str, Any]) -> list[str]:
     try:
         return [t["state"] for t in status(out).get("tasks", [])]
@@ -119,9 +127,24 @@ def revoke_remote_write(out: dict[str, Any]) -> list[Any]:
 
 
 def restore(out: dict[str, Any], bindings: list[Any]) -> None:
+    """Create the bindings again and return once the broker answers with them: it applies a
+    created ACL when it replays the metadata log, after the create has returned."""
+    from confluent_kafka.admin import AclBindingFilter
+
     admin = _acl_admin(out)  # held: a collected client cancels its pending requests
     for future in admin.create_acls(bindings).values():
         future.result(30)
+
+    def applied() -> bool:
+        for b in bindings:
+            exact = AclBindingFilter(
+                b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type
+            )
+            if not admin.describe_acls(exact).result(30):
+                return False
+        return True
+
+    wait_until(applied, 30, "the broker to answer with the restored ACLs", poll_s=0.2)
 
 
 def fail_for_real(out: dict[str, Any]) -> float:
@@ -172,7 +195,7 @@ def test_refresh_shows_a_failed_task_and_up_restarts_it(stack: TestStack) -> Non
     assert seen.get("running") is not None and seen["running"] <= UP_REPAIR_S, seen
     key = f"after-{uuid.uuid4().hex}".encode()
     produce_one(out, "primary", "orders", key, b"v")
-    assert arrives(out, "dr", REMOTE, key, 120, "it-repair"), "replication did not resume"
+    assert arrives(out, "dr", REMOTE, key, 120, "it-repair"), f"replication did not resume: {status_text(out)}"
 
 
 def watcher_files(stack: TestStack) -> tuple[Path, Path]:

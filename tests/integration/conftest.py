@@ -1,0 +1,24 @@
+"""On a failed integration test, the evidence: the last warnings and errors of every process of
+every stack still deployed, attached to the test's report (pytest prints it under the failure).
+
+A CI run deletes its stacks when the test ends; without this, a failure that does not reproduce
+leaves nothing but the assertion to go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.harness import LIVE_STACKS, log_evidence
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and LIVE_STACKS:
+        evidence = "\n\n".join(log_evidence(stack) for stack in list(LIVE_STACKS))
+        report.sections.append((f"Captured stack logs {report.when}", evidence))
