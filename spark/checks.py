@@ -8,7 +8,9 @@ grow with the number of records.
 
 Matching. Source and target records of one partition are grouped by fingerprint; the i-th source
 occurrence of a fingerprint pairs with the i-th target occurrence (both by offset). That handles
-records that are legitimately identical in the source. Per group:
+records that are legitimately identical in the source. A group of at most two occurrences a side
+(nearly every group) is paired from its first and last offsets, which a hash aggregation finds
+without listing them; only larger groups have their offsets listed. Per group:
 - paired occurrences are **matched** (source offset `so`, target offset `to`);
 - surplus source occurrences are **missing** from the target partition;
 - surplus target occurrences are **duplicates** if the source has the fingerprint, else **extra**.
@@ -43,22 +45,85 @@ FINDING_CHECK = {
 INFO_FINDINGS = ("beyond_cut", "prefix")
 
 
+# At most this many occurrences of one fingerprint per side are paired from plain aggregates
+# (first and last offset); larger groups, which only identical records repeated in the source or
+# redelivered more than once make, are paired from their offset lists (`_listed_groups`).
+FEW = 2
+
+
 def match_records(source: DataFrame, target: DataFrame) -> DataFrame:
     """Pair source and target records of the same partition by fingerprint and occurrence.
 
     Returns one row per source record and per surplus target record:
     (part, kind, so, to, fp, kh, vh, hh, ts), kind in matched | missing | duplicate | extra.
+    The result is persisted and materialised (the caller unpersists it): the groups are counted
+    and offset-bounded with Spark's hash aggregation, which keeps no list per group; only when
+    some fingerprint occurs more than FEW times on a side are both sides read again for the
+    offset lists of those fingerprints.
     """
+    from pyspark import StorageLevel
+
     cols = ["part", "fp", "off", "kh", "vh", "hh", "ts"]
     both = source.select(*cols, F.lit(0).alias("side")).unionByName(target.select(*cols, F.lit(1).alias("side")))
-    grouped = both.groupBy("part", "fp").agg(
+    src, tgt = F.col("side") == 0, F.col("side") == 1
+    grouped = (
+        both.groupBy("part", "fp")
+        .agg(
+            F.count(F.when(src, 1)).alias("ns"),
+            F.count(F.when(tgt, 1)).alias("nt"),
+            F.min(F.when(src, F.col("off"))).alias("s1"),
+            F.max(F.when(src, F.col("off"))).alias("s2"),
+            F.min(F.when(tgt, F.col("off"))).alias("t1"),
+            F.max(F.when(tgt, F.col("off"))).alias("t2"),
+            *_firsts(),
+        )
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    try:
+        many = (F.col("ns") > FEW) | (F.col("nt") > FEW)
+        if grouped.filter(many).isEmpty():
+            out = _paired(_bounded_groups(grouped))
+        else:
+            keys = grouped.filter(many).select("part", "fp")
+            listed = _listed_groups(both.join(keys, ["part", "fp"], "left_semi"))
+            out = _paired(_bounded_groups(grouped.filter(~many))).unionByName(_paired(listed))
+        out = out.persist(StorageLevel.MEMORY_AND_DISK)
+        out.count()
+        return out
+    finally:
+        grouped.unpersist()
+
+
+def _firsts() -> list[Column]:
+    """A group's component hashes and timestamp: those of any occurrence (they share the fingerprint)."""
+    return [F.first(c).alias(c) for c in ("kh", "vh", "hh", "ts")]
+
+
+def _bounded_groups(grouped: DataFrame) -> DataFrame:
+    """Groups of at most FEW occurrences per side: their sorted offsets are the first and the last."""
+    return grouped.select(
+        "part",
+        "fp",
+        "kh",
+        "vh",
+        "hh",
+        "ts",
+        F.expr("slice(array(s1, s2), 1, cast(ns as int))").alias("sos"),
+        F.expr("slice(array(t1, t2), 1, cast(nt as int))").alias("tos"),
+    )
+
+
+def _listed_groups(both: DataFrame) -> DataFrame:
+    """(part, fp, kh, vh, hh, ts, sos, tos): every occurrence's offset, sorted, per side."""
+    return both.groupBy("part", "fp").agg(
         F.sort_array(F.collect_list(F.when(F.col("side") == 0, F.col("off")))).alias("sos"),
         F.sort_array(F.collect_list(F.when(F.col("side") == 1, F.col("off")))).alias("tos"),
-        F.first("kh").alias("kh"),
-        F.first("vh").alias("vh"),
-        F.first("hh").alias("hh"),
-        F.first("ts").alias("ts"),
+        *_firsts(),
     )
+
+
+def _paired(groups: DataFrame) -> DataFrame:
+    """The i-th source occurrence with the i-th target occurrence; the surplus of either side apart."""
     rows = F.expr(
         """
         concat(
@@ -72,7 +137,7 @@ def match_records(source: DataFrame, target: DataFrame) -> DataFrame:
         )
         """
     )
-    return grouped.select("part", "fp", "kh", "vh", "hh", "ts", F.explode(rows).alias("r")).select(
+    return groups.select("part", "fp", "kh", "vh", "hh", "ts", F.explode(rows).alias("r")).select(
         "part", "r.kind", "r.so", "r.to", "fp", "kh", "vh", "hh", "ts"
     )
 

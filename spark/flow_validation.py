@@ -169,7 +169,6 @@ def validate_topic(
     if not deferred:
         _finish_topic(rep, run, topic, None, rows, shift, internal, skip)
         return rep
-    from pyspark import StorageLevel
 
     from spark.transforms import project
 
@@ -178,7 +177,7 @@ def validate_topic(
     size_shuffle(spark, sum(hi - lo for lo, hi in [*x_cut.values(), *x_snap.values()]))
     src = project(_read(spark, run.src, topic, x_cut, run.isolation))
     tgt = project(_read(spark, run.tgt, remote, x_snap, run.target_isolation))
-    matched = checks.match_records(src, tgt).persist(StorageLevel.MEMORY_AND_DISK)
+    matched = checks.match_records(src, tgt)  # persisted: unpersisted below
     try:
         t0 = time.monotonic()
         for row in _exact_rows(matched, x_cut, x_snap, lag):

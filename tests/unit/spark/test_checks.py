@@ -111,6 +111,22 @@ def test_identical_source_records_are_not_duplicates(spark: SparkSession) -> Non
     assert findings(spark, {0: [rec(0), rec(1)]}, source=src, caught_up={0: True}) == {"missing": [(0, 1, None, [])]}
 
 
+def test_records_repeated_more_than_few_times_pair_by_occurrence(spark: SparkSession) -> None:
+    """Past FEW occurrences per side a group is paired from its offset lists, beside the bounded ones."""
+    many = checks.FEW + 2
+    src = {0: [rec(0)] * many + [rec(1), rec(2), rec(2)], 1: [rec(7)] * many}
+    tgt = {0: [rec(0)] * many + [rec(1), rec(0), rec(2), rec(2)], 1: [rec(7)] * (many - 1)}
+    assert findings(spark, tgt, source=src, caught_up={0: True, 1: True}) == {
+        "duplicate": [(0, None, many + 1, [])],
+        "missing": [(1, many - 1, None, [])],
+    }
+    matched = checks.match_records(projection(spark, src), projection(spark, tgt))
+    pairs = sorted((r["part"], r["so"], r["to"]) for r in matched.filter("kind = 'matched'").collect())
+    assert pairs == [(0, o, o) for o in range(many + 1)] + [(0, many + 1, many + 2), (0, many + 2, many + 3)] + [
+        (1, o, o) for o in range(many - 1)
+    ]
+
+
 def test_swapped_order(spark: SparkSession) -> None:
     tgt = copy()
     tgt[0][2], tgt[0][3] = tgt[0][3], tgt[0][2]
