@@ -315,15 +315,21 @@ def java_tool(rig: Rig, *args: str) -> subprocess.Popen[str]:
     return child
 
 
+def _tool(child: subprocess.Popen[str]) -> str:
+    """The BenchTool's mode and target, for an error message (the args are a list here)."""
+    args = child.args
+    return " ".join(str(a) for a in args[5:7]) if isinstance(args, list) else str(args)
+
+
 def finish(child: subprocess.Popen[str], timeout_s: float) -> dict[str, Any]:
     try:
         out, err = child.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         child.kill()
         out, err = child.communicate()
-        raise RuntimeError(f"BenchTool {child.args[5:7]} timed out after {timeout_s}s: {err[-2000:]}") from None
+        raise RuntimeError(f"BenchTool {_tool(child)} timed out after {timeout_s}s: {err[-2000:]}") from None
     if child.returncode != 0:
-        raise RuntimeError(f"BenchTool {child.args[5:7]} failed ({child.returncode}): {err[-2000:]}")
+        raise RuntimeError(f"BenchTool {_tool(child)} failed ({child.returncode}): {err[-2000:]}")
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -465,7 +471,9 @@ def throughput_run(
         watch = EndOffsets(rig.dst, remote, partitions)
         try:
             deadline = time.monotonic() + 600
-            first_t, first_n, before = 0.0, 0, None
+            first_t, first_n = 0.0, 0
+            before: dict[str, float] | None = None
+            after: dict[str, float] = {}
             while time.monotonic() < deadline:
                 n = watch.count()
                 now = time.monotonic()
@@ -488,7 +496,7 @@ def throughput_run(
         "records_per_s": round(rate),
         "mb_per_s": round(rate * size / 1e6, 2),
         "start_to_first_record_s": round(first_t - t_start, 2),
-        "cpu_cores": cpu_share(before, after),
+        "cpu_cores": cpu_share(before or {}, after),
     }
 
 

@@ -120,7 +120,7 @@ class Stream:
                     continue
                 now = time.time()
                 sent_at = struct.unpack(">d", (msg.value() or b"")[:8])[0]
-                self.arrivals.append((now, sent_at, msg.partition(), int(msg.key())))
+                self.arrivals.append((now, float(sent_at), msg.partition() or 0, int(msg.key() or b"-1")))
         finally:
             consumer.close()
 
@@ -166,7 +166,8 @@ def phase(stack: TestStack, stream: Stream, restarts: str, flush_ms: str, tail_s
     markers = [process_marker(stack.name, worker_path(GROUP, i)) for i in range(2)]
     pids = [proc.find_pids(m) for m in markers]
     urls = [f"http://127.0.0.1:{int(group['restPort']) + i}" for i in range(2)]
-    halt, rows = threading.Event(), []
+    halt = threading.Event()
+    rows: list[list[bool]] = []
     sampler = threading.Thread(target=sample_workers, args=(urls, connect_auth(stack.outputs(), GROUP), halt, rows))
     sampler.start()
     start = time.time()

@@ -34,14 +34,14 @@ def value_pool(seed: int = 7) -> bytes:
     return bytes(out)
 
 
-Record = tuple[bytes, bytes, list[tuple[str, bytes | None]], int]
+Record = tuple[bytes, bytes, list[tuple[str, str | bytes | None]], int]
 
 
 def record(pool: bytes, partition: int, index: int, base_ms: int) -> Record:
     h = (index * 2654435761 + partition * 40503) & 0xFFFFFFFF
     length = VALUE_MIN + h % (VALUE_MAX - VALUE_MIN + 1)
     start = (index * 7919 + partition * 104729) % _POOL_SIZE
-    headers: list[tuple[str, bytes | None]] = [("trace-id", b"%016x" % (h * 0x9E3779B1)), ("origin", b"bench")]
+    headers: list[tuple[str, str | bytes | None]] = [("trace-id", b"%016x" % (h * 0x9E3779B1)), ("origin", b"bench")]
     if index % 7 == 0:
         headers.append(("retry", None))
     return (b"order-%d-%d" % (partition, index), pool[start : start + length], headers, base_ms + index)

@@ -198,7 +198,7 @@ def run_spark(
     text = log.read_text(errors="replace")
     rep = json.loads(report.read_text()) if report.exists() else {}
     parts = [p for f in rep.get("flows", {}).values() for t in f["topics"].values() for p in t["partitions"]]
-    flow = next(iter(rep.get("flows", {}).values()), {})
+    flow: dict[str, Any] = next(iter(rep.get("flows", {}).values()), {})
     matched_s = re.findall(r"exact matching of \d+ partition\(s\) in ([\d.]+)s", text)
     fast_s = re.findall(r"fingerprinted in ([\d.]+)s", text)
     rest_s = re.findall(r"order, duplicates and unmatched records in ([\d.]+)s", text)

@@ -1,0 +1,1 @@
+"""Benchmarks: each prints its figures and records the machine; results in bench/results/."""
