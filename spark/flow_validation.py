@@ -177,9 +177,9 @@ def validate_topic(
     size_shuffle(spark, sum(hi - lo for lo, hi in [*x_cut.values(), *x_snap.values()]))
     src = project(_read(spark, run.src, topic, x_cut, run.isolation))
     tgt = project(_read(spark, run.tgt, remote, x_snap, run.target_isolation))
-    matched = checks.match_records(src, tgt)  # persisted: unpersisted below
+    t0 = time.monotonic()
+    matched = checks.match_records(src, tgt)  # persisted (the pairing runs here): unpersisted below
     try:
-        t0 = time.monotonic()
         for row in _exact_rows(matched, x_cut, x_snap, lag):
             row["fastPathReason"] = deferred.get(row["partition"], "")
             rows[row["partition"]] = row
