@@ -1,8 +1,8 @@
 """Failed tasks repaired, on real parts: refresh shows a FAILED task, `up` restarts it, the watcher too.
 
 One SCRAM + ACL stack (the dev shape, one worker). A source task is made to fail for real by
-deleting the MM2 user's WRITE ACL on the remote topic behind the stack's back, then producing:
-the task's producer is refused and Connect marks the task FAILED. In order:
+deleting the MM2 user's WRITE ACL on the remote topic behind the stack's back, then producing
+to every partition: each task's producer is refused and Connect marks the tasks FAILED. In order:
 
 1. `pulumi refresh` shows the failure as drift with the first line of its trace; after the ACL
    is restored `pulumi up` brings the task back to RUNNING within 30 s of starting;
@@ -97,6 +97,15 @@ def _acl_admin(out: dict[str, Any]) -> Any:
     return AdminClient(kafka_conf(out, "dr"))
 
 
+def _exact(binding: Any) -> Any:
+    """The filter that matches exactly `binding`."""
+    from confluent_kafka.admin import AclBindingFilter
+
+    b = binding
+    pattern = (b.restype, b.name, b.resource_pattern_type)
+    return AclBindingFilter(*pattern, b.principal, b.host, b.operation, b.permission_type)
+
+
 def revoke_remote_write(out: dict[str, Any]) -> list[Any]:
     """Delete every ALLOW WRITE binding of User:mm2 on dr that covers primary.orders; returns them."""
     from confluent_kafka.admin import (
@@ -119,9 +128,7 @@ def revoke_remote_write(out: dict[str, Any]) -> list[Any]:
     ]
     assert covering, "the MM2 user had no WRITE binding on the remote topic to revoke"
     for b in covering:
-        exact = AclBindingFilter(
-            b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type
-        )
+        exact = _exact(b)
         admin.delete_acls([exact])[exact].result(30)
     return covering
 
@@ -129,33 +136,59 @@ def revoke_remote_write(out: dict[str, Any]) -> list[Any]:
 def restore(out: dict[str, Any], bindings: list[Any]) -> None:
     """Create the bindings again and return once the broker answers with them: it applies a
     created ACL when it replays the metadata log, after the create has returned."""
-    from confluent_kafka.admin import AclBindingFilter
-
     admin = _acl_admin(out)  # held: a collected client cancels its pending requests
     for future in admin.create_acls(bindings).values():
         future.result(30)
 
     def applied() -> bool:
-        for b in bindings:
-            exact = AclBindingFilter(
-                b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type
-            )
-            if not admin.describe_acls(exact).result(30):
-                return False
-        return True
+        return all(admin.describe_acls(_exact(b)).result(30) for b in bindings)
 
     wait_until(applied, 30, "the broker to answer with the restored ACLs", poll_s=0.2)
 
 
-def fail_for_real(out: dict[str, Any]) -> float:
-    """Revoke WRITE and produce until a source task is FAILED; returns when that was first seen."""
+def orders_owners(out: dict[str, Any]) -> dict[int, list[int]]:
+    """The source tasks that replicate `orders`, each with its partitions, from the tasks' own
+    configs (`task.assigned.partitions`): which task gets which partition is MM2's choice."""
+    url = out["connect"]["mm2"]["url"]
+    tasks = httpx.get(f"{url}/connectors/{SOURCE}/tasks", auth=connect_auth(out), timeout=10).json()
+    owners: dict[int, list[int]] = {}
+    for task in tasks:
+        for encoded in task["config"].get("task.assigned.partitions", "").split(","):
+            topic, _, partition = encoded.rpartition("-")
+            if topic == "orders":
+                owners.setdefault(task["id"]["task"], []).append(int(partition))
+    assert owners, f"no source task replicates orders: {tasks}"
+    return owners
 
-    def produced_and_failed() -> bool:
-        produce_one(out, "primary", "orders", f"fail-{uuid.uuid4().hex[:8]}".encode(), b"v")
-        return "FAILED" in task_states(out)
 
-    wait_until(produced_and_failed, FAIL_S, "a source task to FAIL on the revoked WRITE ACL", poll_s=0.5)
-    return time.monotonic()
+def produce_to(out: dict[str, Any], partitions: list[int]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer(kafka_conf(out, "primary", **{"enable.idempotence": True}))
+    for partition in partitions:
+        producer.produce("orders", key=f"fail-{uuid.uuid4().hex[:8]}".encode(), value=b"v", partition=partition)
+    assert producer.flush(30) == 0, "could not produce to orders on primary"
+
+
+def fail_for_real(out: dict[str, Any]) -> None:
+    """Revoke WRITE and produce to every partition of orders until every task that replicates
+    orders is FAILED. Not just the first: a task whose send was refused fails seconds later, and
+    one failing after `up` or the watcher restarted the others would stay FAILED (seen once in CI)."""
+    owners = orders_owners(out)
+    partitions = sorted(p for ps in owners.values() for p in ps)
+
+    def produced_and_all_failed() -> bool:
+        produce_to(out, partitions)
+        try:
+            states = {t["id"]: t["state"] for t in status(out).get("tasks", [])}
+        except (httpx.HTTPError, ValueError):
+            return False
+        return all(states.get(task) == "FAILED" for task in owners)
+
+    what = f"source tasks {sorted(owners)} to FAIL on the revoked WRITE ACL"
+    started = time.monotonic()
+    wait_until(produced_and_all_failed, FAIL_S, what, poll_s=0.5)
+    print(f"\n[measured] tasks replicating orders {owners}: all FAILED after {time.monotonic() - started:.1f}s")
 
 
 def test_refresh_shows_a_failed_task_and_up_restarts_it(stack: TestStack) -> None:
@@ -230,7 +263,7 @@ def test_the_stack_watcher_restarts_a_real_failure_within_its_first_step(stack: 
     assert json.loads(status_file.read_text())["connectors"][SOURCE]["maxRestarts"] == 1
 
     out = stack.outputs()
-    # The watcher is held (SIGSTOP) while the task fails and the ACL comes back: otherwise, on a
+    # The watcher is held (SIGSTOP) while the tasks fail and the ACL comes back: otherwise, on a
     # loaded machine, its first restart (5 s after it sees the failure) can come before the
     # restore, fail again and use up maxRestarts (seen once in CI). Let go, it sees the failure
     # at its next poll.
