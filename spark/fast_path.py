@@ -160,24 +160,13 @@ class SideRead:
 
 
 def record_hash(start: Column) -> Column:
-    """xxhash64 of a Kafka-source row's identity and its position (offset - `start`).
-
-    Null flags and header value null flags make null and empty, and header boundaries, distinct
-    (Spark's hash skips null inputs).
-    """
+    """xxhash64 of a Kafka-source row's identity (`spark.transforms.identity_columns`) and its
+    position (offset - `start`)."""
     from pyspark.sql import functions as F
 
-    return F.xxhash64(
-        F.col("key"),
-        F.col("value"),
-        F.col("headers"),
-        F.unix_millis(F.col("timestamp")),
-        F.col("offset") - start,
-        F.col("key").isNull(),
-        F.col("value").isNull(),
-        F.coalesce(F.size(F.col("headers")), F.lit(-1)),
-        F.transform(F.col("headers"), lambda h: h["value"].isNull()),
-    )
+    from spark.transforms import identity_columns
+
+    return F.xxhash64(*identity_columns(), F.col("offset") - start)
 
 
 def side_frame(

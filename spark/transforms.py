@@ -1,10 +1,13 @@
 """Per-record fingerprints of Kafka records, in Spark SQL (no Python UDF).
 
 A record's identity for replication is its key, value, headers (names, values, order) and
-timestamp; topic, partition and offset are where it sits, not what it is. `fp` is SHA-256 over a
-length-prefixed encoding of those four fields, so two records share a fingerprint only if all of
-them are equal (null and empty are told apart). The cheap 64-bit component hashes (`kh`, `vh`,
-`hh`) only serve to say *which* field differs once two records have been paired.
+timestamp; topic, partition and offset are where it sits, not what it is. `fp` is 128 bits over
+those four fields (two independent xxhash64), so two records share a fingerprint only if all of
+them are equal (null and empty are told apart), but for a chance of about n^2 / 2^129 among n
+records. It is not a cryptographic digest: it finds replication faults, not forgeries. It was
+SHA-256 over an encoding of the fields until that (string encodings, `sha2`'s hex round trip)
+was measured at 29% of the exact matching of a 500,000-record partition. The 64-bit component
+hashes (`kh`, `vh`, `hh`) only serve to say *which* field differs once two records are paired.
 """
 
 from __future__ import annotations
@@ -43,60 +46,44 @@ KAFKA_SCHEMA = StructType(
 # One row per record, the input of every check: where it sits plus what it is.
 PROJECTION_COLUMNS = ("part", "off", "fp", "kh", "vh", "hh", "ts")
 
-# `<decimal length or -1>:<bytes>`: unambiguous for any bytes, and null differs from empty.
-_ENC = "concat(encode(concat(coalesce(cast(length({x}) as string), '-1'), ':'), 'UTF-8'), coalesce({x}, X''))"
-_HEADERS = (
-    "concat(encode(concat(cast(coalesce(size(headers), -1) as string), ':'), 'UTF-8'), "
-    "aggregate(coalesce(headers, array()), X'', (acc, h) -> concat(acc, "
-    + _ENC.format(x="encode(h.key, 'UTF-8')")
-    + ", "
-    + _ENC.format(x="h.value")
-    + ")))"
-)
+# The second half of `fp` hashes the same identity from another starting state: Spark's xxhash64
+# folds its inputs left to right, so a leading constant gives a hash independent of the first.
+_SECOND_HALF_SEED = 0x5BD1E995
 
 
-def headers_bytes() -> Column:
-    return F.expr(_HEADERS)
+def _headers() -> list[Column]:
+    """The headers, their count (-1: null) and their value null flags."""
+    return [
+        F.col("headers"),
+        F.coalesce(F.size(F.col("headers")), F.lit(-1)),
+        F.transform(F.col("headers"), lambda h: h["value"].isNull()),
+    ]
 
 
-def timestamp_ms(col: str = "timestamp") -> Column:
-    return F.unix_millis(F.col(col))
+def identity_columns() -> list[Column]:
+    """A Kafka-source row's identity for hashing: key, value, timestamp (ms) and headers, with null
+    flags, the header count and header value null flags, so that null and empty, and header
+    boundaries, are told apart (Spark's hash skips null inputs)."""
+    key, value = F.col("key"), F.col("value")
+    return [key, value, F.unix_millis(F.col("timestamp")), key.isNull(), value.isNull(), *_headers()]
 
 
 def fingerprint() -> Column:
-    """SHA-256 (32 bytes) of key, value, headers and timestamp of a Kafka-source row."""
-    payload = F.concat(
-        F.expr(_ENC.format(x="key")),
-        F.expr(_ENC.format(x="value")),
-        headers_bytes(),
-        F.encode(timestamp_ms().cast("string"), "UTF-8"),
-    )
-    return F.unhex(F.sha2(payload, 256))
+    """128 bits of a Kafka-source row's identity: a struct of two independent xxhash64 (a, b)."""
+    ident = identity_columns()
+    return F.struct(F.xxhash64(*ident).alias("a"), F.xxhash64(F.lit(_SECOND_HALF_SEED), *ident).alias("b"))
 
 
 def project(records: DataFrame) -> DataFrame:
-    """Kafka-source rows -> (part, off, fp, kh, vh, hh, ts), the only columns kept downstream.
-
-    The encoded fields are computed once and then hashed twice (into `fp` and into their
-    component hash): Spark does not inline an expensive expression into two places of the next
-    projection, and the headers' encoding is an interpreted higher-order function.
-    """
-    encoded = records.select(
+    """Kafka-source rows -> (part, off, fp, kh, vh, hh, ts), the only columns kept downstream."""
+    return records.select(
         F.col("partition").alias("part"),
         F.col("offset").alias("off"),
-        F.expr(_ENC.format(x="key")).alias("ek"),
-        F.expr(_ENC.format(x="value")).alias("ev"),
-        headers_bytes().alias("eh"),
-        timestamp_ms().alias("ts"),
-    )
-    return encoded.select(
-        "part",
-        "off",
-        F.unhex(F.sha2(F.concat("ek", "ev", "eh", F.encode(F.col("ts").cast("string"), "UTF-8")), 256)).alias("fp"),
-        F.xxhash64("ek").alias("kh"),
-        F.xxhash64("ev").alias("vh"),
-        F.xxhash64("eh").alias("hh"),
-        "ts",
+        fingerprint().alias("fp"),
+        F.xxhash64(F.col("key"), F.col("key").isNull()).alias("kh"),
+        F.xxhash64(F.col("value"), F.col("value").isNull()).alias("vh"),
+        F.xxhash64(*_headers()).alias("hh"),
+        F.unix_millis(F.col("timestamp")).alias("ts"),
     )
 
 
