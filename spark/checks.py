@@ -164,36 +164,43 @@ def int_map(values: Mapping[int, Any]) -> Column:
     return F.create_map(*[x for k, v in sorted(values.items()) for x in (F.lit(int(k)), F.lit(int(v)))])
 
 
-def _gaps(rows: DataFrame, off: str) -> DataFrame:
-    """Add `gap` (matched rows before this one, by `off`) and `total` (matched rows) per partition."""
+def _gaps(rows: DataFrame, off: str, outside: Mapping[int, tuple[int, int]]) -> DataFrame:
+    """Add `gap` (matched rows before this one, by `off`) and `total` (matched rows) per partition;
+    `outside`: matched records before and after the rows read, per partition (none: 0, 0)."""
     running = Window.partitionBy("part").orderBy(off).rowsBetween(Window.unboundedPreceding, Window.currentRow)
     whole = Window.partitionBy("part")
     is_matched = F.when(F.col("kind") == "matched", 1).otherwise(0)
-    return rows.withColumn("gap", F.sum(is_matched).over(running)).withColumn("total", F.sum(is_matched).over(whole))
+    before = F.coalesce(F.element_at(int_map({p: b for p, (b, _) in outside.items()}), F.col("part")), F.lit(0))
+    after = F.coalesce(F.element_at(int_map({p: a for p, (_, a) in outside.items()}), F.col("part")), F.lit(0))
+    return rows.withColumn("gap", before + F.sum(is_matched).over(running)).withColumn(
+        "total", before + F.sum(is_matched).over(whole) + after
+    )
 
 
 def explain_unmatched(
     matched: DataFrame,
     source_start: Mapping[int, int],
     caught_up: Mapping[int, bool],
+    outside: Mapping[int, tuple[int, int]] | None = None,
 ) -> DataFrame:
     """Findings (part, finding, so, to, fields) for every missing and extra record.
 
     `source_start`: first offset still on the source per partition (prefix extras are only
     legitimate when the source has deleted records). `caught_up`: whether the target covered
-    the cut for the partition (tail missing records are lag otherwise).
+    the cut for the partition (tail missing records are lag otherwise). `outside`: per partition
+    matched only in part (`spark.alignment`), the records matched before and after what was read.
     """
     # The gap windows sort every record of the partition (one task per Kafka partition); what
     # survives them is only the unmatched records, which the rest reads several times. Materialise
     # that once (local checkpoint: executor storage, no reliable storage needed), or each read
     # would sort the whole partition again.
     src = (
-        _gaps(matched.filter(F.col("kind").isin("matched", "missing")), "so")
+        _gaps(matched.filter(F.col("kind").isin("matched", "missing")), "so", outside or {})
         .filter(F.col("kind") == "missing")
         .localCheckpoint(eager=True)
     )
     tgt = (
-        _gaps(matched.filter(F.col("kind").isin("matched", "duplicate", "extra")), "to")
+        _gaps(matched.filter(F.col("kind").isin("matched", "duplicate", "extra")), "to", outside or {})
         .filter(F.col("kind") == "extra")
         .localCheckpoint(eager=True)
     )

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from components.outputs.contract import FlowExport
-from spark import catchup, checks, fast_path, flow_checks, kafka_io, progress
+from spark import alignment, catchup, checks, fast_path, flow_checks, kafka_io, progress
 from spark.catchup import Range
 from spark.console import log
 from spark.fast_path import EXACT, FAST, SideAgg, SideRead
@@ -139,19 +139,7 @@ def validate_topic(
     rep = TopicReport(topic, remote)
     cut, snapshot = run.cut[topic], run.snapshot.get(topic)
     if snapshot is None:
-        rep.checks.append(Check("completeness", Status.FAIL, f"remote topic {remote} does not exist on {flow.target}"))
-        rep.partitions = [
-            {
-                "partition": p,
-                "path": EXACT,
-                "sourceRange": list(r),
-                "sourceCount": r[1] - r[0],
-                "targetCount": 0,
-                "lag": r[1] - r[0],
-            }
-            for p, r in sorted(cut.items())
-        ]
-        return rep
+        return _absent_target(rep, run, cut)
     if run.transforms:
         return _transformed(rep, run, cut, snapshot, lag)
     decisions = fast_path.decide(cut, snapshot, *run.fast.get(topic, ({}, {})))
@@ -170,24 +158,121 @@ def validate_topic(
         _finish_topic(rep, run, topic, None, rows, shift, internal, skip)
         return rep
 
-    from spark.transforms import project
-
     x_cut = {p: r for p, r in cut.items() if p in deferred}
     x_snap = {p: r for p, r in snapshot.items() if p in deferred}
-    size_shuffle(spark, sum(hi - lo for lo, hi in [*x_cut.values(), *x_snap.values()]))
-    src = project(_read(spark, run.src, topic, x_cut, run.isolation))
-    tgt = project(_read(spark, run.tgt, remote, x_snap, run.target_isolation))
-    t0 = time.monotonic()
-    matched = checks.match_records(src, tgt)  # persisted (the pairing runs here): unpersisted below
+    matched, aligned = _exact_tier(spark, run, topic, deferred, lag, rows)
     try:
-        for row in _exact_rows(matched, x_cut, x_snap, lag):
-            row["fastPathReason"] = deferred.get(row["partition"], "")
-            rows[row["partition"]] = row
-        log(f"{flow.name}: {topic}: exact matching of {len(deferred)} partition(s) in {time.monotonic() - t0:.1f}s")
-        _finish_topic(rep, run, topic, matched, rows, shift, internal, skip)
+        around = alignment.outside_pairs(spark, aligned, x_cut, x_snap)
+        paired = matched if around is None else matched.unionByName(around)
+        _finish_topic(rep, run, topic, paired, rows, shift, internal, skip)
     finally:
         matched.unpersist()
     return rep
+
+
+def _absent_target(rep: TopicReport, run: FlowRun, cut: dict[int, Range]) -> TopicReport:
+    rep.checks.append(
+        Check("completeness", Status.FAIL, f"remote topic {rep.remote_topic} does not exist on {run.flow.target}")
+    )
+    rep.partitions = [
+        {
+            "partition": p,
+            "path": EXACT,
+            "sourceRange": list(r),
+            "sourceCount": r[1] - r[0],
+            "targetCount": 0,
+            "lag": r[1] - r[0],
+        }
+        for p, r in sorted(cut.items())
+    ]
+    return rep
+
+
+def _exact_tier(
+    spark: Any, run: FlowRun, topic: str, deferred: dict[int, str], lag: dict[int, int], rows: dict[int, dict[str, Any]]
+) -> tuple[Any, dict[int, alignment.Aligned]]:
+    """Tier 2 for the `deferred` partitions (why: the value), narrowed by alignment where it can be;
+    their report rows land in `rows`. Returns the pairing (persisted: the caller unpersists it)
+    and the aligned partitions."""
+    cut = {p: r for p, r in run.cut[topic].items() if p in deferred}
+    snapshot = {p: r for p, r in (run.snapshot[topic] or {}).items() if p in deferred}
+    t0 = time.monotonic()
+    aligned = _aligned(spark, run, topic, cut, snapshot)
+    matched, counts = _matched(spark, run, topic, cut, snapshot, aligned)
+    try:
+        if aligned and alignment.has_surplus(counts, aligned):
+            log(f"{run.flow.name}: {topic}: a region left a target record unpaired: matching whole partitions")
+            matched.unpersist()
+            aligned = {}
+            matched, counts = _matched(spark, run, topic, cut, snapshot, aligned)
+        alignment.add_outside(counts, aligned)
+        outside = {p: (a.before, a.after) for p, a in aligned.items()}
+        for row in _exact_rows(matched, counts, cut, snapshot, lag, outside):
+            p = row["partition"]
+            row["fastPathReason"] = deferred.get(p, "")
+            if p in aligned:
+                row["alignedOutsideRegion"] = aligned[p].before + aligned[p].after
+            rows[p] = row
+    except BaseException:
+        matched.unpersist()
+        raise
+    log(f"{run.flow.name}: {topic}: exact matching of {len(deferred)} partition(s) in {time.monotonic() - t0:.1f}s")
+    return matched, aligned
+
+
+def _aligned(
+    spark: Any, run: FlowRun, topic: str, cut: dict[int, Range], snapshot: dict[int, Range]
+) -> dict[int, alignment.Aligned]:
+    """The regions of the deferred partitions that alignment narrows (`spark.alignment`); block
+    size and minimum partition size from the session (spark.mm2.validate.align*), else the defaults."""
+    block = int(spark.conf.get("spark.mm2.validate.alignBlock", str(alignment.BLOCK)))
+    least = int(spark.conf.get("spark.mm2.validate.alignMinRecords", str(alignment.MIN_RECORDS)))
+    src_agg, tgt_agg = run.fast.get(topic, ({}, {}))
+    parts = [
+        p
+        for p in sorted(cut)
+        if p in snapshot
+        and p in src_agg
+        and p in tgt_agg
+        and alignment.eligible(cut[p], snapshot[p], src_agg[p], tgt_agg[p], least)
+    ]
+    if not parts:
+        return {}
+    t0 = time.monotonic()
+    source = SideRead(run.src, topic, {p: cut[p] for p in parts}, run.isolation)
+    target = SideRead(run.tgt, run.flow.topics[topic], {p: snapshot[p] for p in parts}, run.target_isolation)
+    found = alignment.locate(alignment.read_block_sums(spark, source, target, block), cut, snapshot)
+    narrowed = "; ".join(
+        f"p{p} source {a.source[0]}..{a.source[1]} target {a.target[0]}..{a.target[1]}" for p, a in found.items()
+    )
+    log(
+        f"{run.flow.name}: {topic}: aligned {len(parts)} partition(s) in {time.monotonic() - t0:.1f}s"
+        + (f", matching only the regions {narrowed}" if found else ", no region worth matching alone")
+    )
+    return found
+
+
+def _matched(
+    spark: Any,
+    run: FlowRun,
+    topic: str,
+    cut: dict[int, Range],
+    snapshot: dict[int, Range],
+    aligned: dict[int, alignment.Aligned],
+) -> tuple[Any, dict[int, dict[str, Any]]]:
+    """The exact pairing of the deferred partitions (of their regions where `aligned`), persisted,
+    and its counts per partition."""
+    from spark.transforms import project
+
+    src_ranges = {p: aligned[p].source if p in aligned else r for p, r in cut.items()}
+    tgt_ranges = {p: aligned[p].target if p in aligned else r for p, r in snapshot.items()}
+    src_ranges = {p: r for p, r in src_ranges.items() if r[1] > r[0]}
+    tgt_ranges = {p: r for p, r in tgt_ranges.items() if r[1] > r[0]}
+    size_shuffle(spark, sum(hi - lo for lo, hi in [*src_ranges.values(), *tgt_ranges.values()]))
+    src = project(_read(spark, run.src, topic, src_ranges, run.isolation))
+    tgt = project(_read(spark, run.tgt, run.flow.topics[topic], tgt_ranges, run.target_isolation))
+    matched = checks.match_records(src, tgt)  # persisted (the pairing runs here): the caller unpersists
+    return matched, {int(r["part"]): r.asDict() for r in checks.kind_counts(matched).collect()}
 
 
 # Rows per initial shuffle partition of the exact matching: AQE coalesces from there, and it keeps
@@ -218,14 +303,19 @@ def _reasons(deferred: dict[int, str]) -> str:
 
 
 def _exact_rows(
-    matched: Any, cut: dict[int, Range], snapshot: dict[int, Range], lag: dict[int, int]
+    matched: Any,
+    counts: dict[int, dict[str, Any]],
+    cut: dict[int, Range],
+    snapshot: dict[int, Range],
+    lag: dict[int, int],
+    outside: dict[int, tuple[int, int]],
 ) -> list[dict[str, Any]]:
-    """Report rows of the partitions the exact matching decided (pairing, order, duplicates, unmatched)."""
-    counts = {int(r["part"]): r.asDict() for r in checks.kind_counts(matched).collect()}
+    """Report rows of the partitions the exact matching decided (order, duplicates, unmatched);
+    `outside`: records matched by alignment before and after each region (`spark.alignment`)."""
     caught = {p: lag.get(p, 0) == 0 for p in cut}
     parts = [checks.order_violations(matched), checks.duplicates(matched)]
     if any(c["missing"] or c["extra"] for c in counts.values()):
-        parts.append(checks.explain_unmatched(matched, {p: lo for p, (lo, _) in cut.items()}, caught))
+        parts.append(checks.explain_unmatched(matched, {p: lo for p, (lo, _) in cut.items()}, caught, outside))
     found = parts[0]
     for df in parts[1:]:
         found = found.unionByName(df)

@@ -431,6 +431,43 @@ def test_each_fault_is_reported_exactly(
         assert all("not contiguous" in p["fastPathReason"] for p in parts), parts
 
 
+# Alignment (spark.alignment) on real reads, forced onto these small partitions: blocks of 2, no
+# minimum. name, fault, whether the region's result stands (a duplicate sends it back whole).
+ALIGNED = [("missing", fault_missing, True), ("swapped", fault_swapped, True), ("duplicate", fault_duplicate, False)]
+
+
+@pytest.mark.parametrize(("name", "fault", "narrowed"), ALIGNED, ids=[a[0] for a in ALIGNED])
+def test_aligned_partitions_get_the_same_verdicts(
+    brokers: dict[str, str],
+    heartbeats: None,
+    spark: Any,
+    tmp_path: Path,
+    name: str,
+    fault: Callable[[Target], None],
+    narrowed: bool,
+) -> None:
+    """Same failing check and evidence as whole matching (FAULTS), offset syncs and checkpoints
+    (at the first, last and fifth records: around the region) still verified."""
+    topic = f"orders_aligned_{name}"
+    write_flow(brokers, topic, fault)
+    spark.conf.set("spark.mm2.validate.alignBlock", "2")
+    spark.conf.set("spark.mm2.validate.alignMinRecords", "1")
+    try:
+        code, report = run_validator(spark, outputs_file(brokers, topic, tmp_path), tmp_path)
+    finally:
+        spark.conf.unset("spark.mm2.validate.alignBlock")
+        spark.conf.unset("spark.mm2.validate.alignMinRecords")
+    _, _, _, _, check, evidence, deferred = next(f for f in FAULTS if f[0] == name)
+    assert code == 1
+    assert report["failedChecks"] == [f"primary->dr: {topic}: {check}"], json.dumps(report, indent=1)[:6000]
+    got = report["flows"]["primary->dr"]["topics"][topic]
+    assert evidence in got["checks"][check]["detail"], got["checks"][check]
+    parts = got["partitions"]
+    assert [p["partition"] for p in parts if p["path"] == "exact"] == deferred, parts
+    assert ("alignedOutsideRegion" in parts[FAULT_PARTITION]) is narrowed, parts[FAULT_PARTITION]
+    assert (got["checks"]["offset_syncs"]["status"], got["checks"]["checkpoints"]["status"]) == ("pass", "pass")
+
+
 def fault_lost_tail(t: Target) -> None:
     del t[FAULT_PARTITION][-1]
 
