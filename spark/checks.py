@@ -49,6 +49,7 @@ INFO_FINDINGS = ("beyond_cut", "prefix")
 # (first and last offset); larger groups, which only identical records repeated in the source or
 # redelivered more than once make, are paired from their offset lists (`_listed_groups`).
 FEW = 2
+SOURCE_SIDE, TARGET_SIDE = 0, 1  # the `side` column of match_records' union of both sides
 
 
 def match_records(source: DataFrame, target: DataFrame) -> DataFrame:
@@ -64,8 +65,10 @@ def match_records(source: DataFrame, target: DataFrame) -> DataFrame:
     from pyspark import StorageLevel
 
     cols = ["part", "fp", "off", "kh", "vh", "hh", "ts"]
-    both = source.select(*cols, F.lit(0).alias("side")).unionByName(target.select(*cols, F.lit(1).alias("side")))
-    src, tgt = F.col("side") == 0, F.col("side") == 1
+    both = source.select(*cols, F.lit(SOURCE_SIDE).alias("side")).unionByName(
+        target.select(*cols, F.lit(TARGET_SIDE).alias("side"))
+    )
+    src, tgt = _on(SOURCE_SIDE), _on(TARGET_SIDE)
     grouped = (
         both.groupBy("part", "fp")
         .agg(
@@ -94,6 +97,11 @@ def match_records(source: DataFrame, target: DataFrame) -> DataFrame:
         grouped.unpersist()
 
 
+def _on(side: int) -> Column:
+    """Rows of one side of `match_records`' union."""
+    return F.col("side") == side
+
+
 def _firsts() -> list[Column]:
     """A group's component hashes and timestamp: those of any occurrence (they share the fingerprint)."""
     return [F.first(c).alias(c) for c in ("kh", "vh", "hh", "ts")]
@@ -116,8 +124,8 @@ def _bounded_groups(grouped: DataFrame) -> DataFrame:
 def _listed_groups(both: DataFrame) -> DataFrame:
     """(part, fp, kh, vh, hh, ts, sos, tos): every occurrence's offset, sorted, per side."""
     return both.groupBy("part", "fp").agg(
-        F.sort_array(F.collect_list(F.when(F.col("side") == 0, F.col("off")))).alias("sos"),
-        F.sort_array(F.collect_list(F.when(F.col("side") == 1, F.col("off")))).alias("tos"),
+        F.sort_array(F.collect_list(F.when(_on(SOURCE_SIDE), F.col("off")))).alias("sos"),
+        F.sort_array(F.collect_list(F.when(_on(TARGET_SIDE), F.col("off")))).alias("tos"),
         *_firsts(),
     )
 

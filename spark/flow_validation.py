@@ -243,8 +243,9 @@ def _aligned(
     target = SideRead(run.tgt, run.flow.topics[topic], {p: snapshot[p] for p in parts}, run.target_isolation)
     found = alignment.locate(alignment.read_block_sums(spark, source, target, block), cut, snapshot)
     narrowed = "; ".join(
-        f"p{p} source {a.source[0]}..{a.source[1]} target {a.target[0]}..{a.target[1]}" for p, a in found.items()
-    )
+        f"p{p} source {a.source[0]}..{a.source[1]} target {a.target[0]}..{a.target[1]}"
+        for p, a in sorted(found.items())[:5]
+    ) + ("; ..." if len(found) > 5 else "")
     log(
         f"{run.flow.name}: {topic}: aligned {len(parts)} partition(s) in {time.monotonic() - t0:.1f}s"
         + (f", matching only the regions {narrowed}" if found else ", no region worth matching alone")
