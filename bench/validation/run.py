@@ -225,12 +225,17 @@ def run_spark(
         "log": str(log),
     }
     if not result["passed"] or result["matched"] != n:
-        result["log_tail"] = text[-3000:]
+        result["log_tail"] = _tail(text, work)
         # The executor's own stack trace (where a task failed) comes long before the driver's.
         first = text.find("ERROR Executor")
         if first >= 0:
             result["executor_error"] = "\n".join(text[first:].splitlines()[:60])
     return result
+
+
+def _tail(text: str, work: Path) -> str:
+    """A log's last 3,000 characters for the results, the run's temporary directory named <work>."""
+    return text[-3000:].replace(str(work), "<work>")
 
 
 def run_baseline(brokers: dict[str, cluster.Broker], topic: str, n: int, partitions: int, work: Path, tag: str):
@@ -266,7 +271,7 @@ def run_baseline(brokers: dict[str, cluster.Broker], topic: str, n: int, partiti
         "log": str(log),
     }
     if not result["passed"] or result["matched"] != n:
-        result["log_tail"] = log.read_text(errors="replace")[-3000:]
+        result["log_tail"] = _tail(log.read_text(errors="replace"), work)
     return result
 
 
@@ -300,7 +305,7 @@ def run_bare(brokers: dict[str, cluster.Broker], topic: str, n: int, work: Path,
         "log": str(log),
     }
     if not result["passed"]:
-        result["log_tail"] = log.read_text(errors="replace")[-3000:]
+        result["log_tail"] = _tail(log.read_text(errors="replace"), work)
     return result
 
 
