@@ -5,7 +5,7 @@ at the start, a value changed in the middle. When both sides are contiguous and 
 no record after the cut's positions (the source cut [lo, hi) against the whole target snapshot
 [t_lo, t_hi), no longer than the cut), one more read of the partition's two sides hashes every
 record with its position, counted once from the start of its side and once from the end, and
-sums the hashes per block of BLOCK positions (`spark.fast_path`'s fingerprint, per block). Blocks
+sums the hashes per block of BLOCK positions (a fingerprint like `spark.fast_path`'s, per block). Blocks
 from the start that agree on both sides (count and sums) hold the same records at the same
 positions; so do blocks from the end. The exact matching then reads only what lies between (the
 region); the `before` records ahead of it and the `after` records behind it are matched position
@@ -125,7 +125,7 @@ def read_block_sums(
     from pyspark.sql import functions as F
 
     from spark import kafka_io
-    from spark.checks import int_map
+    from spark.checks import int_map, union_all
     from spark.transforms import identity_columns
 
     frames = []
@@ -145,13 +145,10 @@ def read_block_sums(
                 F.xxhash64(c, from_end).alias("he"),
             )
         )
-    union = frames[0]
-    for df in frames[1:]:
-        union = union.unionByName(df)
     halves = [F.sum(F.shiftrightunsigned(F.col(h), 32)).alias(f"{h}_hi") for h in ("hs", "he")] + [
         F.sum(F.col(h).bitwiseAND(F.lit(0xFFFFFFFF))).alias(f"{h}_lo") for h in ("hs", "he")
     ]
-    rows = union.groupBy("side", "part", "bs", "be").agg(F.count(F.lit(1)).alias("n"), *halves).collect()
+    rows = union_all(frames).groupBy("side", "part", "bs", "be").agg(F.count(F.lit(1)).alias("n"), *halves).collect()
     return _rolled_up(rows)
 
 
@@ -178,6 +175,8 @@ def outside_pairs(
     pair, unlike any record's). None when there are none."""
     from pyspark.sql import functions as F
 
+    from spark.checks import union_all
+
     frames = []
     for p, a in sorted(aligned.items()):
         for first, end, delta in a.runs(cut[p], snapshot[p]):
@@ -192,9 +191,4 @@ def outside_pairs(
                     *[F.lit(None).cast("bigint").alias(c) for c in ("kh", "vh", "hh", "ts")],
                 )
             )
-    if not frames:
-        return None
-    union = frames[0]
-    for df in frames[1:]:
-        union = union.unionByName(df)
-    return union
+    return union_all(frames) if frames else None

@@ -166,6 +166,14 @@ def kind_counts(matched: DataFrame) -> DataFrame:
     )
 
 
+def union_all(frames: list[DataFrame]) -> DataFrame:
+    """The frames' rows in one frame (by column name); `frames` must not be empty."""
+    union = frames[0]
+    for df in frames[1:]:
+        union = union.unionByName(df)
+    return union
+
+
 def int_map(values: Mapping[int, Any]) -> Column:
     if not values:
         return F.create_map().cast("map<int,bigint>")

@@ -221,14 +221,14 @@ def reduce_sides(frames: list[DataFrame], sides: int) -> list[dict[int, SideAgg]
     """One Spark job: per (side, partition, segment) count, offset bounds and the fingerprint sums."""
     from pyspark.sql import functions as F
 
+    from spark.checks import union_all
+
     out: list[dict[int, SideAgg]] = [{} for _ in range(sides)]
     if not frames:
         return out
-    union = frames[0]
-    for df in frames[1:]:
-        union = union.unionByName(df)
     rows = (
-        union.groupBy("side", "part", "seg")
+        union_all(frames)
+        .groupBy("side", "part", "seg")
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.min("off").alias("first"),

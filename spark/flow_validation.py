@@ -317,10 +317,7 @@ def _exact_rows(
     parts = [checks.order_violations(matched), checks.duplicates(matched)]
     if any(c["missing"] or c["extra"] for c in counts.values()):
         parts.append(checks.explain_unmatched(matched, {p: lo for p, (lo, _) in cut.items()}, caught, outside))
-    found = parts[0]
-    for df in parts[1:]:
-        found = found.unionByName(df)
-    rows = partition_rows(cut, snapshot, counts, checks.summarize_findings(found), lag)
+    rows = partition_rows(cut, snapshot, counts, checks.summarize_findings(checks.union_all(parts)), lag)
     for row in rows:
         row.update(path=EXACT, sourceCount=row["sourceRecords"], targetCount=row["targetRecords"])
     return rows

@@ -117,25 +117,18 @@ def _presume_healthy(spark: Any, run: FlowRun, internal: InternalTopics) -> Pres
             _sync_results(run, topic, None, internal.syncs, shift).withColumn("key", F.lit(topic))
             for topic, shift in shifts.items()
         ]
-        out.syncs = checks.summarize_status_by(_union(parts), SYNC_EXAMPLES)
+        out.syncs = checks.summarize_status_by(checks.union_all(parts), SYNC_EXAMPLES)
     if internal.ckpts is not None:
         parts = [
             _checkpoint_results(run, topic, None, internal.ckpts, shift).withColumn("key", F.lit(topic))
             for topic, shift in shifts.items()
         ]
-        out.checkpoints = checks.summarize_status_by(_union(parts), CHECKPOINT_EXAMPLES)
+        out.checkpoints = checks.summarize_status_by(checks.union_all(parts), CHECKPOINT_EXAMPLES)
     log(
         f"{run.flow.name}: offset syncs and checkpoints of {len(shifts)} topic(s) judged beside the fast path "
         f"in {time.monotonic() - t0:.1f}s"
     )
     return out
-
-
-def _union(frames: list[Any]) -> Any:
-    union = frames[0]
-    for df in frames[1:]:
-        union = union.unionByName(df)
-    return union
 
 
 def _presumed(

@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark import alignment, flow_validation, kafka_io
 from spark.alignment import Aligned
+from spark.checks import union_all
 from spark.fast_path import SideAgg
 from spark.internal_topics import InternalTopics
 from spark.outputs import ClusterAccess, ValidationScope
@@ -81,18 +82,14 @@ class FakeKafka:
         for p, (lo, hi) in ranges.items():
             first, records = self.data[(alias, topic)][p]
             frames.append(kafka_rows(self.spark, {p: records[lo - first : hi - first]}, topic, start=lo))
-        out = frames[0]
-        for df in frames[1:]:
-            out = out.unionByName(df)
-        return out
+        return union_all(frames)
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         def spark_read(_s: Any, cluster: ClusterAccess, topic: str, ranges: Any, *_a: Any, **_k: Any) -> DataFrame:
             return self.read(cluster.alias, topic, ranges)
 
         def spark_read_topics(_s: Any, cluster: ClusterAccess, ranges: Any, *_a: Any, **_k: Any) -> DataFrame:
-            frames = [self.read(cluster.alias, t, r) for t, r in ranges.items()]
-            return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+            return union_all([self.read(cluster.alias, t, r) for t, r in ranges.items()])
 
         def watermarks(cluster: ClusterAccess, topic: str, partitions: int, *_a: Any) -> dict[int, tuple[int, int]]:
             parts = self.data[(cluster.alias, topic)]
