@@ -160,7 +160,7 @@ def validate_topic(
 
     x_cut = {p: r for p, r in cut.items() if p in deferred}
     x_snap = {p: r for p, r in snapshot.items() if p in deferred}
-    matched, aligned = _exact_tier(spark, run, topic, deferred, lag, rows)
+    matched, aligned = _exact_tier(spark, run, topic, (x_cut, x_snap), deferred, lag, rows)
     try:
         around = alignment.outside_pairs(spark, aligned, x_cut, x_snap)
         paired = matched if around is None else matched.unionByName(around)
@@ -189,13 +189,18 @@ def _absent_target(rep: TopicReport, run: FlowRun, cut: dict[int, Range]) -> Top
 
 
 def _exact_tier(
-    spark: Any, run: FlowRun, topic: str, deferred: dict[int, str], lag: dict[int, int], rows: dict[int, dict[str, Any]]
+    spark: Any,
+    run: FlowRun,
+    topic: str,
+    ranges: tuple[dict[int, Range], dict[int, Range]],
+    deferred: dict[int, str],
+    lag: dict[int, int],
+    rows: dict[int, dict[str, Any]],
 ) -> tuple[Any, dict[int, alignment.Aligned]]:
-    """Tier 2 for the `deferred` partitions (why: the value), narrowed by alignment where it can be;
-    their report rows land in `rows`. Returns the pairing (persisted: the caller unpersists it)
-    and the aligned partitions."""
-    cut = {p: r for p, r in run.cut[topic].items() if p in deferred}
-    snapshot = {p: r for p, r in (run.snapshot[topic] or {}).items() if p in deferred}
+    """Tier 2 for the `deferred` partitions (why: the value), whose cut and snapshot `ranges` are,
+    narrowed by alignment where it can be; their report rows land in `rows`. Returns the pairing
+    (persisted: the caller unpersists it) and the aligned partitions."""
+    cut, snapshot = ranges
     t0 = time.monotonic()
     aligned = _aligned(spark, run, topic, cut, snapshot)
     matched, counts = _matched(spark, run, topic, cut, snapshot, aligned)
