@@ -367,8 +367,11 @@ def topic_names(outputs: dict[str, Any], alias: str) -> set[str]:
     return set(admin.list_topics(timeout=15).topics)
 
 
-def produce_batch(outputs: dict[str, Any], alias: str, topic: str, keys: list[bytes]) -> dict[bytes, int]:
-    """Produce one record per key (value = key) idempotently; returns each key's partition."""
+def produce_batch(
+    outputs: dict[str, Any], alias: str, topic: str, keys: list[bytes], partitions: list[int] | None = None
+) -> dict[bytes, int]:
+    """Produce one record per key (value = key) idempotently, the i-th into `partitions[i]` when
+    given (else the producer's choice); returns each key's partition."""
     from confluent_kafka import Producer
 
     placed: dict[bytes, int] = {}
@@ -378,8 +381,9 @@ def produce_batch(outputs: dict[str, Any], alias: str, topic: str, keys: list[by
         placed[msg.key()] = msg.partition()
 
     producer = Producer(kafka_conf(outputs, alias, **{"enable.idempotence": True, "linger.ms": 5}))
-    for key in keys:
-        producer.produce(topic, key=key, value=key, on_delivery=delivered)
+    for i, key in enumerate(keys):
+        where = {} if partitions is None else {"partition": partitions[i]}
+        producer.produce(topic, key=key, value=key, on_delivery=delivered, **where)
         producer.poll(0)
     assert producer.flush(60) == 0, f"could not produce to {topic} on {alias}"
     assert len(placed) == len(keys)

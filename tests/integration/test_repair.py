@@ -41,6 +41,7 @@ from tests.integration.harness import (
     arrives,
     connect_auth,
     kafka_conf,
+    produce_batch,
     produce_one,
     running,
     stays_false,
@@ -161,15 +162,6 @@ def orders_owners(out: dict[str, Any]) -> dict[int, list[int]]:
     return owners
 
 
-def produce_to(out: dict[str, Any], partitions: list[int]) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer(kafka_conf(out, "primary", **{"enable.idempotence": True}))
-    for partition in partitions:
-        producer.produce("orders", key=f"fail-{uuid.uuid4().hex[:8]}".encode(), value=b"v", partition=partition)
-    assert producer.flush(30) == 0, "could not produce to orders on primary"
-
-
 def fail_for_real(out: dict[str, Any]) -> None:
     """Revoke WRITE and produce to every partition of orders until every task that replicates
     orders is FAILED. Not just the first: a task whose send was refused fails seconds later, and
@@ -178,7 +170,9 @@ def fail_for_real(out: dict[str, Any]) -> None:
     partitions = sorted(p for ps in owners.values() for p in ps)
 
     def produced_and_all_failed() -> bool:
-        produce_to(out, partitions)
+        produce_batch(
+            out, "primary", "orders", [f"fail-{uuid.uuid4().hex[:8]}".encode() for _ in partitions], partitions
+        )
         try:
             states = {t["id"]: t["state"] for t in status(out).get("tasks", [])}
         except (httpx.HTTPError, ValueError):
