@@ -2,9 +2,9 @@
 //
 // Why it exists: Pulumi's own language host lives in the untagged Go module
 // github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3. The Go module proxy this
-// project builds from serves pkg/v3 and sdk/v3 at v3.259.0 but no version of that module, and
+// project builds from serves pkg/v3 and sdk/v3 (v3.274.1 here) but no version of that module, and
 // Pulumi's release tarballs come from GitHub, which is out of reach. So this host implements the
-// LanguageRuntime gRPC service itself, on Pulumi's own sdk/v3 v3.259.0 packages (gRPC types, the
+// LanguageRuntime gRPC service itself, on Pulumi's own sdk/v3 v3.274.1 packages (gRPC types, the
 // Python toolchain resolver, the policy-pack proxy), and runs programs through the same
 // `pulumi-language-python-exec` script that a release ships next to the host.
 //
@@ -369,7 +369,13 @@ func (h *host) RunPlugin(
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("could not start the Python plugin: %w", err)
+		err = fmt.Errorf("could not start the Python plugin: %w", err)
+		if proxy != nil {
+			// The engine may already be waiting on the proxy for the pack's analyzer calls; without
+			// this they would block forever instead of failing with this error.
+			proxy.Abort(err)
+		}
+		return err
 	}
 	if proxy != nil {
 		// The proxy now forwards the engine's analyzer calls to the started pack.
