@@ -26,7 +26,7 @@ _REPLACE_KEYS = ("connect_url", "name")
 class ConnectorDiff(DiffResult):
     """DiffResult plus what exactly changed.
 
-    pulumi 3.259.0's DiffResult has no `diffs` or `detailed_diff`, and its dynamic-provider
+    pulumi 3.272.0's DiffResult has no `diffs` or `detailed_diff`, and its dynamic-provider
     server forwards only changes, replaces and delete_before_replace to the engine. The
     project's dynamic-provider host (toolchain/pulumi/python/dynamic_provider_host.py) passes
     on `detailed_diff` (property paths like config["tasks.max"] -> add/update/delete) as the

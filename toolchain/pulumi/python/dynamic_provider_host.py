@@ -1,6 +1,6 @@
 """Pulumi's Python dynamic-provider host, serving with a thread pool wide enough for waits.
 
-The host a Pulumi release ships (`python -m pulumi.dynamic`, 3.259.0) serves its gRPC
+The host a Pulumi release ships (`python -m pulumi.dynamic`, 3.272.0) serves its gRPC
 requests from `futures.ThreadPoolExecutor(max_workers=4)`. A Connector's create and update
 hold their thread until the connector runs (seconds each), so however high the engine's
 --parallel, a stack with 48 connectors was created 4 at a time.
@@ -26,6 +26,7 @@ import logging
 import os
 import sys
 import threading
+import traceback
 from concurrent import futures
 from typing import Any
 
@@ -116,6 +117,14 @@ def detailed_servicer(servicer: Any, engine_address: str | None) -> Any:
     engine = engine_pb2_grpc.EngineStub(grpc.insecure_channel(engine_address)) if engine_address else None
 
     def diff(request: Any, context: Any) -> Any:
+        # As Pulumi's own Diff (decorated with _abort_with_traceback since 3.272): a provider's
+        # exception fails the call with its traceback, not grpc's bare "Exception calling application".
+        try:
+            return detailed_diff(request)
+        except Exception:
+            context.abort(grpc.StatusCode.UNKNOWN, traceback.format_exc())
+
+    def detailed_diff(request: Any) -> Any:
         # Pulumi's own Diff (pulumi/dynamic/__main__.py), plus detailed diff and impacts.
         olds = rpc.deserialize_properties(request.olds, True)
         news = rpc.deserialize_properties(request.news, True)
