@@ -1,7 +1,8 @@
 """Bad input fails with the component, the cause and the fix, and leaves nothing running.
 
 Covers issue 2's list: invalid stack config, a port already in use, an unreachable Connect
-endpoint, a connector config that Connect rejects, and missing Java or Go at bootstrap.
+endpoint, a connector config that Connect rejects, and missing Java or Go (or too old a Go) at
+bootstrap.
 """
 
 from __future__ import annotations
@@ -132,4 +133,28 @@ def test_bootstrap_names_a_missing_tool_and_the_fix(tmp_path: Path, missing: str
     assert out.returncode != 0
     assert expect in out.stderr, out.stderr
     assert "Install" in out.stderr, "the message says how to fix it"
-    assert not (tmp_path / "empty-cache" / "pulumi-3.259.0" / "bin" / "pulumi").exists()
+    assert not (tmp_path / "empty-cache" / f"pulumi-{_pulumi_version()}" / "bin" / "pulumi").exists()
+
+
+def _pulumi_version() -> str:
+    env = (ROOT / "toolchain" / "versions.env").read_text()
+    return next(line.split("=", 1)[1] for line in env.splitlines() if line.startswith("PULUMI_VERSION="))
+
+
+def test_bootstrap_refuses_a_go_older_than_the_clis_go_mod_before_building(tmp_path: Path) -> None:
+    needed = next(
+        line.split()[1]
+        for line in (ROOT / "toolchain" / "pulumi" / "go.mod").read_text().splitlines()
+        if line.startswith("go ")
+    )
+    path = _shim_path(tmp_path, ["python3", "dirname", "cat", "sha256sum", "cut", "mkdir", "sed", "java", "mvn"])
+    old_go = Path(path) / "go"  # answers like a Go 1.25.11 would
+    old_go.write_text('#!/bin/sh\ncase "$*" in "env GOVERSION") echo go1.25.11 ;; *) exit 3 ;; esac\n')
+    old_go.chmod(0o755)
+    env = {"PATH": path, "HOME": os.environ["HOME"], "MM2_CACHE": str(tmp_path / "empty-cache")}
+    out = subprocess.run(["/bin/bash", str(ROOT / "bin" / "bootstrap")], env=env, capture_output=True, text=True)
+    assert out.returncode != 0
+    assert f"Go 1.25.11 found ({old_go})" in out.stderr, out.stderr
+    assert f"needs Go {needed}+" in out.stderr and f"Install Go {needed}+" in out.stderr, out.stderr
+    assert "building" not in out.stderr and "installing" not in out.stderr, "it failed before any build"
+    assert not (tmp_path / "empty-cache").exists()
