@@ -5,7 +5,7 @@ PURE (standard library only). Inputs are what the Pulumi CLI writes:
   radius arrives as diagnostics attributed to resources (see blast_radius.py);
 - `pulumi preview --event-log <file>` (offered with PULUMI_DEBUG_COMMANDS=true): one engine
   event per line. Policy violations appear only there: the CLI's JSON digest
-  (pkg/backend/display/json.go, 3.259.0) skips policy events.
+  (pkg/backend/display/json.go, 3.274.1) skips policy events.
 """
 
 from __future__ import annotations
