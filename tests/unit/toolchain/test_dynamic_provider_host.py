@@ -102,30 +102,34 @@ def logged(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return requests
 
 
-def test_diff_reaches_the_engine_with_paths_and_impacts(monkeypatch: pytest.MonkeyPatch, logged: list[Any]) -> None:
+def _struct(props: dict[str, Any]) -> Any:
+    """Properties as the engine sends them in a request."""
     import asyncio
+
+    from pulumi.runtime import rpc
+
+    # A loop of its own: asyncio.run would unset the thread's current loop, which the Pulumi
+    # mock tests that run after this one in the same process still need.
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(rpc.serialize_properties(props, {}))
+    finally:
+        loop.close()
+
+
+def test_diff_reaches_the_engine_with_paths_and_impacts(monkeypatch: pytest.MonkeyPatch, logged: list[Any]) -> None:
     import types
 
-    from pulumi.runtime import proto, rpc
+    from pulumi.runtime import proto
 
     pulumis = types.SimpleNamespace(PROVIDER_KEY="__provider", get_provider=lambda props, config: _Provider())
     monkeypatch.setitem(sys.modules, "pulumi.dynamic.__main__", pulumis)
     servicer = load_host().detailed_servicer(types.SimpleNamespace(_config={}), "127.0.0.1:1")
-
-    def struct(props: dict[str, Any]) -> Any:
-        # A loop of its own: asyncio.run would unset the thread's current loop, which the Pulumi
-        # mock tests that run after this one in the same process still need.
-        loop = asyncio.new_event_loop()
-        try:
-            return loop.run_until_complete(rpc.serialize_properties(props, {}))
-        finally:
-            loop.close()
-
     request = proto.DiffRequest(
         id="c",
         urn="urn:pulumi:s::p::pulumi-python:dynamic/connect:Connector::c",
-        olds=struct({"__provider": "x", "name": "old"}),
-        news=struct({"__provider": "x", "name": "new"}),
+        olds=_struct({"__provider": "x", "name": "old"}),
+        news=_struct({"__provider": "x", "name": "new"}),
     )
     response = servicer.Diff(request, None)
     assert response.changes == proto.DiffResponse.DIFF_SOME
@@ -185,7 +189,9 @@ def test_a_failing_diff_fails_the_call_with_the_providers_traceback(monkeypatch:
     servicer = load_host().detailed_servicer(types.SimpleNamespace(_config={}), None)
     context = Context()
     with pytest.raises(Aborted):
-        servicer.Diff(proto.DiffRequest(id="c"), context)
+        servicer.Diff(
+            proto.DiffRequest(id="c", olds=_struct({"__provider": "x"}), news=_struct({"__provider": "x"})), context
+        )
     assert context.code == grpc.StatusCode.UNKNOWN
     assert "Traceback" in context.details and "ValueError: config is not a mapping" in context.details
 
