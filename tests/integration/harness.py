@@ -40,6 +40,18 @@ def _ephemeral_floor() -> int:
 _PORTS = random.Random()  # its own generator: a test seeding `random` must not repeat our picks
 
 
+def _worker_share(low: int, high: int) -> tuple[int, int]:
+    """The part of the ports [low, high) that this pytest-xdist worker uses.
+
+    Two workers choosing at the same moment could otherwise both see a block free and both try
+    to bind it, seconds later, when their JVMs start. Each worker gets a disjoint slice.
+    """
+    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    count = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), index + 1)
+    width = (high - low) // count
+    return low + index * width, low + (index + 1) * width
+
+
 def free_port_block(size: int) -> int:
     """First port of `size` consecutive free loopback ports, below the ephemeral range.
 
@@ -48,9 +60,10 @@ def free_port_block(size: int) -> int:
     moment the JVM binds it, or at a restart on the same port later; the bind then fails as
     "already in use". Ports below the ephemeral range are only ever taken by listeners.
     """
-    low, high = 10000, _ephemeral_floor() - size
-    if high <= low:  # an unusually wide ephemeral range: fall back to what the kernel offers
-        low, high = _ephemeral_floor(), 65000 - size
+    low, high = _worker_share(10000, _ephemeral_floor())
+    if high - size <= low:  # an unusually wide ephemeral range: fall back to what the kernel offers
+        low, high = _worker_share(_ephemeral_floor(), 65000)
+    high -= size  # the whole block inside this worker's share
     for _ in range(200):
         base = _PORTS.randrange(low, high)
         if not any(proc.port_in_use(base + i) for i in range(size)):

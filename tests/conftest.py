@@ -1,0 +1,73 @@
+"""How `bin/test` spreads the suite over its pytest-xdist workers (two on this 2-core machine).
+
+Most of an integration test's time is waiting on real processes (JVM starts, Connect rebalances,
+MM2's refresh intervals, the Pulumi engine), so two modules at once keep both cores busy.
+
+- A work unit is a test module, so a module's deployed stack (a module-scoped fixture) is set up
+  once, on one worker; the Spark unit tests are one unit, so one worker starts one Spark session
+  for all of them.
+- Units are handed out longest first (`MODULE_SECONDS`, measured by `--durations`): the long
+  integration modules start at once and the many short unit modules fill the gaps at the end. The
+  table only orders the work; a module missing from it runs after those listed, and nothing
+  depends on the order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+# Seconds one work unit took (setup, tests and teardown) in the last measured run; only
+# the order matters. Refresh it from `bin/test --durations=0` when modules change a lot.
+MODULE_SECONDS: dict[str, float] = {
+    "tests/integration/test_faults.py": 310,
+    "tests/integration/test_exactly_once.py": 310,
+    "tests/integration/test_dev_stack.py": 260,
+    "tests/integration/test_topologies_multi.py": 200,
+    "tests/integration/test_spark_validation.py": 200,
+    "tests/integration/test_broker_rolling.py": 150,
+    "tests/integration/test_rolling.py": 150,
+    "tests/integration/test_topologies_bidirectional.py": 150,
+    "tests/integration/test_tls.py": 150,
+    "tests/unit/spark/": 150,
+    "tests/integration/test_spark_cluster.py": 140,
+    "tests/integration/test_connector_states.py": 130,
+    "tests/integration/test_security.py": 120,
+    "tests/integration/test_bad_input.py": 110,
+    "tests/integration/test_metrics.py": 100,
+    "tests/integration/test_repair.py": 100,
+    "tests/integration/test_status.py": 80,
+    "tests/integration/test_review.py": 80,
+    "tests/integration/test_policy_pack.py": 80,
+    "tests/integration/test_transforms.py": 60,
+    "tests/integration/test_report_browser.py": 40,
+}
+
+SPARK_UNIT = "tests/unit/spark/"
+
+
+def work_unit(nodeid: str) -> str:
+    """The scope a test is scheduled with: its module, or the one Spark unit-test package."""
+    path = nodeid.split("::", 1)[0]
+    return SPARK_UNIT if path.startswith(SPARK_UNIT) else path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest work units first, each kept whole and in the order pytest collected it."""
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first.setdefault(work_unit(item.nodeid), index)
+    weight = {unit: MODULE_SECONDS.get(unit, 0.0) for unit in first}
+    items.sort(key=lambda item: (-weight[work_unit(item.nodeid)], first[work_unit(item.nodeid)]))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ModuleScheduling(config, log)
