@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from components.platform.errors import PlatformError
+from components.platform.local.class_archive import archive_options
 from components.platform.local.layout import CONFIG_DIR, LOG4J2_FILE, LOGS_DIR, PROCESS_PROPERTIES
 from components.topology.java_properties import render_properties
 
@@ -201,6 +202,7 @@ def _jvm_command(spec: JvmSpec, main_class: str, args: list[str], heap: str) -> 
         f"-Dkafka.logs.dir={spec.logs_dir}",
         f"-Dlog4j2.configurationFile={Path(spec.run_dir) / LOG4J2_FILE}",
         *spec.jvm_options,
+        *archive_options(spec.classpath_dir, main_class, spec.java, writer=spec.marker),
         "-cp",
         f"{spec.classpath_dir}/*",
         main_class,
