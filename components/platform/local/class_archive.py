@@ -12,8 +12,8 @@ it listens 4.2 s -> 2.7 s, the format tool 2.5-3.5 s -> 1.5 s wall.
   starts without it (`-Xshare:auto`, silently).
 - A JVM started while there is no archive writes `<key>.<writer>.writing` when it exits, where
   `<writer>` names its process (a restart of the same process overwrites its own). The next start
-  promotes a complete one to `<key>.jsa`: the JDK writes the header, with its magic number, last,
-  so a file cut short by a SIGKILL during the write is never used. Replacing `<key>.jsa` while a
+  promotes a complete one to `<key>.jsa` and removes the others: the JDK writes the header, with
+  its magic number, last, so a file cut short by a SIGKILL during the write is never used. Replacing `<key>.jsa` while a
   JVM maps it is safe: the JVM keeps the old file open.
 - Containers (Kubernetes, Docker) do not use this module.
 """
@@ -41,7 +41,7 @@ def archive_options(classpath_dir: str, main_class: str, java: str, writer: str)
     final = archive_path(classpath_dir, main_class, java)
     if final is None:
         return ()
-    if final.exists() or _promote(final):
+    if _promote(final):
         return (f"-XX:SharedArchiveFile={final}", *QUIET)
     token = hashlib.sha256(writer.encode()).hexdigest()[:12]
     return (f"-XX:ArchiveClassesAtExit={final.with_name(f'{final.stem}.{token}.writing')}", *QUIET)
@@ -63,17 +63,18 @@ def archive_path(classpath_dir: str, main_class: str, java: str) -> Path | None:
 
 
 def _promote(final: Path) -> bool:
-    """Move a complete `.writing` archive of `final`'s key into place; drop stale incomplete ones."""
+    """Whether `final` is in place after moving a complete `.writing` archive of its key there.
+
+    Once it is, the other complete ones (JVMs that started together before any existed each wrote
+    one) are removed; an incomplete one is removed once stale, as it may still be being written."""
     for candidate in sorted(final.parent.glob(f"{final.stem}.*.writing")):
         try:
             with candidate.open("rb") as fh:
                 complete = fh.read(len(DYNAMIC_MAGIC)) == DYNAMIC_MAGIC
-            if complete:
+            if complete and not final.exists():
                 os.replace(candidate, final)
-                return True
-            if time.time() - candidate.stat().st_mtime > STALE_S:
+            elif complete or time.time() - candidate.stat().st_mtime > STALE_S:
                 candidate.unlink()
         except OSError:
             continue  # another start promoted or removed it first
     return final.exists()
-

@@ -73,3 +73,15 @@ def test_the_archive_options_come_before_the_classpath(tmp_path: Path) -> None:
     cmd = proc._jvm_command(spec, MAIN, [], "256m")
     archive = next(i for i, c in enumerate(cmd) if c.startswith("-XX:ArchiveClassesAtExit="))
     assert archive < cmd.index("-cp") < cmd.index(MAIN)
+
+
+def test_once_promoted_the_other_complete_archives_of_the_key_are_removed(tmp_path: Path) -> None:
+    libs = _libs(tmp_path)
+    writers = [_option(archive_options(str(libs), MAIN, "java", writer=f"w{i}"), "-XX:ArchiveClassesAtExit=")
+               for i in range(3)]  # fmt: skip
+    for path in writers[:2]:
+        path.write_bytes(DYNAMIC_MAGIC + b"\0" * 64)  # two JVMs that started together both wrote one
+    writers[2].write_bytes(b"\0" * 64)  # a third is still writing
+    archive_options(str(libs), MAIN, "java", writer="next")
+    assert archive_path(str(libs), MAIN, "java").exists()  # type: ignore[union-attr]
+    assert [p.exists() for p in writers] == [False, False, True]
