@@ -208,19 +208,12 @@ def run_connect(b: Bench, bootstrap: str, cds: tuple[str, ...], tag: str) -> Fig
         return until_ready(p, t0, lambda: rest_ok(port), run_dir)
 
 
-def complete(archive: Path) -> bool:
-    """Written to the end: the JDK writes the header, with the magic number, last."""
-    with contextlib.suppress(OSError), archive.open("rb") as fh:
-        return fh.read(len(class_archive.DYNAMIC_MAGIC)) == class_archive.DYNAMIC_MAGIC
-    return False
-
-
 def build_archive(b: Bench, jvm: Jvm, run: Callable[[tuple[str, ...], str], Figures]) -> tuple[str, ...]:
     """One untimed run writing the archive at exit; checked complete and mappable. Its options."""
     archive = b.work / "archives" / f"{jvm.name}.jsa"
     archive.parent.mkdir(exist_ok=True)
-    figures = run((f"-XX:ArchiveClassesAtExit={archive}", *class_archive.QUIET), f"{jvm.name}-build")
-    if not complete(archive):
+    figures = run(class_archive.writing_options(archive), f"{jvm.name}-build")
+    if not class_archive.is_complete(archive):
         raise RuntimeError(f"{jvm.name}: no complete archive at {archive} after a clean stop")
     probe = b.work / f"{jvm.name}-probe"
     (probe / "logs").mkdir(parents=True)
@@ -229,7 +222,7 @@ def build_archive(b: Bench, jvm: Jvm, run: Callable[[tuple[str, ...], str], Figu
     with launched(check, probe) as (p, t0):
         until_exit(p, t0, probe)  # -Xshare:on: exits non-zero if the archive does not map
     print(f"  {jvm.name}: archive {archive.stat().st_size / 2**20:.1f} MiB, built in {figures['wall_s']:.1f}s")
-    return (f"-XX:SharedArchiveFile={archive}", *class_archive.QUIET)
+    return class_archive.sharing_options(archive)
 
 
 def bench_jvm(b: Bench, jvm: Jvm, run: Callable[[tuple[str, ...], str], Figures], repeats: int) -> dict[str, Any]:

@@ -14,8 +14,8 @@ without: broker 0.56x, Connect worker 0.53x, format tool 0.61x.
 - A JVM started while there is no archive writes `<key>.<writer>.writing` when it exits, where
   `<writer>` names its process (a restart of the same process overwrites its own). The next start
   promotes a complete one to `<key>.jsa` and removes the others: the JDK writes the header, with
-  its magic number, last, so a file cut short by a SIGKILL during the write is never used. Replacing `<key>.jsa` while a
-  JVM maps it is safe: the JVM keeps the old file open.
+  its magic number, last, so a file cut short by a SIGKILL during the write is never used.
+  Replacing `<key>.jsa` while a JVM maps it is safe: the JVM keeps the old file open.
 - Containers (Kubernetes, Docker) do not use this module.
 """
 
@@ -38,14 +38,33 @@ STALE_S = 3600.0  # an incomplete `.writing` file this old belongs to no running
 
 def archive_options(classpath_dir: str, main_class: str, java: str, writer: str) -> tuple[str, ...]:
     """The JVM options for a start of `main_class`: map the archive when there is one, else write
-    one at exit. None when the classpath directory does not exist (nothing to key it on)."""
+    one at exit. No options when the classpath directory does not exist (nothing to key it on)."""
     final = archive_path(classpath_dir, main_class, java)
     if final is None:
         return ()
     if _promote(final):
-        return (f"-XX:SharedArchiveFile={final}", *QUIET)
+        return sharing_options(final)
     token = hashlib.sha256(writer.encode()).hexdigest()[:12]
-    return (f"-XX:ArchiveClassesAtExit={final.with_name(f'{final.stem}.{token}.writing')}", *QUIET)
+    return writing_options(final.with_name(f"{final.stem}.{token}.writing"))
+
+
+def sharing_options(archive: Path) -> tuple[str, ...]:
+    """Map `archive` at start."""
+    return (f"-XX:SharedArchiveFile={archive}", *QUIET)
+
+
+def writing_options(archive: Path) -> tuple[str, ...]:
+    """Write the classes this run loads to `archive` at exit."""
+    return (f"-XX:ArchiveClassesAtExit={archive}", *QUIET)
+
+
+def is_complete(archive: Path) -> bool:
+    """Whether the JVM finished writing `archive`: it writes the header, with the magic, last."""
+    try:
+        with archive.open("rb") as fh:
+            return fh.read(len(DYNAMIC_MAGIC)) == DYNAMIC_MAGIC
+    except OSError:
+        return False
 
 
 def archive_path(classpath_dir: str, main_class: str, java: str) -> Path | None:
@@ -69,9 +88,8 @@ def _promote(final: Path) -> bool:
     Once it is, the other complete ones (JVMs that started together before any existed each wrote
     one) are removed; an incomplete one is removed once stale, as it may still be being written."""
     for candidate in sorted(final.parent.glob(f"{final.stem}.*.writing")):
+        complete = is_complete(candidate)
         try:
-            with candidate.open("rb") as fh:
-                complete = fh.read(len(DYNAMIC_MAGIC)) == DYNAMIC_MAGIC
             if complete and not final.exists():
                 os.replace(candidate, final)
             elif complete or time.time() - candidate.stat().st_mtime > STALE_S:
