@@ -1,0 +1,1 @@
+"""The project's build tooling that is Python: the container images (images/)."""

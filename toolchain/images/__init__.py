@@ -1,0 +1,1 @@
+"""Building the project's container images from Debian packages and Maven jars (bin/bootstrap --images)."""
