@@ -17,7 +17,7 @@ from components.credentials import Credentials, given_only
 from components.kafka_cluster import KafkaCluster
 from components.outputs.contract import ClusterExport, ConnectGroupExport
 from components.platform.contract import ContainerPlatforms
-from components.platform.docker.deploy import docker_network
+from components.platform.docker.engine import DockerEngine, DockerEngineError, engine_socket, missing_images
 from components.platform.local.layout import LocalPlatform, run_root
 from components.platform.local.tls import stack_tls, tls_layout
 from components.platform.settings import PlatformSettingsError, docker_settings, kubernetes_settings
@@ -105,9 +105,17 @@ def container_platforms(stack: str, topology: Topology, secrets: Any) -> Contain
         dock = docker_settings(platform_config.get_object("docker"))
     except PlatformSettingsError as exc:
         raise pulumi.RunError(f"invalid stack config for stack {stack!r}:\n{exc}") from None
-    uses_docker = any(c.platform is Platform.DOCKER for c in topology.clusters.values())
-    network = docker_network(None, "docker-network", stack).name if uses_docker else None
-    return ContainerPlatforms(kubernetes=k8s, docker=dock, docker_network=network, secret_values=secrets)
+    placed = (*topology.clusters.values(), *topology.worker_groups.values())
+    uses_docker = any(p.platform is Platform.DOCKER for p in placed)
+    if uses_docker:
+        try:
+            with DockerEngine(engine_socket()) as engine:
+                problems = missing_images(engine, [dock.image])
+        except DockerEngineError as exc:
+            problems = [f"mm2-platform:docker: {exc}"]
+        if problems:
+            raise pulumi.RunError(f"invalid stack config for stack {stack!r}:\n" + "\n".join(problems))
+    return ContainerPlatforms(kubernetes=k8s, docker=dock, secret_values=secrets)
 
 
 def main() -> None:

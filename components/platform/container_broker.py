@@ -1,15 +1,14 @@
 """Broker properties and start script for container platforms (kubernetes, docker): pure, no I/O.
 
-Brokers are KRaft combined broker+controller nodes, like on the local platform, but bound to
-0.0.0.0 inside their container and advertised under a name other containers (or pods) resolve.
-Listeners:
+Brokers are KRaft combined broker+controller nodes, like on the local platform. On kubernetes
+each pod binds 0.0.0.0 and is advertised under a name other pods resolve; on docker every
+container shares the host's network and node i binds 127.0.0.1 on the local platform's port
+plan (`BrokerNetwork.host_port_base`). Listeners:
 
-- CLIENT (port 9092): the cluster's security protocol; clients and inter-broker traffic. On
-  kubernetes this is what `<alias>-kafka-bootstrap:9092` reaches.
-- CONTROLLER (port 9093): PLAINTEXT, KRaft quorum only. Kubernetes restricts it to broker pods
-  with a NetworkPolicy; docker keeps it on the private network.
-- INTERNAL (port 9091, optional): PLAINTEXT, inter-broker only, for hosts where the CLIENT
-  address is not reachable from other brokers (docker advertises CLIENT as 127.0.0.1:<port>).
+- CLIENT (9092, or base+2i): the cluster's security protocol; clients and inter-broker traffic.
+  On kubernetes this is what `<alias>-kafka-bootstrap:9092` reaches.
+- CONTROLLER (9093, or base+2i+1): PLAINTEXT, KRaft quorum only. Kubernetes restricts it to
+  broker pods with a NetworkPolicy; on docker it is bound to loopback.
 - EXTERNAL (port 9094, optional): the cluster's security protocol again, advertised under an
   address reachable from outside (load balancer per broker); for clusters in other regions.
 
@@ -33,7 +32,6 @@ from components.platform.image_layout import (
 from components.topology.model import Cluster, SaslMechanism
 from components.topology.settings import BROKER_OWNED, BROKER_OWNED_PREFIXES, owned_reason
 
-INTERNAL_PORT = 9091
 CLIENT_PORT = 9092
 CONTROLLER_PORT = 9093
 EXTERNAL_PORT = 9094
@@ -53,9 +51,23 @@ class BrokerNetwork:
     advertised_port: int = CLIENT_PORT
     external_host: str | None = None  # EXTERNAL listener's advertised host template, if any
     external_port: int = EXTERNAL_PORT
-    # INTERNAL listener (PLAINTEXT, inter-broker only) for hosts where the CLIENT address is not
-    # reachable from other brokers (docker: CLIENT is advertised as a published 127.0.0.1 port).
-    internal_host: str | None = None
+    # Host networking (docker): node i binds `listen_host` on host_port_base+2i (CLIENT) and
+    # host_port_base+2i+1 (CONTROLLER), so the listeners differ per node; None: 9092/9093.
+    host_port_base: int | None = None
+    listen_host: str = "0.0.0.0"
+
+    def client_port(self, node: int) -> int:
+        return CLIENT_PORT if self.host_port_base is None else self.host_port_base + 2 * node
+
+    def controller_port(self, node: int) -> int:
+        return CONTROLLER_PORT if self.host_port_base is None else self.host_port_base + 2 * node + 1
+
+    def listeners(self, node: int) -> str:
+        """`listeners` of node `node` (every node alike unless ports are per node)."""
+        out = f"CLIENT://{self.listen_host}:{self.client_port(node)},CONTROLLER://{self.listen_host}:{self.controller_port(node)}"
+        if self.external_host is not None:
+            out += f",EXTERNAL://{self.listen_host}:{EXTERNAL_PORT}"
+        return out
 
 
 def broker_secret_key(alias: str) -> str:
@@ -67,7 +79,9 @@ def broker_secret_key(alias: str) -> str:
 
 
 def voters(cluster: Cluster, network: BrokerNetwork) -> str:
-    return ",".join(f"{i}@{network.voter_host.format(ordinal=i)}:{CONTROLLER_PORT}" for i in range(cluster.brokers))
+    return ",".join(
+        f"{i}@{network.voter_host.format(ordinal=i)}:{network.controller_port(i)}" for i in range(cluster.brokers)
+    )
 
 
 def container_broker_properties(
@@ -78,23 +92,17 @@ def container_broker_properties(
     tls_dir: str = BROKER_TLS_DIR,
     data_dir: str = BROKER_DATA_DIR,
 ) -> dict[str, str]:
-    """The properties every broker of a container cluster shares (no node.id, no rack).
+    """The properties every broker of a container cluster shares (no node.id, no rack, and no
+    `listeners` when they differ per node: see `BrokerNetwork.listeners`).
 
     Secrets are `${file:...}` placeholders naming `secrets_file`: SASL passwords under the
     model's SecretRef keys, the broker's TLS store password under `broker_secret_key(alias)`.
     """
     security = cluster.security
     protocol = security.protocol.value
-    listeners = [f"CLIENT://0.0.0.0:{CLIENT_PORT}", f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"]
     protocol_map = [f"CLIENT:{protocol}", "CONTROLLER:PLAINTEXT"]
     client_listeners = ["client"]
-    inter_broker = "CLIENT"
-    if network.internal_host is not None:
-        listeners.append(f"INTERNAL://0.0.0.0:{INTERNAL_PORT}")
-        protocol_map.append("INTERNAL:PLAINTEXT")
-        inter_broker = "INTERNAL"
     if network.external_host is not None:
-        listeners.append(f"EXTERNAL://0.0.0.0:{EXTERNAL_PORT}")
         protocol_map.append(f"EXTERNAL:{protocol}")
         client_listeners.append("external")
     rf = str(min(3, cluster.brokers))
@@ -102,9 +110,8 @@ def container_broker_properties(
     props: dict[str, str] = {
         "process.roles": "broker,controller",
         "controller.quorum.voters": voters(cluster, network),
-        "listeners": ",".join(listeners),
         "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": inter_broker,
+        "inter.broker.listener.name": "CLIENT",
         "listener.security.protocol.map": ",".join(protocol_map),
         # A subdirectory: a fresh volume's root may hold lost+found, which Kafka rejects.
         "log.dirs": f"{data_dir}/log",
@@ -119,6 +126,8 @@ def container_broker_properties(
         "config.providers": "file",
         "config.providers.file.class": FILE_CONFIG_PROVIDER,
     }
+    if network.host_port_base is None:
+        props["listeners"] = network.listeners(0)
     if security.protocol.uses_sasl and security.sasl_mechanism is not None:
         mechanism = security.sasl_mechanism
         user = security.username or ""
@@ -128,8 +137,7 @@ def container_broker_properties(
             # PlainLoginModule on a broker also holds the user table: user_<name>="<password>".
             jaas += f' user_{user}="{password}"'
         props["sasl.enabled.mechanisms"] = mechanism.value
-        if inter_broker == "CLIENT":
-            props["sasl.mechanism.inter.broker.protocol"] = mechanism.value
+        props["sasl.mechanism.inter.broker.protocol"] = mechanism.value
         for listener in client_listeners:
             props[f"listener.name.{listener}.{mechanism.value.lower()}.sasl.jaas.config"] = jaas + ";"
     if security.protocol.uses_tls:
@@ -150,10 +158,10 @@ def container_broker_properties(
 
 
 def advertised_listeners(network: BrokerNetwork, ordinal: str) -> str:
-    """`advertised.listeners` of node `ordinal` (a number, or a shell expression)."""
-    out = f"CLIENT://{network.advertised_host.format(ordinal=ordinal)}:{network.advertised_port}"
-    if network.internal_host is not None:
-        out += f",INTERNAL://{network.internal_host.format(ordinal=ordinal)}:{INTERNAL_PORT}"
+    """`advertised.listeners` of node `ordinal` (a number, or a shell expression where every
+    node has the same ports)."""
+    port = network.advertised_port if network.host_port_base is None else network.client_port(int(ordinal))
+    out = f"CLIENT://{network.advertised_host.format(ordinal=ordinal)}:{port}"
     if network.external_host is not None:
         out += f",EXTERNAL://{network.external_host.format(ordinal=ordinal)}:{network.external_port}"
     return out

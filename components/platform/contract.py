@@ -26,7 +26,6 @@ class ContainerPlatforms:
 
     kubernetes: KubernetesSettings | None = None
     docker: DockerSettings | None = None
-    docker_network: pulumi.Input[str] | None = None
     secret_values: pulumi.Input[Mapping[str, str]] | None = None
 
 

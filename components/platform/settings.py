@@ -8,24 +8,26 @@ replication model stays platform-neutral; every problem is reported at once
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
 from components.platform.errors import PlatformError
+from components.platform.image_layout import KAFKA_IMAGE, WATCHER_IMAGE
 
-DEFAULT_KAFKA_IMAGE = "apache/kafka:4.3.1"
-DEFAULT_KAFKA_UI_IMAGE = "provectuslabs/kafka-ui:v0.7.2"
-# Prometheus JMX exporter java agent, fetched by an init container (override with a mirror).
-DEFAULT_JMX_AGENT_VERSION = "1.0.1"
-DEFAULT_JMX_AGENT_URL = (
-    "https://repo1.maven.org/maven2/io/prometheus/jmx/jmx_prometheus_javaagent/"
-    f"{DEFAULT_JMX_AGENT_VERSION}/jmx_prometheus_javaagent-{DEFAULT_JMX_AGENT_VERSION}.jar"
-)
-DEFAULT_DOWNLOADER_IMAGE = "curlimages/curl:8.10.1"
-# The auto-restart watcher's pod: any Python 3.11+ image (it installs nothing; override with a mirror).
-DEFAULT_WATCHER_IMAGE = "python:3.11.7-slim"
+# The project's own images (bin/bootstrap --images builds them; see image_layout). A prod
+# cluster pulls them from the user's registry under the names these fields are set to.
+DEFAULT_KAFKA_IMAGE = KAFKA_IMAGE
+DEFAULT_WATCHER_IMAGE = WATCHER_IMAGE
+# Keys that once existed, with why they went and what to do instead.
+_BAKED_AGENT = "the JMX exporter agent is baked into the Kafka image (bin/bootstrap --images); nothing downloads it"
+_REMOVED = {
+    "agentUrl": _BAKED_AGENT,
+    "downloaderImage": _BAKED_AGENT,
+    "kafkaUi": "Kafka UI is not deployed (no build of it is obtainable where the images are built); "
+    "bin/status is the health view",
+}
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,6 @@ class ConnectPodSettings:
     service_type: str = "ClusterIP"
     service_annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     metrics: bool = True
-    agent_url: str = DEFAULT_JMX_AGENT_URL
-    downloader_image: str = DEFAULT_DOWNLOADER_IMAGE
     # Labels the Prometheus Operator selects ServiceMonitors and PrometheusRules by.
     prometheus_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     alerts: AlertSettings = AlertSettings()
@@ -110,9 +110,6 @@ class KubernetesSettings:
 @dataclass(frozen=True)
 class DockerSettings:
     image: str = DEFAULT_KAFKA_IMAGE
-    kafka_ui: bool = False
-    kafka_ui_image: str = DEFAULT_KAFKA_UI_IMAGE
-    kafka_ui_port: int = 8080
     broker_heap: str = "512m"
     connect_heap: str = "768m"
 
@@ -150,8 +147,6 @@ _CONNECT_FIELDS = {
     "serviceType": "service_type",
     "serviceAnnotations": "service_annotations",
     "metrics": "metrics",
-    "agentUrl": "agent_url",
-    "downloaderImage": "downloader_image",
     "prometheusLabels": "prometheus_labels",
     "alerts": "alerts",
     "context": "context",
@@ -194,7 +189,7 @@ def _fields(raw: Mapping[str, Any], names: Mapping[str, str], where: str, proble
     out: dict[str, Any] = {}
     for key, value in raw.items():
         if key not in names:
-            problems.append(f"{where}.{key}: unknown field. Known fields: {', '.join(names)}.")
+            problems.append(_unknown(where, key, names))
             continue
         out[names[key]] = value
     return out
@@ -291,26 +286,22 @@ def kubernetes_settings(raw: Mapping[str, Any] | None) -> KubernetesSettings:
     )
 
 
+def _unknown(where: str, key: str, known: Iterable[str]) -> str:
+    if key in _REMOVED:
+        return f"{where}.{key}: no longer a setting: {_REMOVED[key]}. Fix: delete the key."
+    return f"{where}.{key}: unknown field. Known fields: {', '.join(known)}."
+
+
 def docker_settings(raw: Mapping[str, Any] | None) -> DockerSettings:
-    """Parse `mm2-platform:docker`: image, kafkaUi {enabled, image, port}, brokerHeap, connectHeap."""
+    """Parse `mm2-platform:docker`: image, brokerHeap, connectHeap."""
     raw = dict(raw or {})
-    problems: list[str] = []
-    known = ("image", "kafkaUi", "brokerHeap", "connectHeap")
-    for key in raw:
-        if key not in known:
-            problems.append(f"mm2-platform:docker.{key}: unknown field. Known fields: {', '.join(known)}.")
-    ui = raw.get("kafkaUi") or {}
-    if not isinstance(ui, Mapping):
-        problems.append("mm2-platform:docker.kafkaUi: expected {enabled, image, port}.")
-        ui = {}
+    known = ("image", "brokerHeap", "connectHeap")
+    problems = [_unknown("mm2-platform:docker", key, known) for key in raw if key not in known]
     if problems:
         raise PlatformSettingsError(problems)
     base = DockerSettings()
     return DockerSettings(
         image=str(raw.get("image", base.image)),
-        kafka_ui=str(ui.get("enabled", False)).lower() == "true",
-        kafka_ui_image=str(ui.get("image", base.kafka_ui_image)),
-        kafka_ui_port=int(ui.get("port", base.kafka_ui_port)),
         broker_heap=str(raw.get("brokerHeap", base.broker_heap)),
         connect_heap=str(raw.get("connectHeap", base.connect_heap)),
     )

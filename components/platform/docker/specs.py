@@ -1,21 +1,23 @@
-"""Docker (single host) container specs for brokers, Connect workers and Kafka UI, as plain data.
+"""Docker (single host) container specs for brokers and Connect workers, as plain data.
 
-Pure: no pulumi import and no I/O; `components.platform.docker.deploy` turns each spec into a
-pulumi_docker container. Secret files are `SecretUpload`s whose text the deploy side renders
-from the stack's `mm2:secrets` and marks secret.
+Pure: no pulumi import and no I/O. `deploy` turns each spec into a pulumi_docker container and
+`engine.run_container` runs one on a Docker engine directly; both read only these fields.
+
+Every container shares the host's network, as the local platform's processes do: the model
+gives every client the address 127.0.0.1:<port>, connector configs carry it, and the engine
+runs with `--bridge=none --iptables=false`, so there is no private network to join. Broker i of
+a cluster listens on 127.0.0.1:port+2i (CLIENT) and port+2i+1 (CONTROLLER); worker i's REST
+listener is on 127.0.0.1:restPort+i. Secret files are `SecretUpload`s whose text the caller
+renders from the stack's `mm2:secrets` and keeps secret.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from components.platform.container_broker import (
-    CLIENT_PORT,
     BrokerNetwork,
     advertised_listeners,
     broker_start_script,
@@ -42,10 +44,14 @@ from components.platform.topology_facts import kraft_cluster_id
 from components.topology.model import Cluster, Platform, Topology, WorkerGroup
 from components.topology.runtime_config import worker_properties
 
+# A container that stops on its own (a crash, the OOM killer) is started again by the engine;
+# one stopped on purpose (`docker stop`, `docker kill`) stays stopped until started again.
+RESTART_POLICY = "unless-stopped"
+
 
 @dataclass(frozen=True)
 class SecretUpload:
-    """A file whose text is rendered from the stack's secrets (docker.py marks it secret)."""
+    """A file whose text is rendered from the stack's secrets (readable by the image user only)."""
 
     path: str
     render: Callable[[Mapping[str, str]], str]
@@ -60,12 +66,15 @@ class ContainerSpec:
     env: Mapping[str, str]
     uploads: Mapping[str, str]  # path -> plain text (no secrets)
     secret_uploads: tuple[SecretUpload, ...] = ()
-    ports: tuple[tuple[int, int], ...] = ()  # (container port, host port on 127.0.0.1)
-    network_aliases: tuple[str, ...] = ()
-    host_network: bool = False
     volume: str | None = None  # named volume for data
     volume_path: str | None = None
     healthcheck: tuple[str, ...] = ()
+    restart: str = RESTART_POLICY
+    stack: str = ""  # labels the container `mm2.io/stack=<stack>`
+
+
+def _port_check(port: int) -> tuple[str, ...]:
+    return ("CMD-SHELL", f"bash -c 'printf \"\" > /dev/tcp/127.0.0.1/{port}'")
 
 
 def docker_prefix(stack: str) -> str:
@@ -73,8 +82,7 @@ def docker_prefix(stack: str) -> str:
 
 
 def docker_broker_specs(cluster: Cluster, stack: str, settings: DockerSettings) -> tuple[ContainerSpec, ...]:
-    """One container per broker: CLIENT published on 127.0.0.1:port+2i, INTERNAL and
-    CONTROLLER on the private network only."""
+    """One container per broker on the host network, broker i on 127.0.0.1:port+2i and +2i+1."""
     if cluster.platform is not Platform.DOCKER or cluster.port is None:
         raise ValueError(f"cluster {cluster.alias} is not a docker cluster with a port")
     if cluster.security.protocol.uses_tls:
@@ -83,37 +91,38 @@ def docker_broker_specs(cluster: Cluster, stack: str, settings: DockerSettings) 
             f"certificates, so {cluster.security.protocol.value} cannot run there. Fix: use SASL_PLAINTEXT "
             "(as seed 001 does) or PLAINTEXT on docker, or platform kubernetes for TLS."
         )
-    prefix = docker_prefix(stack)
-    host = f"{prefix}-{cluster.alias}-{{ordinal}}"
+    network = BrokerNetwork(
+        voter_host="127.0.0.1", advertised_host="127.0.0.1", host_port_base=cluster.port, listen_host="127.0.0.1"
+    )
+    props = properties_text(container_broker_properties(cluster, network))
     cluster_id = kraft_cluster_id(stack, cluster.alias)
     keys = container_broker_secret_keys(cluster)
+    secret_uploads: tuple[SecretUpload, ...] = ()
+    if keys:
+        secret_uploads = (SecretUpload(BROKER_SECRETS_FILE, functools.partial(secrets_file_text, keys), keys),)
     specs = []
     for i in range(cluster.brokers):
-        network = BrokerNetwork(
-            voter_host=host, advertised_host="127.0.0.1", advertised_port=cluster.port + 2 * i, internal_host=host
-        )
-        props = container_broker_properties(cluster, network)
-        pod_lines = [f"node.id={i}", f"advertised.listeners={advertised_listeners(network, str(i))}"]
+        node_lines = [
+            f"node.id={i}",
+            f"listeners={network.listeners(i)}",
+            f"advertised.listeners={advertised_listeners(network, str(i))}",
+        ]
         if cluster.datacenter:
-            pod_lines.append(f"broker.rack={cluster.datacenter}")
-        script = broker_start_script(cluster, cluster_id, f"{CONFIG_DIR}/server.properties", pod_lines)
-        secret_uploads: tuple[SecretUpload, ...] = ()
-        if keys:
-            secret_uploads = (SecretUpload(BROKER_SECRETS_FILE, functools.partial(secrets_file_text, keys), keys),)
-        name = host.format(ordinal=i)
+            node_lines.append(f"broker.rack={cluster.datacenter}")
+        script = broker_start_script(cluster, cluster_id, f"{CONFIG_DIR}/server.properties", node_lines)
+        name = f"{docker_prefix(stack)}-{cluster.alias}-{i}"
         specs.append(
             ContainerSpec(
                 name=name,
                 image=settings.image,
                 command=("/bin/bash", f"{CONFIG_DIR}/start.sh"),
                 env={"KAFKA_HEAP_OPTS": f"-Xms{settings.broker_heap} -Xmx{settings.broker_heap}"},
-                uploads={f"{CONFIG_DIR}/server.properties": properties_text(props), f"{CONFIG_DIR}/start.sh": script},
+                uploads={f"{CONFIG_DIR}/server.properties": props, f"{CONFIG_DIR}/start.sh": script},
                 secret_uploads=secret_uploads,
-                ports=((CLIENT_PORT, cluster.port + 2 * i),),
-                network_aliases=(name,),
                 volume=f"{name}-data",
                 volume_path=BROKER_DATA_DIR,
-                healthcheck=("CMD-SHELL", f"bash -c 'printf \"\" > /dev/tcp/127.0.0.1/{CLIENT_PORT}'"),
+                healthcheck=_port_check(network.client_port(i)),
+                stack=stack,
             )
         )
     return tuple(specs)
@@ -122,12 +131,9 @@ def docker_broker_specs(cluster: Cluster, stack: str, settings: DockerSettings) 
 def docker_connect_specs(
     group: WorkerGroup, topology: Topology, stack: str, settings: DockerSettings
 ) -> tuple[ContainerSpec, ...]:
-    """One container per worker on the host network: the model addresses every broker as
-    127.0.0.1:<published port> and every worker as 127.0.0.1:restPort+i, and connector configs
-    carry those addresses, so workers must share the host's loopback."""
+    """One container per worker on the host network, worker i's REST listener on restPort+i."""
     if group.platform is not Platform.DOCKER:
         raise ValueError(f"worker group {group.name} is {group.platform.value}, not docker")
-    prefix = docker_prefix(stack)
     keys = container_group_secret_keys(topology, group)
     specs = []
     for i in range(group.workers):
@@ -144,81 +150,16 @@ def docker_connect_specs(
                 SecretUpload(REST_USERS_FILE, functools.partial(rest_users_text, group), (key,) if key else ())
             )
             env["KAFKA_OPTS"] = f"-Djava.security.auth.login.config={CONFIG_DIR}/rest-jaas.conf"
-        port = (group.rest_port or 0) + i
         specs.append(
             ContainerSpec(
-                name=f"{prefix}-connect-{group.name}-{i}",
+                name=f"{docker_prefix(stack)}-connect-{group.name}-{i}",
                 image=settings.image,
                 command=(f"{KAFKA_HOME}/bin/connect-distributed.sh", f"{CONFIG_DIR}/connect-distributed.properties"),
                 env=env,
                 uploads=uploads,
                 secret_uploads=tuple(secret_uploads),
-                host_network=True,
-                healthcheck=("CMD-SHELL", f"bash -c 'printf \"\" > /dev/tcp/127.0.0.1/{port}'"),
+                healthcheck=_port_check((group.rest_port or 0) + i),
+                stack=stack,
             )
         )
     return tuple(specs)
-
-
-def docker_kafka_ui_spec(topology: Topology, stack: str, settings: DockerSettings) -> ContainerSpec:
-    """Kafka UI (seed 001) wired to every docker cluster and Connect group, on the host network
-    for the same reason as the workers. Credentials come from a secret config file, not env."""
-    clusters = [c for c in topology.clusters.values() if c.platform is Platform.DOCKER]
-    groups = [g for g in topology.worker_groups.values() if g.platform is Platform.DOCKER]
-    keys = sorted(
-        {ref.key for c in clusters for ref in c.security.secret_refs()}
-        | {k for g in groups if (k := rest_password_key(g))}
-    )
-    path = "/etc/kafkaui/mm2.yaml"
-
-    def render(values: Mapping[str, str]) -> str:
-        from components.topology.connectors import bootstrap_servers, security_properties
-
-        missing = [k for k in keys if k not in values]
-        if missing:
-            raise KeyError("missing secret(s) for Kafka UI: " + ", ".join(missing))
-        entries = []
-        for cluster in clusters:
-            props = security_properties(cluster.security, "/nonexistent")
-            # Kafka UI has no config provider: resolve placeholders to the values themselves.
-            resolved = {k: _resolve(v, values) for k, v in props.items()}
-            entry: dict[str, Any] = {
-                "name": cluster.alias,
-                "bootstrapServers": bootstrap_servers(cluster),
-                "properties": resolved,
-            }
-            connects: list[dict[str, Any]] = []
-            for g in groups:
-                if g.cluster != cluster.alias:
-                    continue
-                connect: dict[str, Any] = {"name": g.name, "address": f"http://127.0.0.1:{g.rest_port}"}
-                key = rest_password_key(g)
-                if key is not None:
-                    connect.update({"username": g.rest_username or "mm2-admin", "password": values[key]})
-                connects.append(connect)
-            if connects:
-                entry["kafkaConnect"] = connects
-            entries.append(entry)
-        return json.dumps({"kafka": {"clusters": entries}}, indent=2) + "\n"
-
-    return ContainerSpec(
-        name=f"{docker_prefix(stack)}-kafka-ui",
-        image=settings.kafka_ui_image,
-        command=(),
-        env={
-            "spring.config.additional-location": path,
-            "SERVER_ADDRESS": "127.0.0.1",
-            "SERVER_PORT": str(settings.kafka_ui_port),
-            "LOGGING_LEVEL_ROOT": "warn",
-        },
-        uploads={},
-        secret_uploads=(SecretUpload(path, render, tuple(keys)),),
-        host_network=True,
-    )
-
-
-_PLACEHOLDER = re.compile(r"\$\{file:[^:}]+:([A-Za-z0-9_.-]+)\}")
-
-
-def _resolve(text: str, values: Mapping[str, str]) -> str:
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)

@@ -18,3 +18,44 @@ def test_settings_report_every_problem() -> None:
         )
     text = str(err.value)
     assert "namespace" in text and "zoneSpread" in text and "imag" in text and "{ordinal}" in text
+
+
+def test_removed_keys_say_why_and_what_to_do() -> None:
+    from components.platform.settings import docker_settings
+
+    with pytest.raises(PlatformSettingsError) as err:
+        docker_settings({"kafkaUi": {"enabled": True}, "imagee": "x"})
+    text = str(err.value)
+    assert "mm2-platform:docker.kafkaUi: no longer a setting" in text and "bin/status" in text
+    assert "mm2-platform:docker.imagee: unknown field" in text
+    with pytest.raises(PlatformSettingsError) as err:
+        kubernetes_settings({"connect": {"agentUrl": "https://example.com/agent.jar", "downloaderImage": "curl"}})
+    text = str(err.value)
+    assert text.count("baked into the Kafka image") == 2 and "Fix: delete the key" in text
+
+
+def test_images_default_to_the_ones_this_project_builds() -> None:
+    from components.platform.image_layout import KAFKA_IMAGE, WATCHER_IMAGE
+    from components.platform.settings import docker_settings
+
+    k8s = kubernetes_settings({})
+    assert k8s.kafka.image == k8s.connect.image == docker_settings({}).image == KAFKA_IMAGE
+    assert k8s.connect.watcher_image == WATCHER_IMAGE
+
+
+def test_no_doc_or_stack_file_offers_a_kafka_ui() -> None:
+    """Kafka UI is never deployed, so nothing may offer it (docs/kubernetes.md says there is none)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    files = [
+        root / "README.md",
+        *root.glob("docs/*.md"),
+        *root.glob("Pulumi*.yaml"),
+        *(p for p in root.glob("examples/**/*") if p.is_file()),
+    ]
+    for path in files:
+        text = path.read_text()
+        assert "kafkaUi" not in text and "kafka-ui" not in text.lower(), path
+        for line in (line for line in text.splitlines() if "Kafka UI" in line):
+            assert "There is no Kafka UI" in line, f"{path}: {line}"

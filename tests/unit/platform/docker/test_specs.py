@@ -1,4 +1,4 @@
-"""Docker container specs for brokers, workers and Kafka UI."""
+"""Docker container specs for brokers and workers."""
 
 from __future__ import annotations
 
@@ -9,25 +9,29 @@ from components.platform.settings import DockerSettings
 from ..helpers import DOCKER, SECRET_VALUES, parse_properties, topology
 
 
-def test_docker_broker_specs_follow_seed_001() -> None:
+def test_docker_broker_specs_follow_seed_001_on_the_host_network() -> None:
     from components.platform.docker.specs import docker_broker_specs, docker_connect_specs
 
     topo = topology(DOCKER)
     [b0, b1] = docker_broker_specs(topo.clusters["kafka2"], "unit", DockerSettings())
     assert (b0.name, b1.name) == ("mm2-unit-kafka2-0", "mm2-unit-kafka2-1")
-    assert b1.ports == ((9092, 29194),)
+    assert b1.image == "mm2-iac/kafka:4.3.1" and b1.restart == "unless-stopped" and b1.stack == "unit"
     props = parse_properties(b1.uploads["/etc/mm2/config/server.properties"])
-    assert props["inter.broker.listener.name"] == "INTERNAL"
-    assert props["listener.security.protocol.map"] == "CLIENT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT"
-    assert props["controller.quorum.voters"] == "0@mm2-unit-kafka2-0:9093,1@mm2-unit-kafka2-1:9093"
+    assert "listeners" not in props  # per broker, in its start script
+    assert props["inter.broker.listener.name"] == "CLIENT"
+    assert props["listener.security.protocol.map"] == "CLIENT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
+    # The local platform's port plan on loopback: broker i on port+2i, its controller on port+2i+1.
+    assert props["controller.quorum.voters"] == "0@127.0.0.1:29193,1@127.0.0.1:29195"
     script = b1.uploads["/etc/mm2/config/start.sh"]
-    assert "advertised.listeners=CLIENT://127.0.0.1:29194,INTERNAL://mm2-unit-kafka2-1:9091" in script
+    assert "listeners=CLIENT://127.0.0.1:29194,CONTROLLER://127.0.0.1:29195" in script
+    assert "advertised.listeners=CLIENT://127.0.0.1:29194" in script
+    assert b1.healthcheck[1].endswith("/dev/tcp/127.0.0.1/29194'")
     [secret_file] = b1.secret_uploads
     assert secret_file.render(SECRET_VALUES) == "kafka2.mm2.password=k2-Zq89\n"
     workers = docker_connect_specs(topo.worker_groups["connect"], topo, "unit", DockerSettings())
-    assert [w.host_network for w in workers] == [True, True]
     worker = parse_properties(workers[1].uploads["/etc/mm2/config/connect-distributed.properties"])
     assert worker["listeners"] == "http://127.0.0.1:28084"
+    assert workers[1].healthcheck[1].endswith("/dev/tcp/127.0.0.1/28084'")
     users = next(u for u in workers[0].secret_uploads if u.path.endswith("users.properties"))
     assert users.render(SECRET_VALUES) == "mm2-admin: rest-Zq90\n"
     for spec in (b0, b1, *workers):
@@ -47,27 +51,6 @@ def test_docker_refuses_tls() -> None:
     )
     with pytest.raises(ValueError, match="does not provision TLS"):
         docker_broker_specs(tls, "unit", DockerSettings())
-
-
-def test_kafka_ui_config_resolves_secrets_only_in_its_secret_file() -> None:
-    import json
-
-    from components.platform.docker.specs import docker_kafka_ui_spec
-    from components.platform.settings import docker_settings
-
-    topo = topology(DOCKER)
-    spec = docker_kafka_ui_spec(topo, "unit", docker_settings({"kafkaUi": {"enabled": True, "port": 8081}}))
-    assert spec.env["SERVER_PORT"] == "8081" and spec.host_network
-    [upload] = spec.secret_uploads
-    config = json.loads(upload.render(SECRET_VALUES))
-    clusters = {c["name"]: c for c in config["kafka"]["clusters"]}
-    assert clusters["kafka1"]["bootstrapServers"] == "127.0.0.1:29092"
-    assert 'password="k1-Zq88"' in clusters["kafka1"]["properties"]["sasl.jaas.config"]
-    assert clusters["kafka2"]["kafkaConnect"] == [
-        {"name": "connect", "address": "http://127.0.0.1:28083", "username": "mm2-admin", "password": "rest-Zq90"}
-    ]
-    with pytest.raises(KeyError, match=r"kafka1\.mm2\.password"):
-        upload.render({})
 
 
 def test_docker_specs_refuse_other_platforms() -> None:

@@ -52,6 +52,8 @@ def test_worker_config_rest_auth_and_metrics_agent() -> None:
     volumes = {v["name"]: v for v in objs.deployment["spec"]["template"]["spec"]["volumes"]}
     assert volumes["rest-users"]["secret"]["secretName"] == "mm2-connect-rest-users"
     assert volumes["secrets"]["secret"]["items"] == [{"key": "secrets.properties", "path": "secrets.properties"}]
+    # The agent is baked into the image: no pod downloads anything at start.
+    assert "agent" not in volumes and "initContainers" not in objs.deployment["spec"]["template"]["spec"]
     mounts = container(objs.deployment)["volumeMounts"]
     tls = {m["mountPath"]: m["subPath"] for m in mounts if m["name"] == "client-tls"}
     assert tls == {

@@ -33,7 +33,7 @@ def test_statefulset_replicas_storage_probes_resources_and_image() -> None:
     [claim] = spec["volumeClaimTemplates"]
     assert claim["spec"]["resources"]["requests"]["storage"] == "100Gi"
     main = container(sts)
-    assert main["image"] == "apache/kafka:4.3.1"
+    assert main["image"] == "mm2-iac/kafka:4.3.1"  # built by bin/bootstrap --images
     assert main["readinessProbe"]["tcpSocket"]["port"] == 9092
     assert main["livenessProbe"]["tcpSocket"]["port"] == 9093
     assert main["resources"]["requests"] == {"cpu": "1", "memory": "4Gi"}
