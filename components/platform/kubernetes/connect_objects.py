@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.platform.container_broker import properties_text
-from components.platform.image_layout import CONFIG_DIR, KAFKA_HOME, REST_USERS_DIR, REST_USERS_FILE, RUNTIME_DIR
+from components.platform.image_layout import (
+    CONFIG_DIR,
+    JMX_AGENT_JAR,
+    KAFKA_HOME,
+    REST_USERS_DIR,
+    REST_USERS_FILE,
+    RUNTIME_DIR,
+)
 from components.platform.kubernetes.metadata import (
     Labelled,
     config_hash,
@@ -24,14 +31,7 @@ from components.platform.kubernetes.metadata import (
     pod_security,
     zone_spread,
 )
-from components.platform.kubernetes.monitoring import (
-    AGENT_DIR,
-    AGENT_JAR,
-    METRICS_PORT,
-    alert_rules,
-    jmx_agent_init_container,
-    jmx_exporter_config,
-)
+from components.platform.kubernetes.monitoring import METRICS_PORT, alert_rules, jmx_exporter_config
 from components.platform.kubernetes.names import ConnectNames, connect_secret_names
 from components.platform.secret_files import REST_USERS_KEY, SECRETS_KEY, container_group_secret_keys, rest_jaas_text
 from components.platform.settings import ConnectPodSettings, KubernetesSettings
@@ -144,7 +144,7 @@ def _config_data(workers: _Workers) -> tuple[dict[str, str], list[str]]:
         java_opts.append(f"-Djava.security.auth.login.config={CONFIG_DIR}/rest-jaas.conf")
     if pod.metrics:
         data["jmx-exporter.yaml"] = json.dumps(jmx_exporter_config(), indent=2, sort_keys=True) + "\n"
-        java_opts.insert(0, f"-javaagent:{AGENT_JAR}={METRICS_PORT}:{CONFIG_DIR}/jmx-exporter.yaml")
+        java_opts.insert(0, f"-javaagent:{JMX_AGENT_JAR}={METRICS_PORT}:{CONFIG_DIR}/jmx-exporter.yaml")
     data["start.sh"] = (
         "#!/bin/bash\nset -euo pipefail\n"
         f"mkdir -p {RUNTIME_DIR}/logs\n"
@@ -190,9 +190,6 @@ def _storage(workers: _Workers) -> tuple[list[dict[str, Any]], list[dict[str, An
         mounts.extend(
             {"name": "client-tls", "mountPath": path, "subPath": key, "readOnly": True} for key, path in tls_items
         )
-    if workers.pod.metrics:
-        volumes.append({"name": "agent", "emptyDir": {}})
-        mounts.append({"name": "agent", "mountPath": AGENT_DIR, "readOnly": True})
     return mounts, volumes
 
 
@@ -249,8 +246,6 @@ def _deployment(workers: _Workers, data: dict[str, str], java_opts: list[str]) -
         "containers": [_container(workers, mounts, java_opts)],
         "volumes": volumes,
     }
-    if workers.pod.metrics:
-        pod_spec["initContainers"] = [jmx_agent_init_container(workers.pod)]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.platform.image_layout import IMAGE_GROUP_ID, IMAGE_USER_ID
+
 ZONE_LABEL = "topology.kubernetes.io/zone"
 PART_OF = "mm2-replication"
 
@@ -54,8 +56,8 @@ def container_security() -> dict[str, Any]:
 
 
 def pod_security() -> dict[str, Any]:
-    """Every pod of the stack runs as the image's non-root user 1000."""
-    return {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000}
+    """Every pod of the stack runs as the images' non-root user."""
+    return {"runAsNonRoot": True, "runAsUser": IMAGE_USER_ID, "runAsGroup": IMAGE_GROUP_ID, "fsGroup": IMAGE_GROUP_ID}
 
 
 @dataclass(frozen=True)
