@@ -35,6 +35,7 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/integration/test_security.py": 130,
     "tests/integration/test_broker_rolling.py": 118,
     "tests/integration/test_connector_states.py": 106,
+    "tests/integration/test_docker_platform.py": 100,
     "tests/integration/test_repair.py": 95,
     "tests/integration/test_metrics.py": 80,
     "tests/integration/test_bad_input.py": 64,
