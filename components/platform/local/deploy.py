@@ -4,7 +4,7 @@ worker, bound to 127.0.0.1, in the run directories `layout` names.
 Secrets, all in 0600 files written by providers from secret inputs, never in properties:
 - per broker, `config/secrets.properties`: its own password (and, on a PLAIN cluster, every
   user's) and its keystore and truststore passwords;
-- the group's secrets file (`group.secrets_file`, set by `__main__` to the group's directory):
+- the group's secrets file (`group.secrets_file`, set by `components.program` to the group's directory):
   the MM2 passwords its connectors resolve through `${file:...}` placeholders, shared by every
   worker because Connect resolves a connector's placeholders on whichever worker runs it;
   rewritten in place on rotation (the flows restart their connectors);
