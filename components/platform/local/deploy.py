@@ -38,11 +38,11 @@ from components.platform.local.metrics import agent_options, with_exporter_confi
 from components.platform.local.provider import LocalProcess
 from components.platform.local.secrets_file import SecretsFile
 from components.platform.local.tls import StackTls
-from components.platform.restarts import cluster_restarts, worker_group_restarts
 from components.platform.secret_files import rest_jaas_text
 from components.platform.topology_facts import kraft_cluster_id
 from components.topology import SaslMechanism, broker_ports, broker_properties, worker_properties, worker_rest_urls
 from components.topology.model import ADMIN_USER, RestartMode
+from components.topology.restarts import cluster_restarts, worker_group_restarts
 from components.topology.runtime_config import broker_secret_keys, worker_secret_keys
 from components.topology.security import group_secret_keys, render_secrets
 from components.topology.tls import cluster_leaf_name, local_rest_tls, local_tls_cluster, rest_leaf_name
