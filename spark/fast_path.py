@@ -278,10 +278,6 @@ def aggregate(spark: SparkSession, reads: list[SideRead]) -> list[dict[int, Side
     return [reduced[unique[read_key(r)]] for r in reads]
 
 
-def _sizes(r: SideRead, ranges: Mapping[int, Range]) -> dict[int, int]:
-    return {p: n for p, n in (r.sizes or {}).items() if p in ranges}
-
-
 def relations(reads: Mapping[int, SideRead]) -> list[list[tuple[int, SideRead, dict[int, Range]]]]:
     """Reads grouped into Kafka source relations: one per cluster and isolation level, a topic at
     most once in each (two flows may cut one topic at different offsets); empty ranges not read."""
