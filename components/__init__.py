@@ -5,6 +5,10 @@ Errors: one root per layer, each message naming the component, the cause and the
     Model and config generation (pure; raised at preview, before anything is registered)
     └── topology.model.TopologyError (ValueError)      every problem in the `mm2` stack config at once
 
+    The program (components.program; raised before any resource is registered)
+    └── program.StackConfigError (ValueError)          every problem of the `mm2` and `mm2-platform`
+                                                       config and the local platform's Kafka jars at once
+
     Formats shared by the program, the operator commands and the Spark stage (pure)
     ├── outputs.contract.OutputsError (ValueError)     stack outputs missing or not the contract's shape
     └── mm2_records.RecordFormatError (ValueError)     a checkpoint/offset-sync/heartbeat record MM2 did

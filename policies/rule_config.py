@@ -6,7 +6,6 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import pulumi
 from pulumi_policy import PolicyConfigSchema
 from stack_view import as_bool, as_int
 
@@ -31,9 +30,10 @@ def config_flag(config: Mapping[str, Any], key: str, default: bool) -> bool:
 
 
 def current_stack_name() -> str:
-    """The stack being previewed; the policy host sets PULUMI_STACK and the runtime settings."""
-    name = os.environ.get("PULUMI_STACK") or pulumi.get_stack()
-    return name.rsplit("/", 1)[-1]
+    """The stack being previewed. The policy host sets PULUMI_STACK (pulumi_policy builds the
+    runtime settings' stack from that same variable, so reading pulumi's settings adds nothing).
+    Unset, the name is empty: no stack is dev, every rule applies."""
+    return os.environ.get("PULUMI_STACK", "").rsplit("/", 1)[-1]
 
 
 def is_dev_stack(config: Mapping[str, Any]) -> bool:

@@ -34,17 +34,6 @@ from pyspark.sql import functions as F
 
 EXAMPLES = 5
 
-# Finding kinds that fail a check, and which check they fail.
-FINDING_CHECK = {
-    "missing": "completeness",
-    "moved": "partitioning",
-    "modified": "integrity",
-    "unexpected": "unexpected_records",
-    "not_replicated": "catch_up",
-}
-INFO_FINDINGS = ("beyond_cut", "prefix")
-
-
 # At most this many occurrences of one fingerprint per side are paired from plain aggregates
 # (first and last offset); larger groups, which only identical records repeated in the source or
 # redelivered more than once make, are paired from their offset lists (`_listed_groups`).

@@ -55,7 +55,7 @@ class SideAgg:
 
 
 @dataclass(frozen=True)
-class Decision:
+class FastPathDecision:
     path: str  # FAST or EXACT
     reason: str
 
@@ -88,7 +88,7 @@ def decide(
     snapshot: Mapping[int, Range] | None,
     src: Mapping[int, SideAgg],
     tgt: Mapping[int, SideAgg],
-) -> dict[int, Decision]:
+) -> dict[int, FastPathDecision]:
     """Per partition of the cut: fast (healthy) or exact (and why)."""
     out = {}
     for p, (lo, hi) in sorted(cut.items()):
@@ -96,19 +96,19 @@ def decide(
         s = src.get(p, SideAgg(0, None, None, 0, 0))
         t = tgt.get(p, SideAgg(0, None, None, 0, 0))
         if snapshot is None or p not in snapshot:
-            out[p] = Decision(EXACT, "no such partition on the target")
+            out[p] = FastPathDecision(EXACT, "no such partition on the target")
         elif s.records != n:
-            out[p] = Decision(EXACT, f"source offsets not contiguous ({s.records} records in {n} offsets)")
+            out[p] = FastPathDecision(EXACT, f"source offsets not contiguous ({s.records} records in {n} offsets)")
         elif t.records != n:
-            out[p] = Decision(EXACT, f"target holds {t.records} of the {n} positions of the cut")
+            out[p] = FastPathDecision(EXACT, f"target holds {t.records} of the {n} positions of the cut")
         elif (s.fp_hi, s.fp_lo) != (t.fp_hi, t.fp_lo):
-            out[p] = Decision(EXACT, "fingerprints differ")
+            out[p] = FastPathDecision(EXACT, "fingerprints differ")
         elif s.after != t.after:
-            out[p] = Decision(
+            out[p] = FastPathDecision(
                 EXACT, f"{t.after[0]} record(s) after the cut do not repeat the source's next records (duplicates?)"
             )
         else:
-            out[p] = Decision(FAST, "counts and fingerprints agree")
+            out[p] = FastPathDecision(FAST, "counts and fingerprints agree")
     return out
 
 
@@ -276,10 +276,6 @@ def aggregate(spark: SparkSession, reads: list[SideRead]) -> list[dict[int, Side
         frames.append(sides_frame(df, sides))
     reduced = reduce_sides(frames, len(unique))
     return [reduced[unique[read_key(r)]] for r in reads]
-
-
-def _sizes(r: SideRead, ranges: Mapping[int, Range]) -> dict[int, int]:
-    return {p: n for p, n in (r.sizes or {}).items() if p in ranges}
 
 
 def relations(reads: Mapping[int, SideRead]) -> list[list[tuple[int, SideRead, dict[int, Range]]]]:

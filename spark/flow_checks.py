@@ -15,13 +15,11 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spark import kafka_io
+from spark.flow_run import FlowRun
 from spark.report import Check, Status
-
-if TYPE_CHECKING:
-    from spark.flow_validation import FlowRun
 
 # MM2's default groups.exclude (DefaultGroupFilter), plus the validator's own throwaway groups.
 GROUP_EXCLUDES = ("console-consumer-.*", "connect-.*", "__.*", "mm2-validate-.*")

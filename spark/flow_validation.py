@@ -15,57 +15,14 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from components.outputs.contract import FlowExport
 from spark import alignment, catchup, checks, fast_path, flow_checks, kafka_io, progress
 from spark.catchup import Range
 from spark.console import log
-from spark.fast_path import EXACT, FAST, SideAgg, SideRead
-from spark.internal_topics import InternalTopics, check_checkpoints, check_offset_syncs, read_internal_topics
-from spark.outputs import ValidationScope
+from spark.fast_path import EXACT, FAST, SideRead
+from spark.flow_run import FlowLevel, FlowRun, InternalTopics
+from spark.internal_topics import check_checkpoints, check_offset_syncs, read_internal_topics
 from spark.report import Check, FlowReport, Status, TopicReport
 from spark.topic_checks import partition_rows, record_checks
-
-# How the stage reads a remote topic: as its consumers do, read_committed, always. The source side
-# is read as MM2's source consumer reads it (read_committed only on an exactly-once flow). A
-# target is written in transactions whenever the flow's workers run at
-# exactly.once.source.support=enabled: for an exactly-once flow, for an at-least-once flow on a
-# group that also runs one, and for every record a flow wrote while it was exactly-once before.
-# A task killed mid-transaction leaves aborted records there that no read_committed consumer
-# sees, and read_uncommitted would count them as duplicates. A topic never written in
-# transactions reads the same under both levels.
-TARGET_ISOLATION = "read_committed"
-
-
-class FlowRun:
-    """What the stage captured for one flow: its cut, then (after `prepare_flow`) the target's state."""
-
-    def __init__(self, flow: FlowExport, outputs: ValidationScope, topics: dict[str, dict[str, int]]) -> None:
-        self.flow = flow
-        self.src = outputs.clusters[flow.source]
-        self.tgt = outputs.clusters[flow.target]
-        self.isolation = "read_committed" if flow.exactly_once else "read_uncommitted"
-        self.target_isolation = TARGET_ISOLATION
-        self.src_topics = topics[flow.source]
-        self.cut: dict[str, dict[int, Range]] = {}
-        self.absent_source: list[str] = []
-        for topic in sorted(flow.topics):
-            if topic not in self.src_topics:
-                self.absent_source.append(topic)
-                continue
-            self.cut[topic] = kafka_io.watermarks(self.src, topic, self.src_topics[topic], self.isolation)
-        self.latency: Future[dict[str, list[tuple[int, int]]]] | None = None
-        # SMTs applied to records (a newer outputs contract exports them): records then differ by design.
-        self.transforms: tuple[str, ...] = tuple(getattr(flow, "transforms", ()) or ())
-        self.caught: catchup.CatchUp | None = None
-        self.snapshot: dict[str, dict[int, Range] | None] = {}
-        self.fast: dict[str, tuple[dict[int, SideAgg], dict[int, SideAgg]]] = {}
-        self.internal: InternalTopics | None = None  # offset syncs and checkpoints, once read
-        self.flow_level: Future[FlowLevel] | None = None  # flow-level checks under way
-        self.sync_cluster = self.src if flow.offset_syncs_cluster == flow.source else self.tgt
-        store = outputs.offset_stores.get(flow.worker_group)
-        self.offset_store = (
-            (outputs.clusters[store.cluster], store.topic) if store and store.cluster in outputs.clusters else None
-        )
 
 
 def target_ranges(run: FlowRun) -> dict[str, dict[int, Range] | None]:
@@ -379,9 +336,6 @@ def _transformed(
     )
     rep.checks += [Check(n, Status.SKIP, why) for n in ("offset_syncs", "checkpoints")]
     return rep
-
-
-FlowLevel = tuple[list[Check], dict[str, Any] | None]  # flow-level checks, heartbeat details
 
 
 def validate_flow(

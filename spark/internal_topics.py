@@ -13,46 +13,18 @@ sent to the exact matching is judged per topic from the exact pairing, as before
 from __future__ import annotations
 
 import time
-from concurrent.futures import Executor, Future
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import Executor
+from typing import Any
 
 from spark import checks, fast_path, kafka_io
 from spark.catchup import Range
 from spark.console import log
+from spark.flow_run import FlowRun, InternalTopics, Presumed
 from spark.report import Check, Status, TopicReport
 from spark.topic_checks import checkpoint_check, offset_sync_check
 
-if TYPE_CHECKING:
-    from spark.checks import FindingSummary
-    from spark.flow_validation import FlowRun
-
-Summaries = dict[str, dict[str, "FindingSummary"]]  # {topic: {status: summary}}
 SYNC_EXAMPLES = ("part", "u", "d")
 CHECKPOINT_EXAMPLES = ("group", "part", "U", "D", "exact", "bound")
-
-
-@dataclass
-class Presumed:
-    """Verdict inputs of every topic of a flow as if all its partitions were healthy."""
-
-    syncs: Summaries = field(default_factory=dict)
-    checkpoints: Summaries = field(default_factory=dict)
-
-
-@dataclass
-class InternalTopics:
-    """The flow's offset syncs and checkpoints as persisted DataFrames (None: absent or skipped)."""
-
-    syncs: Any = None
-    ckpts: Any = None
-    problems: list[Check] = field(default_factory=list)  # found while reading: a missing syncs topic
-    presumed: Future[Presumed] | None = None
-
-    def unpersist(self) -> None:
-        for df in (self.syncs, self.ckpts):
-            if df is not None:
-                df.unpersist()
 
 
 def read_internal_topics(spark: Any, run: FlowRun, skip: set[str]) -> InternalTopics:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from components.outputs.contract import ClusterExport, FlowExport, StackExports
-from components.outputs.loader import read_exports_file, read_stack_exports
+from components.outputs.loader import read_exports_file
 
 SECRET_HINTS = ("password", "secret", "jaas", "token", "key.password", "keystore", "truststore.password")
 
@@ -162,15 +162,5 @@ def validation_view(exports: StackExports) -> ValidationScope:
     )
 
 
-def parse_outputs(data: Mapping[str, Any]) -> ValidationScope:
-    """The view of outputs already parsed from JSON."""
-    return validation_view(StackExports.from_json(data))
-
-
 def read_outputs_file(path: str | Path) -> ValidationScope:
     return validation_view(read_exports_file(path))
-
-
-def load_stack_outputs(stack: str) -> ValidationScope:
-    """`bin/pulumi stack output --json --show-secrets` for `stack` (secrets stay in memory)."""
-    return validation_view(read_stack_exports(stack))

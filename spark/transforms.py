@@ -85,12 +85,3 @@ def project(records: DataFrame) -> DataFrame:
         F.xxhash64(*_headers()).alias("hh"),
         F.unix_millis(F.col("timestamp")).alias("ts"),
     )
-
-
-def differing_fields(left: str, right: str) -> Column:
-    """Array of the field names (key, value, headers, timestamp) that differ between two sides."""
-    pairs = (("key", "kh"), ("value", "vh"), ("headers", "hh"), ("timestamp", "ts"))
-    return F.filter(
-        F.array(*[F.when(F.col(f"{left}.{c}") != F.col(f"{right}.{c}"), F.lit(name)) for name, c in pairs]),
-        lambda x: x.isNotNull(),
-    )

@@ -35,7 +35,8 @@ from components.outputs.loader import read_exports_file, read_stack_exports
 from spark import html_report, kafka_io, loops
 from spark.class_archive import ClassArchive, class_archive
 from spark.console import log
-from spark.flow_validation import FlowRun, flow_level_checks, prepare_flow, run_fast_path, validate_flow
+from spark.flow_run import FlowRun
+from spark.flow_validation import flow_level_checks, prepare_flow, run_fast_path, validate_flow
 from spark.internal_topics import read_internal_topics, start_presumed
 from spark.jars import JarResolutionError, KafkaSourceJars, ensure_kafka_source_jars
 from spark.outputs import ValidationScope, validation_view
@@ -317,13 +318,15 @@ def _validate_all(
 
 def live_group_sync(exports: StackExports, flow: FlowExport) -> bool | None:
     """Whether the flow's live checkpoint connector syncs group offsets to the target (None: unknown)."""
-    from components.ops.clients import connect_client
+    from components.connect.stdlib_client import StdlibConnectClient
 
     name = flow.connectors.get("checkpoint")
-    if not name or flow.worker_group not in exports.connect:
+    group = exports.connect.get(flow.worker_group)
+    if not name or group is None or not group.url:
         return None
+    auth = (group.auth["username"], group.auth["password"]) if group.auth else None
     try:
-        with connect_client(exports, flow.worker_group, timeout=5.0, retry_budget_s=5.0) as client:
+        with StdlibConnectClient([group.url], auth=auth, ca_pem=group.ca_pem, timeout=5.0) as client:
             config = client.get_config(name)
     except Exception:  # Connect unreachable: the check then holds committed offsets to the log end only
         return None

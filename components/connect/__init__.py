@@ -1,30 +1,8 @@
-"""Kafka Connect over REST: the client and the Connector dynamic resource (EFFECTS layer)."""
+"""Kafka Connect over REST (EFFECTS layer): `client.ConnectClient` (httpx) and the Connector
+dynamic resource (`provider`) for the program; `stdlib_client.StdlibConnectClient` (urllib) for
+the watcher pod and the Spark stage, which install no httpx; `errors`, `health`, `diff`,
+`inputs` (pure).
 
-from __future__ import annotations
-
-from .client import ConnectClient
-from .errors import (
-    ConfigProblem,
-    ConnectError,
-    ConnectorFailed,
-    ConnectorOperationFailed,
-    ConnectRequestError,
-    ConnectTimeout,
-    ConnectUnavailable,
-)
-from .provider import TYPE_TOKEN, Connector, ConnectorArgs, ConnectorProvider
-
-__all__ = [
-    "TYPE_TOKEN",
-    "ConfigProblem",
-    "ConnectClient",
-    "ConnectError",
-    "ConnectRequestError",
-    "ConnectTimeout",
-    "ConnectUnavailable",
-    "Connector",
-    "ConnectorArgs",
-    "ConnectorFailed",
-    "ConnectorOperationFailed",
-    "ConnectorProvider",
-]
+Nothing is re-exported here: importing `components.connect.errors` or `.stdlib_client` must not
+import httpx or pulumi (the watcher pod ships this file empty anyway).
+"""

@@ -26,8 +26,7 @@ from components.monitoring.jmx_exporter import (
     REPLICATION_LATENCY_MAX,
     SOURCE_RECORDS_WRITTEN,
 )
-from components.platform.topology_facts import heartbeat_topics
-from components.topology.connectors import connector_name, remote_topic
+from components.topology.connectors import connector_name, heartbeat_topics, remote_topic
 from components.topology.model import ConnectorRole, Flow, Topology, WorkerGroup
 
 HEARTBEATS_RE = r"(.+\.)?heartbeats"

@@ -66,7 +66,7 @@ class TaskState:
 
 
 @dataclass(frozen=True)
-class ConnectorState:
+class ConnectorStatus:
     flow: str
     role: str
     name: str
@@ -98,10 +98,10 @@ def select_targets(outputs: StackExports, flow_names: Sequence[str] = (), roles:
     return targets
 
 
-def parse_status(target: Target, status: Mapping[str, Any] | None) -> ConnectorState:
-    """Connect's GET status answer (or None for 404) as a ConnectorState."""
+def parse_status(target: Target, status: Mapping[str, Any] | None) -> ConnectorStatus:
+    """Connect's GET status answer (or None for 404) as a ConnectorStatus."""
     if status is None:
-        return ConnectorState(target.flow, target.role, target.name, "MISSING", "", ())
+        return ConnectorStatus(target.flow, target.role, target.name, "MISSING", "", ())
     connector = status.get("connector") or {}
     tasks = tuple(
         TaskState(
@@ -109,7 +109,7 @@ def parse_status(target: Target, status: Mapping[str, Any] | None) -> ConnectorS
         )
         for t in status.get("tasks") or []
     )
-    return ConnectorState(
+    return ConnectorStatus(
         target.flow,
         target.role,
         target.name,
@@ -119,7 +119,7 @@ def parse_status(target: Target, status: Mapping[str, Any] | None) -> ConnectorS
     )
 
 
-def render_states(states: Sequence[ConnectorState]) -> str:
+def render_states(states: Sequence[ConnectorStatus]) -> str:
     lines = []
     for s in states:
         tasks = ", ".join(f"task {t.id} {t.state}@{t.worker}" for t in s.tasks) or "no tasks"
@@ -139,7 +139,7 @@ def run(
     failed_only: bool = False,
     wait_s: float = 0.0,
     log: Any = print,
-) -> list[ConnectorState]:
+) -> list[ConnectorStatus]:
     """Apply `op` to the selected connectors; returns their status afterwards."""
     targets = select_targets(outputs, flows, roles)
     if failed_only and op not in (Operation.STATUS, Operation.RESTART):
@@ -147,7 +147,7 @@ def run(
     by_group: dict[str, list[Target]] = {}
     for t in targets:
         by_group.setdefault(t.worker_group, []).append(t)
-    states: list[ConnectorState] = []
+    states: list[ConnectorStatus] = []
     for group, members in by_group.items():
         with connect_client(outputs, group) as client:
             for t in members:
@@ -181,7 +181,7 @@ def run(
 def _wait_state(client: Any, target: Target, wanted: str, timeout_s: float) -> None:
     # Pause and stop are asynchronous: Connect answers 202 and the workers act on it afterwards.
     # Stopped connectors shut their tasks down; paused ones keep them, paused too.
-    def reached(s: ConnectorState) -> bool:
+    def reached(s: ConnectorStatus) -> bool:
         return s.state == wanted and all(t.state == wanted for t in s.tasks)
 
     deadline = time.monotonic() + timeout_s

@@ -31,7 +31,7 @@ def latest_checkpoints(records: Iterable[Checkpoint]) -> dict[CheckpointKey, Che
     return newest
 
 
-class Action(str, Enum):
+class FailoverAction(str, Enum):
     COMMIT = "commit"  # commit the translated offset on DR
     KEEP = "keep"  # the DR group is already at or past the translated offset
     NO_CHECKPOINT = "no-checkpoint"  # nothing to commit: consumers fall back to auto.offset.reset
@@ -63,7 +63,7 @@ class PartitionPlan:
     group: str
     remote_topic: str
     partition: int
-    action: Action
+    action: FailoverAction
     checkpoint: Checkpoint | None
     target_committed: int | None
     start_offset: int | None  # where consumers of the group resume on DR (None: auto.offset.reset)
@@ -89,7 +89,7 @@ class GroupPlan:
         return tuple(
             (p.remote_topic, p.partition, p.start_offset, p.checkpoint.metadata if p.checkpoint else "")
             for p in self.partitions
-            if p.action is Action.COMMIT and p.start_offset is not None
+            if p.action is FailoverAction.COMMIT and p.start_offset is not None
         )
 
     @property
@@ -143,7 +143,7 @@ class FailoverPlan:
         data = asdict(self)
         for group in data["groups"]:
             for part in group["partitions"]:
-                part["action"] = part["action"].value if isinstance(part["action"], Action) else part["action"]
+                part["action"] = part["action"].value if isinstance(part["action"], FailoverAction) else part["action"]
         data["refused"] = self.refused
         data["missing_total"] = self.missing_total
         data["reread"] = {g.group: dict(zip(("min", "max"), g.reread_range, strict=True)) for g in self.groups}
@@ -185,7 +185,7 @@ def plan_partition(
             group,
             remote_topic,
             partition,
-            Action.NO_CHECKPOINT,
+            FailoverAction.NO_CHECKPOINT,
             None,
             target_committed,
             target_committed,
@@ -195,9 +195,9 @@ def plan_partition(
         )
     d = checkpoint.downstream_offset
     if target_committed is not None and target_committed >= d:
-        action, start = Action.KEEP, target_committed
+        action, start = FailoverAction.KEEP, target_committed
     else:
-        action, start = Action.COMMIT, d
+        action, start = FailoverAction.COMMIT, d
     ahead = start - d
     # The slack is below offset.lag.max only if replication had caught up with the group when the
     # checkpoint was taken; otherwise the translation fell back to an older sync and U - D shows
@@ -364,7 +364,7 @@ def _group_warnings(plan: GroupPlan, failed: str, to: str, source: SourceView | 
     blank = [
         f"{p.remote_topic}-{p.partition}"
         for p in parts
-        if p.action is Action.NO_CHECKPOINT and (source is None or p.source_committed is not None)
+        if p.action is FailoverAction.NO_CHECKPOINT and (source is None or p.source_committed is not None)
     ]
     if blank:
         warnings.append(
@@ -380,7 +380,7 @@ def _group_warnings(plan: GroupPlan, failed: str, to: str, source: SourceView | 
         )
     for p in parts:
         if (
-            p.action is Action.KEEP
+            p.action is FailoverAction.KEEP
             and p.checkpoint is not None
             and p.start_offset is not None
             and p.start_offset > p.checkpoint.downstream_offset + offset_lag_max

@@ -42,7 +42,7 @@ from components.ops.status_view import (
     first_line,
     newest_syncs,
     problems_of,
-    render_table,
+    render_status_table,
     to_json,
     topic_view,
     watcher_lines,
@@ -293,7 +293,7 @@ def _once(args: argparse.Namespace, outputs: StackExports) -> int:
     else:
         now = time.time()
         extra = [line for group, doc in watchers.items() for line in watcher_lines(group, doc, now)]
-        print("\n".join([render_table(flows), *extra]), flush=True)
+        print("\n".join([render_status_table(flows), *extra]), flush=True)
     return 0 if all(f.healthy for f in flows) else 3
 
 

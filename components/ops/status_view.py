@@ -168,7 +168,7 @@ def _age(value: float | None) -> str:
     return f"{value / 3600:.1f}h"
 
 
-def render_table(flows: Sequence[FlowStatus]) -> str:
+def render_status_table(flows: Sequence[FlowStatus]) -> str:
     """The human view: per flow a verdict, its connectors and tasks, then its topics."""
     lines: list[str] = []
     for f in flows:

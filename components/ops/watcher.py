@@ -4,9 +4,9 @@
     bin/watcher --stack dev --group mm2 [--max-restarts 3] [--connector NAME ...]   by hand, foreground
 
 Every `poll` seconds it reads each watched connector's status (from the group's first worker,
-or the next one when that one does not answer: components/ops/watcher_rest.py). Anything FAILED is restarted with
+or the next one when that one does not answer: components/connect/stdlib_client.py). Anything FAILED is restarted with
 `POST /connectors/{name}/restart?includeTasks=true&onlyFailed=true` when the back-off planner
-(`restart_backoff.plan`) says it is due; after `maxRestarts` it gives up and says so. It never
+(`components.watch.backoff.plan`) says it is due; after `maxRestarts` it gives up and says so. It never
 changes a config or a declared state and ignores PAUSED or STOPPED connectors: those belong to
 `pulumi up` (docs/day2-operations.md, "Watcher and pulumi up").
 
@@ -26,60 +26,20 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from components.connect.health import failed_instances
 from components.ops.errors import OpsError
-from components.ops.restart_backoff import Action, Backoff, RestartTrack, plan
+from components.watch.backoff import Backoff, RestartAction, RestartTrack, plan
+from components.watch.plan import WatchPlan, plan_from_document
 
-PLAN_VERSION = 1
 EVENTS_KEPT = 50
 # Environment variables a rendered workload passes the REST credentials in (never on a command line).
 AUTH_USER_ENV = "MM2_WATCHER_REST_USERNAME"
 AUTH_PASSWORD_ENV = "MM2_WATCHER_REST_PASSWORD"
-
-
-@dataclass(frozen=True)
-class WatchPlan:
-    """What one watcher watches: a worker group's endpoint and its connectors' maxRestarts."""
-
-    group: str
-    url: str
-    connectors: Mapping[str, int | None]  # connector name -> maxRestarts (None: no limit)
-    auth: tuple[str, str] | None = None
-    ca_pem: str | None = None
-    status_file: str | None = None
-    backoff: Backoff = field(default_factory=Backoff)
-    poll_s: float = 2.0
-    # The group's other workers, asked when `url` does not answer (a local group's workers; one
-    # Service URL on Kubernetes needs none).
-    other_urls: tuple[str, ...] = ()
-
-
-def plan_document(plan_: WatchPlan, auth_file: str | None = None) -> dict[str, Any]:
-    """The plan file's JSON (no secret: credentials live in `auth_file` or the environment)."""
-    b = plan_.backoff
-    return {
-        "version": PLAN_VERSION,
-        "group": plan_.group,
-        "url": plan_.url,
-        "otherUrls": list(plan_.other_urls),
-        "caPem": plan_.ca_pem,
-        "authFile": auth_file,
-        "statusFile": plan_.status_file,
-        "pollSeconds": plan_.poll_s,
-        "backoff": {
-            "firstSeconds": b.first_s,
-            "unitSeconds": b.unit_s,
-            "capSeconds": b.cap_s,
-            "stableSeconds": b.stable_s,
-        },
-        "connectors": {name: {"maxRestarts": limit} for name, limit in sorted(plan_.connectors.items())},
-    }
 
 
 def read_plan(path: str) -> WatchPlan:
@@ -94,26 +54,7 @@ def read_plan(path: str) -> WatchPlan:
     if doc.get("authFile"):
         values = _properties(Path(doc["authFile"]).read_text())
         auth = (values["username"], values["password"])
-    b = doc.get("backoff") or {}
-    return WatchPlan(
-        group=str(doc["group"]),
-        url=str(doc["url"]),
-        connectors={
-            str(k): (None if v.get("maxRestarts") is None else int(v["maxRestarts"]))
-            for k, v in doc["connectors"].items()
-        },
-        auth=auth,
-        ca_pem=doc.get("caPem") or None,
-        status_file=doc.get("statusFile") or None,
-        backoff=Backoff(
-            first_s=float(b.get("firstSeconds", Backoff.first_s)),
-            unit_s=float(b.get("unitSeconds", Backoff.unit_s)),
-            cap_s=float(b.get("capSeconds", Backoff.cap_s)),
-            stable_s=float(b.get("stableSeconds", Backoff.stable_s)),
-        ),
-        poll_s=float(doc.get("pollSeconds", 2.0)),
-        other_urls=tuple(str(u) for u in doc.get("otherUrls") or ()),
-    )
+    return plan_from_document(doc, auth)
 
 
 def _env_auth() -> tuple[str, str] | None:
@@ -188,7 +129,7 @@ class Watcher:
         if cause:
             view["lastFailure"] = cause
         of = f" of {limit}" if limit is not None else ""
-        if decision.action is Action.RESTART:
+        if decision.action is RestartAction.RESTART:
             client.restart(name, include_tasks=True, only_failed=True)
             self._event(
                 name,
@@ -197,7 +138,7 @@ class Watcher:
                 restart=decision.track.restarts,
                 text=f"restarted {name} (restart {decision.track.restarts}{of}): {cause}",
             )
-        elif decision.action is Action.GIVE_UP:
+        elif decision.action is RestartAction.GIVE_UP:
             self._event(
                 name,
                 "give-up",
@@ -205,7 +146,7 @@ class Watcher:
                 text=f"gave up on {name} after {decision.track.restarts} restart(s){of}: {cause}. Next step: fix the "
                 "cause, then `bin/connectors restart --failed-only` or `bin/pulumi up --refresh`",
             )
-        elif decision.action is Action.RESET:
+        elif decision.action is RestartAction.RESET:
             self._event(
                 name, "reset", None, text=f"{name} healthy for {self.plan.backoff.stable_s:g}s: restart count reset"
             )
@@ -292,9 +233,9 @@ def plan_from_outputs(
 def _client_factory(plan_: WatchPlan) -> Callable[[], Any]:
     """One client for every poll (it remembers which worker answered last); no retry budget: an
     unreachable group is reported and asked again on the next poll."""
-    from components.ops.watcher_rest import WatcherRest
+    from components.connect.stdlib_client import StdlibConnectClient
 
-    client = WatcherRest([plan_.url, *plan_.other_urls], auth=plan_.auth, ca_pem=plan_.ca_pem, timeout=5.0)
+    client = StdlibConnectClient([plan_.url, *plan_.other_urls], auth=plan_.auth, ca_pem=plan_.ca_pem, timeout=5.0)
     return lambda: client
 
 
@@ -324,8 +265,8 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit 0 when stopped (SIGTERM, SIGINT, --max-seconds), 1 when the plan cannot be read.
 
-    Imports only the standard library and its own modules (watcher_rest, connect's health and
-    errors, ops' errors, restart_backoff) for --plan: the Kubernetes workload ships just those
+    Imports only the standard library and its own modules (connect's stdlib_client, health and
+    errors, ops' errors, components/watch/) for --plan: the Kubernetes workload ships just those
     files and installs nothing."""
     # The stack's process marker (-Dmm2.process=...) only makes the process findable.
     args = _args([a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-Dmm2.process=")])

@@ -1,6 +1,6 @@
 """The stack-outputs contract: what the program exports, as frozen dataclasses with a JSON encoding.
 
-Pure (no pulumi, no I/O): the program builds its exports with it (`__main__.py`,
+Pure (no pulumi, no I/O): the program builds its exports with it (`components/program.py`,
 `ReplicationFlow`), and the operator commands and the Spark stage decode what
 `pulumi stack output --json --show-secrets` prints with it (`components/outputs/loader.py`).
 

@@ -1,5 +1,6 @@
-"""Facts every platform derives from the topology: the KRaft cluster id of a cluster, the
-clusters a worker group talks to, the heartbeat topics its flows should keep delivering.
+"""Facts every platform derives from the topology: the KRaft cluster id of a cluster and the
+clusters a worker group talks to (the heartbeat topics its flows deliver are the pure core's:
+`components.topology.connectors.heartbeat_topics`).
 
 Pure: no pulumi import and no I/O.
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from components.topology.connectors import remote_topic
 from components.topology.model import Cluster, Topology, WorkerGroup
 
 
@@ -35,17 +35,3 @@ def group_clusters(topology: Topology, group: WorkerGroup) -> tuple[Cluster, ...
         if flow.worker_group == group.name:
             aliases.update((flow.source, flow.target))
     return tuple(topology.clusters[a] for a in sorted(aliases))
-
-
-def heartbeat_topics(topology: Topology, group: WorkerGroup) -> tuple[tuple[str, str], ...]:
-    """(target, remote heartbeats topic) pairs that should keep arriving for this group's flows.
-
-    Flow A->B replicates A's `heartbeats` to `A.heartbeats` on B, but only some flow X->A's
-    heartbeat connector writes into A (active/active does; a lone one-way flow does not).
-    """
-    into = {flow.target for flow in topology.enabled_flows()}
-    return tuple(
-        (flow.target, remote_topic(flow, "heartbeats"))
-        for flow in topology.enabled_flows()
-        if flow.worker_group == group.name and flow.source in into
-    )

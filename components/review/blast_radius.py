@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from components.platform.restarts import quorum_pause, restart_mode
 from components.topology.model import RestartMode
+from components.topology.restarts import quorum_pause, restart_mode
 
 __all__ = [
     "IDENTITY_POLICY",
@@ -201,7 +201,7 @@ def process_impacts(
 ) -> list[Impact]:
     """Impacts of updating one broker or worker process, `component` being e.g.
     "ConnectWorkerGroup 'mm2', worker 0"; `group_size` is how many processes its cluster or
-    group runs, `mode` how they restart (default: components/platform/restarts.py's rule)."""
+    group runs, `mode` how they restart (default: components/topology/restarts.py's rule)."""
     paths = sorted(changed)
     what = ", ".join(paths) or "nothing"
     if replaced:

@@ -421,3 +421,17 @@ def offset_syncs_topic(flow: Flow) -> str:
     sep = _internal_separator(flow)
     other = flow.target if offset_syncs_location(flow) == "source" else flow.source
     return f"mm2-offset-syncs{sep}{other}{sep}internal"
+
+
+def heartbeat_topics(topology: Topology, group: WorkerGroup) -> tuple[tuple[str, str], ...]:
+    """(target, remote heartbeats topic) pairs that should keep arriving for this group's flows.
+
+    Flow A->B replicates A's `heartbeats` to `A.heartbeats` on B, but only some flow X->A's
+    heartbeat connector writes into A (active/active does; a lone one-way flow does not).
+    """
+    into = {flow.target for flow in topology.enabled_flows()}
+    return tuple(
+        (flow.target, remote_topic(flow, "heartbeats"))
+        for flow in topology.enabled_flows()
+        if flow.worker_group == group.name and flow.source in into
+    )

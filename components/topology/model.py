@@ -218,7 +218,7 @@ class ReplicationPolicy:
 @dataclass(frozen=True)
 class AutoRestart:
     """Opt-in restarts of a connector role's FAILED instances by the stack's watcher, as
-    Strimzi's `autoRestart`: with a back-off that grows per restart (components/ops/restart_backoff.py)
+    Strimzi's `autoRestart`: with a back-off that grows per restart (components/watch/backoff.py)
     and a counter that resets once the connector has been healthy for a stable period.
 
     max_restarts None: no limit (Strimzi's default)."""

@@ -284,11 +284,6 @@ TRANSFORM_KEYS: tuple[str, ...] = ("transforms", "predicates")
 TRANSFORM_PREFIXES: tuple[str, ...] = ("transforms.", "predicates.")
 
 
-def is_transform_key(key: str) -> bool:
-    """`transforms`, `predicates` or a key under them (SMT and predicate configs)."""
-    return key in TRANSFORM_KEYS or key.startswith(TRANSFORM_PREFIXES)
-
-
 def pass_through_keys(settings: Iterable[str]) -> tuple[str, ...]:
     """The keys of `settings` outside the catalogue: checked only by Connect's validation."""
     return tuple(sorted(k for k in settings if k not in KNOWN_SETTINGS))

@@ -30,11 +30,11 @@ from typing import Any
 import httpx
 import pytest
 
-from components.ops.restart_backoff import Backoff
 from components.ops.watcher import AUTH_PASSWORD_ENV, AUTH_USER_ENV
 from components.platform.local import process as proc
 from components.platform.local.layout import process_marker
 from components.platform.local.watcher import LOG_FILE, STATUS_FILE, watcher_path
+from components.watch.backoff import Backoff
 from tests.integration.harness import (
     ROOT,
     TestStack,

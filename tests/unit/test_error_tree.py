@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import components
 import spark
-from components import rollout
+from components import program, rollout
 from components.connect import errors as connect_errors
 from components.kafka import acl, admin, scram, topic
 from components.ops import errors as ops_errors
@@ -43,5 +43,7 @@ def test_the_drawing_names_every_error() -> None:
 
 
 def test_preview_time_config_errors_stay_value_errors() -> None:
-    # __main__ and the engine treat these as bad input, not as a failed deployment.
+    # The program and the engine treat these as bad input, not as a failed deployment.
     assert issubclass(platform_settings.PlatformSettingsError, ValueError)
+    assert issubclass(program.StackConfigError, ValueError)
+    assert "StackConfigError" in (components.__doc__ or "")

@@ -166,6 +166,16 @@ def missing_images(engine: DockerEngine, images: Sequence[str]) -> list[str]:
     ]
 
 
+def image_problems(images: Sequence[str]) -> list[str]:
+    """`missing_images` on the engine DOCKER_HOST names; an engine that does not answer is one
+    problem too (the program checks this at preview, before registering anything)."""
+    try:
+        with DockerEngine(engine_socket()) as engine:
+            return missing_images(engine, images)
+    except DockerEngineError as exc:
+        return [f"mm2-platform:docker: {exc}"]
+
+
 def _tar(files: Mapping[str, tuple[str, int]]) -> bytes:
     """The uploads as one tar, owned by the image user (secret files readable by it alone)."""
     out = io.BytesIO()

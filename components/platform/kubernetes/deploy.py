@@ -267,11 +267,11 @@ def deploy_watcher_kubernetes(
     """autoRestart: the group's watcher Deployment (watcher_objects.py), none without autoRestart."""
     from pathlib import Path
 
-    from components.ops.watcher import WatchPlan, plan_document
     from components.platform.kubernetes.names import ConnectNames
     from components.platform.kubernetes.watcher_objects import PASSWORD_KEY, WATCHER_SOURCES, watcher_objects
     from components.topology.auto_restart import watched_connectors
     from components.topology.runtime_config import KUBERNETES_REST_PORT
+    from components.watch.plan import WatchPlan, plan_document
 
     group = request.group
     connectors = watched_connectors(request.topology, group.name)

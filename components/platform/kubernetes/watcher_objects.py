@@ -3,7 +3,7 @@
 Pure: no pulumi import and no I/O; `deploy.py` reads the watcher's source files and registers
 the objects. The pod runs `python -m components.ops.watcher --plan` in a stock Python image,
 with the watcher's few modules mounted from the ConfigMap. They import only the standard
-library (the watcher speaks REST through urllib: components/ops/watcher_rest.py), so the pod
+library (the watcher speaks REST through urllib: components/connect/stdlib_client.py), so the pod
 installs nothing at start: it needs no PyPI (an air-gapped cluster only mirrors the image) and
 starts in a second. One replica, `Recreate`: two watchers of one group would count restarts
 twice. The REST password comes from a Secret as an
@@ -33,12 +33,18 @@ WATCHER_IMAGE = DEFAULT_WATCHER_IMAGE  # `watcherImage` in mm2-platform:kubernet
 WATCHER_SOURCES = (
     "components/connect/errors.py",
     "components/connect/health.py",
+    "components/connect/stdlib_client.py",
     "components/ops/errors.py",
-    "components/ops/restart_backoff.py",
     "components/ops/watcher.py",
-    "components/ops/watcher_rest.py",
+    "components/watch/backoff.py",
+    "components/watch/plan.py",
 )
-_PACKAGES = ("components/__init__.py", "components/connect/__init__.py", "components/ops/__init__.py")
+_PACKAGES = (
+    "components/__init__.py",
+    "components/connect/__init__.py",
+    "components/ops/__init__.py",
+    "components/watch/__init__.py",
+)
 CODE_DIR = "/opt/mm2-watcher"
 PLAN_KEY = "plan.json"
 PASSWORD_KEY = "password"

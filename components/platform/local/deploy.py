@@ -4,7 +4,7 @@ worker, bound to 127.0.0.1, in the run directories `layout` names.
 Secrets, all in 0600 files written by providers from secret inputs, never in properties:
 - per broker, `config/secrets.properties`: its own password (and, on a PLAIN cluster, every
   user's) and its keystore and truststore passwords;
-- the group's secrets file (`group.secrets_file`, set by `__main__` to the group's directory):
+- the group's secrets file (`group.secrets_file`, set by `components.program` to the group's directory):
   the MM2 passwords its connectors resolve through `${file:...}` placeholders, shared by every
   worker because Connect resolves a connector's placeholders on whichever worker runs it;
   rewritten in place on rotation (the flows restart their connectors);
@@ -38,11 +38,11 @@ from components.platform.local.metrics import agent_options, with_exporter_confi
 from components.platform.local.provider import LocalProcess
 from components.platform.local.secrets_file import SecretsFile
 from components.platform.local.tls import StackTls
-from components.platform.restarts import cluster_restarts, worker_group_restarts
 from components.platform.secret_files import rest_jaas_text
 from components.platform.topology_facts import kraft_cluster_id
 from components.topology import SaslMechanism, broker_ports, broker_properties, worker_properties, worker_rest_urls
 from components.topology.model import ADMIN_USER, RestartMode
+from components.topology.restarts import cluster_restarts, worker_group_restarts
 from components.topology.runtime_config import broker_secret_keys, worker_secret_keys
 from components.topology.security import group_secret_keys, render_secrets
 from components.topology.tls import cluster_leaf_name, local_rest_tls, local_tls_cluster, rest_leaf_name

@@ -145,7 +145,7 @@ class ProcessProvider(ResourceProvider):
             proc.stop(olds["marker"], olds.get("pid"))
             return _launch(news, fresh=False)
 
-        # `rolling`: one process of its group at a time (components/platform/restarts.py).
+        # `rolling`: one process of its group at a time (components/topology/restarts.py).
         if not plain(news.get("rolling")):
             return UpdateResult(outs=restart())
         return UpdateResult(outs=rolling_update(news, restart, lambda: proc.log_tail(_spec(news))))

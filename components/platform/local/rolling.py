@@ -1,4 +1,4 @@
-"""Rolling restarts of the local platform's processes (the effects of components/platform/restarts.py).
+"""Rolling restarts of the local platform's processes (the effects of components/topology/restarts.py).
 
 A process whose `rolling` input is set belongs to a group restarted one at a time (a worker
 group or a multi-broker cluster with more than one process). Its update takes the group's
@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from components.platform import restarts
 from components.platform.local import process as proc
 from components.rpc_values import plain
+from components.topology import restarts
 
 # How long a restarted process may take to be "back" after it is ready (rejoin, rebalance, ISR).
 SETTLE_TIMEOUT_S = 180.0

@@ -160,7 +160,7 @@ def deploy_local_watcher(
     workers: list[pulumi.Resource],
 ) -> LocalWatcher | None:
     """The group's watcher when one of its flows has autoRestart on; None otherwise."""
-    from components.ops.watcher import WatchPlan, plan_document
+    from components.watch.plan import WatchPlan, plan_document
 
     connectors = watched_connectors(topology, group)
     if not connectors:

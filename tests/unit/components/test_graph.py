@@ -1,137 +1,48 @@
-"""The component graph under Pulumi's mocks: which resources, their names, parents and dependencies."""
+"""The component graph the real program (`components.program`) registers under Pulumi's mocks:
+which resources, their names, parents and dependencies."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
-import yaml
-from pulumi.runtime import mocks as pmocks
 from pulumi.runtime import rpc
 
-from components.connect_group import ConnectWorkerGroup
-from components.credentials import Credentials
-from components.kafka_cluster import KafkaCluster
-from components.platform.contract import ContainerPlatforms
-from components.platform.local.layout import LocalPlatform
-from components.platform.local.tls import stack_tls, tls_layout
-from components.replication_flow import ReplicationFlow
+from components.platform.secret_files import container_secret_keys
 from components.rpc_values import plain
-from components.topology import ConnectorState, Topology, parse_topology, with_secrets_file
-from components.topology.security import (
-    cluster_acls,
-    cluster_users,
-    generated_secret_keys,
-    required_secret_keys,
-)
-from components.topology.tls import with_local_tls
+from components.topology import Topology, parse_topology
 from tests.unit.topology.helpers import external_target_config
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
-@dataclass
-class Registration:
-    type: str
-    name: str
-    parent: str
-    dependencies: list[str]
-    inputs: dict[str, Any] = field(default_factory=dict)
-
-
-class RecordingMonitor(pmocks.MockMonitor):
-    """MockMonitor that also keeps parent and dependency URNs of every registration."""
-
-    def __init__(self, mocks: pmocks.Mocks) -> None:
-        super().__init__(mocks)
-        self.registrations: list[Registration] = []
-
-    def RegisterResource(self, request: Any) -> Any:
-        self.registrations.append(Registration(request.type, request.name, request.parent, list(request.dependencies)))
-        return super().RegisterResource(request)
-
-
-class EchoMocks(pmocks.Mocks):
-    def new_resource(self, args: pmocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        outs = dict(args.inputs)
-        if args.typ == "pulumi-python:dynamic/connect:Connector":
-            outs.setdefault("state", "RUNNING")
-        if args.typ == "pulumi-python:dynamic/security:Credentials":
-            keys = [*args.inputs.get("generated", []), *args.inputs.get("required", [])]
-            outs["values"] = {k: f"pw-{k}" for k in keys}
-        return f"{args.name}-id", outs
-
-    def call(self, args: pmocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
+from .program_harness import ROOT, RecordingMonitor, Registration, mocked, namespace, settled, stack_config, yaml_config
 
 
 @pytest.fixture
 def monitor() -> Iterator[RecordingMonitor]:
-    mon = RecordingMonitor(EchoMocks())
-    pulumi.runtime.set_mocks(EchoMocks(), project="mm2-replication", stack="unit", preview=False, monitor=mon)
-    try:
+    with mocked() as mon:
         yield mon
-    finally:
-        pulumi.runtime.settings.reset_options()
 
 
-LOCAL = LocalPlatform(stack="unit", run_root="/tmp/mm2-unit", kafka_libs="/tmp/libs")
+def dev_config() -> dict[str, Any]:
+    return yaml_config(ROOT / "Pulumi.dev.yaml")
 
 
-def build(topology: Topology, platforms: ContainerPlatforms | None = None) -> pulumi.Output[Any]:
-    """The graph `__main__` builds: credentials, clusters with users and ACLs, groups, flows."""
-    topology = with_local_tls(local_secrets_files(topology, LOCAL), tls_layout(LOCAL.run_root))
-    credentials = Credentials(
-        "credentials",
-        generated=list(generated_secret_keys(topology)),
-        required=list(required_secret_keys(topology)),
-        given={},
-    )
-    secrets = credentials.values
-    tls = stack_tls(LOCAL.stack, topology, LOCAL.run_root, secrets)
-    clusters = {
-        a: KafkaCluster(
-            f"kafka-{a}",
-            c,
-            LOCAL,
-            credentials=secrets,
-            users=cluster_users(topology, a),
-            acls=cluster_acls(topology, a),
-            platforms=platforms,
-            tls=tls,
-        )
-        for a, c in topology.clusters.items()
-    }
-    groups = {
-        n: ConnectWorkerGroup(
-            f"connect-{n}", g, topology, clusters, LOCAL, credentials=secrets, platforms=platforms, tls=tls
-        )
-        for n, g in topology.worker_groups.items()
-    }
-    flows = [
-        ReplicationFlow(f"flow-{f.slug}", f, topology, groups[f.worker_group], clusters, credentials=secrets)
-        for f in topology.enabled_flows()
-    ]
-    # Await every resource registered last, so the monitor has seen them all when checks run.
-    rollouts = [f.rollout.urn for f in flows if f.rollout is not None]
-    return pulumi.Output.all(*[f.summary for f in flows], *[g.url for g in groups.values()], *rollouts)
+def example_config(name: str) -> dict[str, Any]:
+    return yaml_config(ROOT / "examples" / f"{name}.yaml")
 
 
-def local_secrets_files(topology: Topology, local: LocalPlatform) -> Topology:
-    # What __main__.local_secrets_files does (the program module runs main() on import).
-    for name, group in topology.worker_groups.items():
-        if group.platform.value == "local" and not group.url:
-            topology = with_secrets_file(topology, name, local.group_secrets_file(name))
-    return topology
+def build(
+    config: dict[str, Any], project: Path, mm2: dict[str, Any] | None = None, given: dict[str, str] | None = None
+) -> pulumi.Output[Any]:
+    """What `pulumi up` builds from the stack file `config` (or its `mm2` sections replaced)."""
+    return settled(stack_config(config, project, mm2=mm2, given=given))
 
 
-def dev_topology() -> Topology:
-    cfg = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
-    return parse_topology({k.split(":", 1)[1]: v for k, v in cfg.items() if k.startswith("mm2:")})
+def topology_of(config: dict[str, Any]) -> Topology:
+    return parse_topology(namespace(config, "mm2"))
 
 
 def by_name(mon: RecordingMonitor) -> dict[str, Registration]:
@@ -143,7 +54,7 @@ def urn_of(mon: RecordingMonitor, name: str) -> str:
 
 
 @pulumi.runtime.test
-def test_dev_stack_graph(monitor: RecordingMonitor) -> Any:
+def test_dev_stack_graph(monitor: RecordingMonitor, tmp_path: Path) -> Any:
     def check(_: Any) -> None:
         regs = by_name(monitor)
         types = {name: r.type for name, r in regs.items() if r.type != "pulumi:pulumi:Stack"}
@@ -205,11 +116,11 @@ def test_dev_stack_graph(monitor: RecordingMonitor) -> Any:
         rollout = regs["flow-primary-to-dr-rollout"].dependencies
         assert urn_of(monitor, "mm2-primary-to-dr-source") in rollout
 
-    return build(dev_topology()).apply(check)
+    return build(dev_config(), tmp_path).apply(check)
 
 
 @pulumi.runtime.test
-def test_connector_inputs_carry_mm2_config(monitor: RecordingMonitor) -> Any:
+def test_connector_inputs_carry_mm2_config(monitor: RecordingMonitor, tmp_path: Path) -> Any:
     def check(_: Any) -> None:
         state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
         source = state["mm2-primary-to-dr-source"]
@@ -225,39 +136,34 @@ def test_connector_inputs_carry_mm2_config(monitor: RecordingMonitor) -> Any:
         assert broker["ports"] == [19192, 19193]
         assert broker["marker"] == "unit/dr/broker-0"
 
-    return build(dev_topology()).apply(check)
+    return build(dev_config(), tmp_path).apply(check)
 
 
 @pulumi.runtime.test
-def test_declared_connector_states_reach_the_connectors_and_the_flow_summary(monitor: RecordingMonitor) -> Any:
-    topology = dev_topology()
-    flow = replace(
-        topology.flows[0],
-        connector_states={"source": ConnectorState.STOPPED, "checkpoint": ConnectorState.PAUSED},
-    )
-    topology = replace(topology, flows=(flow,))
+def test_declared_connector_states_reach_the_connectors_and_the_flow_summary(
+    monitor: RecordingMonitor, tmp_path: Path
+) -> Any:
+    mm2 = copy.deepcopy(namespace(dev_config(), "mm2"))
+    declared_states = {"source": "STOPPED", "checkpoint": "PAUSED"}
+    mm2["flows"]["primary->dr"]["connectorStates"] = declared_states
 
     def check(values: list[Any]) -> None:
         state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
-        declared = {role: state[f"mm2-primary-to-dr-{role}"]["desired_state"] for role in flow.connector_states}
-        assert declared == {"source": "STOPPED", "checkpoint": "PAUSED"}
+        declared = {role: state[f"mm2-primary-to-dr-{role}"]["desired_state"] for role in declared_states}
+        assert declared == declared_states
         assert state["mm2-primary-to-dr-heartbeat"]["desired_state"] == "RUNNING"
         assert values[0]["desiredStates"] == {"source": "STOPPED", "checkpoint": "PAUSED", "heartbeat": "RUNNING"}
 
-    return build(topology).apply(check)
-
-
-def example_topology(name: str) -> Topology:
-    cfg = yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text())["config"]
-    return parse_topology({k.split(":", 1)[1]: v for k, v in cfg.items() if k.startswith("mm2:")})
+    return build(dev_config(), tmp_path, mm2=mm2).apply(check)
 
 
 EXAMPLES = ["active-passive", "active-active", "fan-out", "aggregation", "six-cluster-mesh", "active-passive-tls"]
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
-def test_example_topologies_build_their_graph(example: str, monitor: RecordingMonitor) -> None:
-    topology = example_topology(example)
+def test_example_topologies_build_their_graph(example: str, monitor: RecordingMonitor, tmp_path: Path) -> None:
+    config = example_config(example)
+    topology = topology_of(config)
 
     @pulumi.runtime.test
     def run() -> Any:
@@ -284,18 +190,18 @@ def test_example_topologies_build_their_graph(example: str, monitor: RecordingMo
                     assert r.parent == urn_of(monitor, f"flow-{slug}"), (r.name, r.parent)
                     assert f"flow-{slug}" in flows
 
-        return build(topology).apply(check)
+        return build(config, tmp_path).apply(check)
 
     run()
 
 
 @pulumi.runtime.test
-def test_prod_stack_builds_kubernetes_clusters_and_groups(monitor: RecordingMonitor) -> Any:
-    from components.platform.settings import kubernetes_settings
-
-    raw = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
-    topology = parse_topology({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("mm2:")})
-    platforms = ContainerPlatforms(kubernetes=kubernetes_settings(raw["mm2-platform:kubernetes"]))
+def test_prod_stack_builds_kubernetes_clusters_and_groups(monitor: RecordingMonitor, tmp_path: Path) -> Any:
+    # The `mm2-platform:kubernetes` settings come from the stack file too, as `pulumi up` reads them.
+    config = yaml_config(ROOT / "Pulumi.prod.yaml")
+    topology = topology_of(config)
+    # prod generates nothing: every password its pods mount is given (`mm2:secrets`).
+    given = {key: f"given-{key}" for key in container_secret_keys(topology)}
 
     def check(_: Any) -> None:
         regs = [r for r in monitor.registrations if r.type != "pulumi:pulumi:Stack"]
@@ -309,11 +215,13 @@ def test_prod_stack_builds_kubernetes_clusters_and_groups(monitor: RecordingMoni
             sts = next(r for r in regs if r.type == "kubernetes:apps/v1:StatefulSet" and alias in r.name)
             assert sts.parent == urn_of(monitor, f"kafka-{alias}")
 
-    return build(topology, platforms).apply(check)
+    return build(config, tmp_path, given=given).apply(check)
 
 
-def test_tls_example_issues_certificates_and_restarts_processes_on_renewal(monitor: RecordingMonitor) -> None:
-    topology = example_topology("active-passive-tls")
+def test_tls_example_issues_certificates_and_restarts_processes_on_renewal(
+    monitor: RecordingMonitor, tmp_path: Path
+) -> None:
+    config = example_config("active-passive-tls")
 
     @pulumi.runtime.test
     def run() -> Any:
@@ -322,7 +230,7 @@ def test_tls_example_issues_certificates_and_restarts_processes_on_renewal(monit
             material = [r for r in monitor.registrations if r.type == "pulumi-python:dynamic/local:TlsMaterial"]
             assert [r.name for r in material] == ["tls"], "one CA per stack"
             assert [leaf["name"] for leaf in state["tls"]["leaves"]] == ["cluster-dr", "cluster-primary", "rest-mm2"]
-            assert state["tls"]["root"] == f"{LOCAL.run_root}/tls"
+            assert state["tls"]["root"] == f"{tmp_path}/.mm2/run/unit/tls"
             broker = state["kafka-primary-broker-0"]
             assert broker["properties"]["listener.name.client.ssl.keystore.location"].endswith("/cluster-primary.p12")
             assert set(broker["restart_on"]) == {"ca", "cluster-primary"}
@@ -339,14 +247,14 @@ def test_tls_example_issues_certificates_and_restarts_processes_on_renewal(monit
             group = next(r for r in monitor.registrations if r.type == "mm2:index:ConnectWorkerGroup")
             assert state[group.name]["restTls"] is True
 
-        return build(topology).apply(check)
+        return build(config, tmp_path).apply(check)
 
     run()
 
 
 @pulumi.runtime.test
 def test_only_the_source_connector_of_an_exactly_once_flow_into_an_unmanaged_target_checks_its_grants(
-    monitor: RecordingMonitor,
+    monitor: RecordingMonitor, tmp_path: Path
 ) -> Any:
     def check(_: Any) -> None:
         state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
@@ -359,4 +267,4 @@ def test_only_the_source_connector_of_an_exactly_once_flow_into_an_unmanaged_tar
         assert "access_check" not in state["mm2-primary-to-dr-checkpoint"]
         assert "access_check" not in state["mm2-primary-to-dr-heartbeat"]
 
-    return build(parse_topology(external_target_config())).apply(check)
+    return build({}, tmp_path, mm2=external_target_config()).apply(check)

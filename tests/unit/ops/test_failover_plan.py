@@ -10,7 +10,7 @@ from components.mm2_records import Checkpoint
 from components.ops import failover as fo
 from components.ops.errors import OpsError
 from components.ops.failover_plan import (
-    Action,
+    FailoverAction,
     FailoverPlan,
     SourceView,
     TargetGroup,
@@ -39,7 +39,7 @@ def test_latest_checkpoint_per_key_wins_in_topic_order() -> None:
 
 def test_commit_translated_offset_when_dr_group_has_none() -> None:
     p = plan_partition("g", "primary.orders", 0, cp("g", "primary.orders", 0, 500, 480), None, 500, 100)
-    assert (p.action, p.start_offset) == (Action.COMMIT, 480)
+    assert (p.action, p.start_offset) == (FailoverAction.COMMIT, 480)
     # The group is where the checkpoint says: only the translation slack is re-read.
     assert (p.reread_min, p.reread_max) == (0, 100)
 
@@ -57,12 +57,12 @@ def test_translation_behind_a_lagging_replication_widens_the_re_read() -> None:
 
 def test_dr_group_at_or_past_the_translated_offset_is_kept_never_rewound() -> None:
     same = plan_partition("g", "primary.orders", 0, cp("g", "primary.orders", 0, 500, 480), 480, None, 100)
-    assert (same.action, same.start_offset) == (Action.KEEP, 480)
+    assert (same.action, same.start_offset) == (FailoverAction.KEEP, 480)
     ahead = plan_partition("g", "primary.orders", 0, cp("g", "primary.orders", 0, 500, 480), 530, 600, 100)
-    assert (ahead.action, ahead.start_offset) == (Action.KEEP, 530)
+    assert (ahead.action, ahead.start_offset) == (FailoverAction.KEEP, 530)
     assert (ahead.reread_min, ahead.reread_max) == (50, 150)
     behind = plan_partition("g", "primary.orders", 0, cp("g", "primary.orders", 0, 500, 480), 300, None, 100)
-    assert (behind.action, behind.start_offset) == (Action.COMMIT, 480)
+    assert (behind.action, behind.start_offset) == (FailoverAction.COMMIT, 480)
 
 
 def test_unknown_source_position_leaves_the_upper_bound_open() -> None:
@@ -72,7 +72,7 @@ def test_unknown_source_position_leaves_the_upper_bound_open() -> None:
 
 def test_partition_without_checkpoint_is_left_to_auto_offset_reset() -> None:
     p = plan_partition("g", "primary.orders", 2, None, None, 10, 100)
-    assert p.action is Action.NO_CHECKPOINT and p.start_offset is None
+    assert p.action is FailoverAction.NO_CHECKPOINT and p.start_offset is None
 
 
 @pytest.mark.parametrize(
@@ -119,8 +119,8 @@ def test_plan_with_source_down_commits_and_reports_unknown_lag() -> None:
     assert not plan.refused
     (group,) = plan.groups
     assert [(p.partition, p.action, p.start_offset) for p in group.partitions] == [
-        (0, Action.COMMIT, 480),
-        (1, Action.KEEP, 300),
+        (0, FailoverAction.COMMIT, 480),
+        (1, FailoverAction.KEEP, 300),
     ]
     assert group.commits == (("primary.orders", 0, 480, ""),)
     assert group.reread_range == (0, None)
@@ -172,7 +172,7 @@ def test_flow_mode_without_any_checkpoint_is_a_problem() -> None:
 def test_partitions_missing_a_checkpoint_are_named() -> None:
     plan = _plan(remote_partitions={"primary.orders": 3})
     (group,) = plan.groups
-    assert group.partitions[2].action is Action.NO_CHECKPOINT
+    assert group.partitions[2].action is FailoverAction.NO_CHECKPOINT
     assert any("no checkpoint for primary.orders-2" in w for w in plan.warnings)
 
 

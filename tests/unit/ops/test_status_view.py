@@ -14,7 +14,7 @@ from components.ops.status_view import (
     newest_syncs,
     partition_lag,
     problems_of,
-    render_table,
+    render_status_table,
     to_json,
     topic_view,
 )
@@ -107,7 +107,7 @@ def test_table_and_json_say_why() -> None:
         problems=("source task 0 is FAILED",),
     )
     good = FlowStatus("b->a", "mm2", RUNNING, heartbeat=FRESH)
-    table = render_table([bad, good])
+    table = render_status_table([bad, good])
     assert "flow a->b  (worker group mm2)  UNHEALTHY" in table and "why unhealthy: source task 0 is FAILED" in table
     assert "flow b->a  (worker group mm2)  healthy" in table
     assert "newest checkpoint age 4.0s; heartbeat age 2.0s latency 0.5s (a.heartbeats)" in table

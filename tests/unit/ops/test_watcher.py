@@ -9,8 +9,9 @@ from typing import Any
 import httpx
 
 from components.connect.client import ConnectClient
-from components.ops.restart_backoff import Backoff
-from components.ops.watcher import Watcher, WatchPlan, plan_document, read_plan
+from components.ops.watcher import Watcher, read_plan
+from components.watch.backoff import Backoff
+from components.watch.plan import WatchPlan, plan_document
 from tests.unit.connect.fakes import URL, FakeConnect, FakeSleep, running
 
 NAME = "mm2-primary-to-dr-source"

@@ -1,82 +1,57 @@
 """Pulumi.prod.yaml: it parses, says what issue 8 asks for, and passes every policy of the pack.
 
-The stack's resources are built as the components register them (types and props from
-docs/architecture.md) from the parsed topology, and run through every rule of the pack as the
-policy host would during `pulumi preview --stack prod --policy-pack policies`.
+The stack's resources are what the real program (`components.program`) registers under Pulumi's
+mocks from the stack file, run through every rule of the pack as the policy host would during
+`pulumi preview --stack prod --policy-pack policies`.
 """
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
+from typing import Any
+
 import pack
+import pulumi
 import pytest
 from pulumi_policy import PolicyResource, ResourceValidationPolicy, StackValidationPolicy
 
 from components.platform.secret_files import container_secret_keys
-from components.topology import DEFAULT_POLICY_CLASS, Platform, SecurityProtocol, Topology, flow_connectors
+from components.program import program
+from components.rpc_values import plain
+from components.topology import DEFAULT_POLICY_CLASS, Platform, SecurityProtocol, parse_topology
+from tests.unit.components.program_harness import RecordingMonitor, mocked
+from tests.unit.components.program_harness import stack_config as program_config
 from tests.unit.policies.builders import resource, run_resource, run_stack
 
+from .conftest import namespace, stack_config
 from .helpers import prod_topology
 
 
-def stack_resources(topo: Topology, connect_url: dict[str, str] | None = None) -> list[PolicyResource]:
+def stack_resources(monitor: RecordingMonitor) -> list[PolicyResource]:
+    """What the program registered, as the policy host hands it to the rules: every resource with
+    its inputs (secrets as their values) and its parent."""
+    by_urn: dict[str, PolicyResource] = {}
     out: list[PolicyResource] = []
-    for alias, c in topo.clusters.items():
-        out.append(
-            resource(
-                "mm2:index:KafkaCluster",
-                f"kafka-{alias}",
-                {
-                    "alias": alias,
-                    "platform": c.platform.value,
-                    "brokers": c.brokers,
-                    "datacenter": c.datacenter,
-                    "securityProtocol": c.security.protocol.value,
-                },
-            )
-        )
-    for name, g in topo.worker_groups.items():
-        out.append(
-            resource(
-                "mm2:index:ConnectWorkerGroup",
-                f"connect-{name}",
-                {"name": name, "cluster": g.cluster, "workers": g.workers, "restAuth": g.rest_auth, "restTls": False},
-            )
-        )
-    for flow in topo.enabled_flows():
-        policy = flow.replication_policy
-        component = resource(
-            "mm2:index:ReplicationFlow",
-            f"flow-{flow.slug}",
-            {
-                "source": flow.source,
-                "target": flow.target,
-                "enabled": flow.enabled,
-                "replicationPolicy": policy.class_name,
-                "separator": policy.separator,
-                "namePreserving": policy.preserves_names,
-                "disasterRecovery": flow.disaster_recovery,
-                "syncGroupOffsets": flow.settings.get("sync.group.offsets.enabled") == "true",
-                "workerGroup": flow.worker_group,
-            },
-        )
-        out.append(component)
-        url = (connect_url or {}).get(flow.worker_group) or topo.worker_groups[flow.worker_group].url or ""
-        for spec in flow_connectors(topo, flow).all():
-            out.append(
-                resource(
-                    "pulumi-python:dynamic/connect:Connector",
-                    spec.name,
-                    {
-                        "connect_url": url,
-                        "name": spec.name,
-                        "config": dict(spec.config),
-                        "auth": {"username": "mm2-admin", "password": "[secret]"},
-                        "timeout_seconds": 180,
-                    },
-                    component,
-                )
-            )
+    for urn, registration in monitor.resources.items():
+        type_ = urn.split("::")[2].rsplit("$", 1)[-1]
+        if type_ == "pulumi:pulumi:Stack":
+            continue
+        parent = next((r.parent for r in monitor.registrations if urn.endswith(f"{r.type}::{r.name}")), "")
+        props = plain(registration.state) or {}
+        made = resource(type_, urn.rsplit("::", 1)[-1], props, by_urn.get(parent))
+        by_urn[urn] = made
+        out.append(made)
     return out
+
+
+def program_resources(mm2: dict[str, Any], tmp_path: Path) -> list[PolicyResource]:
+    """Run the real program on the prod stack file (its `mm2` sections replaced by `mm2`)."""
+    raw = stack_config("prod")
+    given = {key: f"given-{key}" for key in container_secret_keys(parse_topology(copy.deepcopy(mm2)))}
+    with mocked(stack="prod") as monitor:
+        pulumi.runtime.test(lambda: program(program_config(raw, tmp_path, stack="prod", mm2=mm2, given=given)))()
+        return stack_resources(monitor)
 
 
 def violations(resources: list[PolicyResource]) -> dict[str, list[str]]:
@@ -111,24 +86,23 @@ def test_prod_parses_to_two_regions_active_active() -> None:
 
 
 def test_prod_references_secrets_and_gives_none() -> None:
-    from .conftest import stack_config
-
     config = stack_config("prod")
     assert "mm2:secrets" not in config
     assert "us-east.mm2.password" in container_secret_keys(prod_topology())
 
 
-def test_prod_passes_every_policy(prod_stack: str) -> None:
-    assert violations(stack_resources(prod_topology())) == {}
+def test_prod_passes_every_policy(prod_stack: str, tmp_path: Path) -> None:
+    resources = program_resources(namespace(stack_config("prod"), "mm2"), tmp_path)
+    types = {r.resource_type for r in resources}
+    assert {"mm2:index:KafkaCluster", "mm2:index:ReplicationFlow", "pulumi-python:dynamic/connect:Connector"} <= types
+    assert violations(resources) == {}
 
 
-def test_policies_can_fail_on_a_broken_prod(prod_stack: str) -> None:
-    import dataclasses
-
-    topo = prod_topology()
-    groups = {n: dataclasses.replace(g, rest_auth=False) for n, g in topo.worker_groups.items()}
-    broken = dataclasses.replace(topo, worker_groups=groups)
-    found = violations(stack_resources(broken))
+def test_policies_can_fail_on_a_broken_prod(prod_stack: str, tmp_path: Path) -> None:
+    mm2 = copy.deepcopy(namespace(stack_config("prod"), "mm2"))
+    for group in mm2["workerGroups"].values():
+        group["restAuth"] = False
+    found = violations(program_resources(mm2, tmp_path))
     assert set(found) == {"connect-rest-requires-auth"}
 
 

@@ -1,16 +1,8 @@
-"""Facts every platform derives from the topology: KRaft cluster ids, heartbeat topics."""
+"""Facts every platform derives from the topology: KRaft cluster ids."""
 
 from __future__ import annotations
 
-from components.platform.topology_facts import heartbeat_topics, kraft_cluster_id
-
-from .helpers import SASL_KUBERNETES, topology
-
-
-def test_one_way_flow_expects_no_replicated_heartbeats() -> None:
-    config = {**SASL_KUBERNETES, "flows": {"a->b": {"workerGroup": "mm2", "topics": ["orders"]}}}
-    topo = topology(config)
-    assert heartbeat_topics(topo, topo.worker_groups["mm2"]) == ()
+from components.platform.topology_facts import kraft_cluster_id
 
 
 def test_kraft_cluster_ids_never_start_with_a_dash_and_are_stable() -> None:

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from spark import alignment, flow_validation, kafka_io
+from spark import alignment, flow_run, flow_validation, kafka_io
 from spark.alignment import Aligned
 from spark.checks import union_all
 from spark.fast_path import SideAgg
-from spark.internal_topics import InternalTopics
+from spark.flow_run import InternalTopics
 from spark.outputs import ClusterAccess, ValidationScope
 from spark.report import Status
 from tests.unit.spark.helpers import Record, kafka_rows, rec
@@ -103,7 +103,7 @@ class FakeKafka:
 
 def _validate(spark: SparkSession, syncs: Any = None, behind: int = 0) -> Any:
     """The topic report of the flow the fake Kafka holds; `behind`: partition 0's lag."""
-    run = flow_validation.FlowRun(
+    run = flow_run.FlowRun(
         FLOW,
         ValidationScope({a: ClusterAccess(a, "127.0.0.1:1") for a in ("primary", "dr")}, (FLOW,)),
         {"primary": {"orders": 2}},

@@ -61,10 +61,10 @@ def test_decide_names_why_a_partition_goes_exact() -> None:
     tgt = {0: ok, 1: ok, 2: SideAgg(3, 0, 2, 1, 1), 3: SideAgg(4, 0, 3, 7, 8)}
     decided = fast_path.decide(cut, snapshot, src, tgt)
     assert decided[0].path == FAST and decided[5].path == FAST  # an empty partition is trivially healthy
-    assert decided[1] == fast_path.Decision(EXACT, "source offsets not contiguous (4 records in 5 offsets)")
-    assert decided[2] == fast_path.Decision(EXACT, "target holds 3 of the 4 positions of the cut")
-    assert decided[3] == fast_path.Decision(EXACT, "fingerprints differ")
-    assert decided[4] == fast_path.Decision(EXACT, "no such partition on the target")
+    assert decided[1] == fast_path.FastPathDecision(EXACT, "source offsets not contiguous (4 records in 5 offsets)")
+    assert decided[2] == fast_path.FastPathDecision(EXACT, "target holds 3 of the 4 positions of the cut")
+    assert decided[3] == fast_path.FastPathDecision(EXACT, "fingerprints differ")
+    assert decided[4] == fast_path.FastPathDecision(EXACT, "no such partition on the target")
     assert fast_path.decide({0: (0, 4)}, None, src, tgt)[0].path == EXACT
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from components.outputs.contract import FlowExport
-from spark import flow_validation, kafka_io
+from spark import flow_run, flow_validation, kafka_io
 from spark.outputs import ClusterAccess, ValidationScope
 from spark.report import FlowReport, Report, render_table
 from tests.unit.spark.test_flow_checks import FLOW
@@ -18,7 +18,7 @@ def _flow(exactly_once: bool) -> FlowExport:
     return replace(FLOW, exactly_once=exactly_once, offset_syncs_cluster="primary")
 
 
-def _run(monkeypatch: pytest.MonkeyPatch, exactly_once: bool) -> tuple[flow_validation.FlowRun, list[Any]]:
+def _run(monkeypatch: pytest.MonkeyPatch, exactly_once: bool) -> tuple[flow_run.FlowRun, list[Any]]:
     reads: list[Any] = []
 
     def watermarks(cluster: ClusterAccess, topic: str, partitions: int, isolation: str = "read_uncommitted") -> Any:
@@ -31,7 +31,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, exactly_once: bool) -> tuple[flow_vali
         a: ClusterAccess(alias=a, bootstrap="127.0.0.1:1", security_protocol="PLAINTEXT") for a in ("primary", "dr")
     }
     flow = _flow(exactly_once)
-    run = flow_validation.FlowRun(flow, ValidationScope(clusters, (flow,)), {"primary": {"orders": 2}})
+    run = flow_run.FlowRun(flow, ValidationScope(clusters, (flow,)), {"primary": {"orders": 2}})
     run.snapshot = flow_validation.target_ranges(run)
     return run, reads
 

@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark import checks, internal_topics, kafka_io
-from spark.internal_topics import InternalTopics
+from spark.flow_run import InternalTopics
 from spark.report import Status, TopicReport
 from tests.unit.spark.test_flow_checks import FLOW
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from spark.outputs import OffsetStore, parse_outputs
+from typing import Any
+
+from components.outputs.contract import StackExports
+from spark.outputs import OffsetStore, validation_view
 
 CLUSTERS = {"primary": {"bootstrap": "h:1"}, "dr": {"bootstrap": "h:2"}}
 
 
 def test_each_worker_group_keeps_its_offsets_on_its_own_cluster() -> None:
-    scope = parse_outputs(
+    scope = scope_of(
         {
             "clusters": CLUSTERS,
             "connect": {"mm2": {"url": "http://h:8083", "cluster": "dr"}, "west": {"url": "http://h:8084"}},
@@ -22,7 +25,7 @@ def test_each_worker_group_keeps_its_offsets_on_its_own_cluster() -> None:
 def test_the_exported_offsets_topic_wins_over_the_default_name() -> None:
     # `workerGroups.<name>.offsetTopic` set by the user: the stage must read that topic, or its
     # catch-up wait never sees MM2's progress.
-    scope = parse_outputs(
+    scope = scope_of(
         {
             "clusters": CLUSTERS,
             "connect": {"mm2": {"url": "http://h:8083", "cluster": "dr", "offsetTopic": "connect-offsets"}},
@@ -30,3 +33,8 @@ def test_the_exported_offsets_topic_wins_over_the_default_name() -> None:
         }
     )
     assert scope.offset_stores == {"mm2": OffsetStore("dr", "connect-offsets")}
+
+
+def scope_of(data: dict[str, Any]) -> Any:
+    """The stage's view of outputs already parsed from JSON."""
+    return validation_view(StackExports.from_json(data))

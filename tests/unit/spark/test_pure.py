@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from components.outputs.contract import OutputsError
+from components.outputs.contract import OutputsError, StackExports
 from spark.catchup import partition_lag
 from spark.jars import artifact_name, jars_to_add
 from spark.loops import illegal_topics
-from spark.outputs import parse_outputs
+from spark.outputs import ValidationScope, validation_view
 from spark.report import Check, FlowReport, Report, Status, TopicReport, render_table
 
 FLOW: dict[str, Any] = {
@@ -33,7 +33,7 @@ CLUSTERS = {
 
 
 def outputs(**flows: dict[str, Any]) -> Any:
-    return parse_outputs({"clusters": CLUSTERS, "flows": flows or {"primary->dr": FLOW}})
+    return _scope({"clusters": CLUSTERS, "flows": flows or {"primary->dr": FLOW}})
 
 
 def test_architecture_doc_example_parses() -> None:
@@ -41,7 +41,7 @@ def test_architecture_doc_example_parses() -> None:
     block = doc.split("## Stack outputs", 1)[1].split("```json", 1)[1].split("```", 1)[0]
     data = json.loads(block)
     data["clusters"].setdefault("dr", CLUSTERS["dr"])  # the doc abbreviates the cluster map
-    parsed = parse_outputs(data)
+    parsed = _scope(data)
     (flow,) = parsed.flows
     assert (flow.source, flow.target, flow.topics) == ("primary", "dr", {"orders": "primary.orders"})
     assert flow.offset_syncs_cluster == "primary" and flow.separator == "." and not flow.name_preserving
@@ -62,7 +62,7 @@ def test_flow_details_are_derived() -> None:
 def test_disabled_flows_are_skipped_and_problems_are_listed_together() -> None:
     assert outputs(**{"primary->dr": {**FLOW, "enabled": False}}).flows == ()
     with pytest.raises(OutputsError) as err:
-        parse_outputs({"clusters": {"primary": {}}, "flows": {"a->b": {"source": "a"}}})
+        _scope({"clusters": {"primary": {}}, "flows": {"a->b": {"source": "a"}}})
     assert 'clusters["primary"] has no "bootstrap"' in str(err.value)
     assert 'flows["a->b"] lacks target, topics' in str(err.value)
 
@@ -84,7 +84,7 @@ def test_client_settings_never_show_secrets() -> None:
             "sasl": {"mechanism": "SCRAM-SHA-512", "jaasConfig": jaas},
         },
     }
-    c = parse_outputs({"clusters": clusters, "flows": {}}).clusters["primary"]
+    c = _scope({"clusters": clusters, "flows": {}}).clusters["primary"]
     assert c.java_client_properties()["sasl.jaas.config"] == jaas
     assert c.librdkafka_config() == {
         "bootstrap.servers": "h:1",
@@ -139,7 +139,7 @@ def test_loops_two_way_and_chains() -> None:
         "offsetSyncsTopic": "mm2-offset-syncs.backup.internal",
     }
     clusters = {**CLUSTERS, "backup": {"bootstrap": "h:3"}}
-    flows = parse_outputs(
+    flows = _scope(
         {"clusters": clusters, "flows": {"primary->dr": FLOW, "dr->primary": back, "dr->backup": chain}}
     ).flows
     found = illegal_topics(
@@ -220,8 +220,6 @@ def test_report_names_failed_checks_and_renders() -> None:
 
 
 def test_stack_client_settings_become_java_sasl_settings_and_back() -> None:
-    from spark.outputs import parse_outputs
-
     outputs = {
         "clusters": {
             "primary": {
@@ -237,7 +235,7 @@ def test_stack_client_settings_become_java_sasl_settings_and_back() -> None:
         },
         "flows": {},
     }
-    access = parse_outputs(outputs).clusters["primary"]
+    access = _scope(outputs).clusters["primary"]
     java = access.java_client_properties()
     assert java["sasl.mechanism"] == "SCRAM-SHA-512"
     assert java["sasl.jaas.config"] == (
@@ -267,10 +265,15 @@ def test_stack_ca_becomes_a_java_pem_truststore_and_back() -> None:
         },
         "flows": {},
     }
-    access = parse_outputs(outputs).clusters["primary"]
+    access = _scope(outputs).clusters["primary"]
     java = access.java_client_properties()
     assert java["ssl.truststore.type"] == "PEM"
     assert java["ssl.truststore.location"] == "/run/dev/tls/ca.pem"
     assert "ssl.ca.location" not in java  # not a Java client key
     back = access.librdkafka_config()
     assert back["ssl.ca.location"] == "/run/dev/tls/ca.pem" and "ssl.truststore.type" not in back
+
+
+def _scope(data: dict[str, Any]) -> ValidationScope:
+    """The stage's view of outputs already parsed from JSON."""
+    return validation_view(StackExports.from_json(data))

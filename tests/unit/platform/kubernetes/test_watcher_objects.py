@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from components.ops.watcher import WatchPlan, plan_document
 from components.platform.kubernetes.watcher_objects import WATCHER_SOURCES, watcher_names, watcher_objects
+from components.watch.plan import WatchPlan, plan_document
 
 ROOT = Path(__file__).resolve().parents[4]
 PLAN = plan_document(WatchPlan(group="mm2", url="http://mm2-connect-api.mm2.svc:8083", connectors={"c-source": 3}))
@@ -46,8 +46,8 @@ def test_without_rest_auth_no_secret_is_referenced() -> None:
 
 def test_a_missing_source_file_is_an_error_naming_it() -> None:
     partial = sources()
-    partial.pop("components/ops/restart_backoff.py")
-    with pytest.raises(ValueError, match=r"restart_backoff\.py"):
+    partial.pop("components/watch/backoff.py")
+    with pytest.raises(ValueError, match=r"backoff\.py"):
         watcher_objects("mm2", "mm2", PLAN, partial, rest_username=None)
 
 

@@ -10,9 +10,9 @@ import sys
 import uuid
 from pathlib import Path
 
-from components.ops.watcher import WatchPlan, plan_document
 from components.platform.local import process as proc
 from components.platform.local.watcher import AUTH_FILE, PLAN_FILE, STATUS_FILE, WatcherProvider
+from components.watch.plan import WatchPlan, plan_document
 
 ROOT = Path(__file__).resolve().parents[4]
 

@@ -1,9 +1,11 @@
-"""The auto-restart watcher's Kafka Connect calls, over the standard library only.
+"""Kafka Connect calls over the standard library only, for the clients that cannot install httpx.
 
-The watcher needs two calls: a connector's status, and a restart of what failed. It makes them
-with urllib rather than `ConnectClient` (httpx), so the modules shipped to its Kubernetes pod
-import nothing outside the standard library: the pod runs a stock Python image and installs
-nothing at start (no PyPI, which an air-gapped cluster cannot reach, and no start-up delay).
+The auto-restart watcher needs two calls: a connector's status, and a restart of what failed;
+the Spark stage needs one, a connector's config. They go through urllib rather than
+`ConnectClient` (httpx), so the modules shipped to the watcher's Kubernetes pod import nothing
+outside the standard library (the pod runs a stock Python image and installs nothing at start:
+no PyPI, which an air-gapped cluster cannot reach, and no start-up delay), and the Spark stage
+depends only on the outputs contract, the record codec and this module.
 
 It knows every worker of its group: a call goes to the worker that answered last and, when that
 one gives no usable answer (refused, timed out, 409 while the group rebalances, 5xx), to the
@@ -44,7 +46,7 @@ def send(request: urllib.request.Request, timeout: float, context: ssl.SSLContex
         return int(exc.code), exc.read()
 
 
-class WatcherRest:
+class StdlibConnectClient:
     """The watcher's client of one worker group: `urls` are its workers' REST URLs (or one
     Service URL on Kubernetes). Reusable across polls: it remembers which worker answered last."""
 
@@ -58,7 +60,7 @@ class WatcherRest:
         transport: Send = send,
     ) -> None:
         if not urls:
-            raise ValueError("WatcherRest needs at least one worker URL")
+            raise ValueError("StdlibConnectClient needs at least one worker URL")
         self.urls = [u.rstrip("/") for u in urls]
         self.timeout = timeout
         self._send = transport
@@ -69,7 +71,7 @@ class WatcherRest:
             self._headers["Authorization"] = f"Basic {token}"
         self._current = 0
 
-    def __enter__(self) -> WatcherRest:
+    def __enter__(self) -> StdlibConnectClient:
         return self
 
     def __exit__(
@@ -79,7 +81,15 @@ class WatcherRest:
 
     def get_status(self, name: str) -> dict[str, Any] | None:
         """{name, connector: {state, worker_id}, tasks: [...]}, or None when the connector does not exist."""
-        path = f"/connectors/{quote(name, safe='')}/status"
+        return self._get_connector(name, "status")
+
+    def get_config(self, name: str) -> dict[str, str] | None:
+        """The connector's config as Connect holds it, or None when the connector does not exist."""
+        answer = self._get_connector(name, "config")
+        return None if answer is None else {str(k): str(v) for k, v in answer.items()}
+
+    def _get_connector(self, name: str, what: str) -> dict[str, Any] | None:
+        path = f"/connectors/{quote(name, safe='')}/{what}"
         status, body = self._call("GET", path)
         if status == 404:
             return None

@@ -1,4 +1,4 @@
-"""components/platform/restarts.py: which groups roll, and when a restarted process is back."""
+"""components/topology/restarts.py: which groups roll, and when a restarted process is back."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from components.platform.restarts import (
+from components.topology import parse_topology
+from components.topology.model import RestartMode
+from components.topology.restarts import (
     RollStop,
     assignments_of,
     cluster_restarts,
@@ -21,8 +23,6 @@ from components.platform.restarts import (
     restart_summary,
     worker_group_restarts,
 )
-from components.topology import parse_topology
-from components.topology.model import RestartMode
 from tests.unit.topology.helpers import dev_config
 
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
-__all__ = ["Action", "Backoff", "Decision", "RestartTrack", "plan"]
+__all__ = ["Backoff", "RestartAction", "RestartDecision", "RestartTrack", "plan"]
 
 
-class Action(str, Enum):
+class RestartAction(str, Enum):
     NOTHING = "nothing"  # healthy, or waiting for the next step
-    WAIT = "wait"  # failed; the next restart is due at Decision.due
+    WAIT = "wait"  # failed; the next restart is due at RestartDecision.due
     RESTART = "restart"  # restart what failed now
     GIVE_UP = "give-up"  # max_restarts reached: say so once, then leave it to a person
     RESET = "reset"  # healthy for the stable period: the count starts again
@@ -59,27 +59,29 @@ class RestartTrack:
 
 
 @dataclass(frozen=True)
-class Decision:
-    action: Action
+class RestartDecision:
+    action: RestartAction
     track: RestartTrack
     due: float | None = None  # WAIT: when the next restart is due
 
 
-def plan(track: RestartTrack, *, failed: bool, now: float, max_restarts: int | None, backoff: Backoff) -> Decision:
+def plan(
+    track: RestartTrack, *, failed: bool, now: float, max_restarts: int | None, backoff: Backoff
+) -> RestartDecision:
     """The next step for one connector whose status was just read (`failed`: anything FAILED)."""
     if not failed:
         healthy_since = track.healthy_since if track.healthy_since is not None else now
         track = replace(track, failed_since=None, healthy_since=healthy_since)
         if (track.restarts or track.gave_up) and now - healthy_since >= backoff.stable_s:
-            return Decision(Action.RESET, RestartTrack(healthy_since=healthy_since))
-        return Decision(Action.NOTHING, track)
+            return RestartDecision(RestartAction.RESET, RestartTrack(healthy_since=healthy_since))
+        return RestartDecision(RestartAction.NOTHING, track)
     failed_since = track.failed_since if track.failed_since is not None else now
     track = replace(track, failed_since=failed_since, healthy_since=None)
     if track.gave_up:
-        return Decision(Action.NOTHING, track)
+        return RestartDecision(RestartAction.NOTHING, track)
     if max_restarts is not None and track.restarts >= max_restarts:
-        return Decision(Action.GIVE_UP, replace(track, gave_up=True))
+        return RestartDecision(RestartAction.GIVE_UP, replace(track, gave_up=True))
     due = failed_since + backoff.delay(track.restarts)
     if now >= due:
-        return Decision(Action.RESTART, replace(track, restarts=track.restarts + 1, failed_since=None))
-    return Decision(Action.WAIT, track, due=due)
+        return RestartDecision(RestartAction.RESTART, replace(track, restarts=track.restarts + 1, failed_since=None))
+    return RestartDecision(RestartAction.WAIT, track, due=due)

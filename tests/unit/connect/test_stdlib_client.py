@@ -1,4 +1,4 @@
-"""components/ops/watcher_rest.py: the watcher's two Connect calls over urllib, and the next worker
+"""components/connect/stdlib_client.py: Connect calls over urllib (the watcher, the Spark stage), and the next worker
 when one does not answer. Requests go through the in-memory Connect of tests/unit/connect/fakes.py
 (the httpx.MockTransport handler), one fake per worker; a down worker refuses the connection."""
 
@@ -15,9 +15,10 @@ import httpx
 import pytest
 
 from components.connect.errors import ConnectRequestError, ConnectUnavailable
-from components.ops.restart_backoff import Backoff
-from components.ops.watcher import Watcher, WatchPlan, plan_document, read_plan
-from components.ops.watcher_rest import Send, WatcherRest
+from components.connect.stdlib_client import Send, StdlibConnectClient
+from components.ops.watcher import Watcher, read_plan
+from components.watch.backoff import Backoff
+from components.watch.plan import WatchPlan, plan_document
 from tests.unit.connect.fakes import FakeConnect, error
 
 NAME = "mm2-primary-to-dr-source"
@@ -53,8 +54,8 @@ class Workers:
         return answer.status_code, answer.content
 
 
-def client(workers: Send, **kwargs: Any) -> WatcherRest:
-    return WatcherRest([W0, W1], transport=workers, **kwargs)
+def client(workers: Send, **kwargs: Any) -> StdlibConnectClient:
+    return StdlibConnectClient([W0, W1], transport=workers, **kwargs)
 
 
 def test_reads_a_status_and_restarts_only_what_failed_with_basic_auth() -> None:
@@ -108,7 +109,7 @@ def test_the_watcher_restarts_through_the_second_worker_while_the_first_is_down(
     workers = Workers({W0: fake.handle, W1: fake.handle})
     workers.down.add(W0)
     plan = WatchPlan(group="mm2", url=W0, other_urls=(W1,), connectors={NAME: 3}, backoff=Backoff(first_s=0, unit_s=30))
-    rest = WatcherRest([plan.url, *plan.other_urls], transport=workers)
+    rest = StdlibConnectClient([plan.url, *plan.other_urls], transport=workers)
     lines: list[str] = []
     Watcher(plan, lambda: rest, clock=lambda: 1000.0, wall=lambda: 1000.0, log=lines.append).tick()
     assert f"POST {W1}/connectors/{NAME}/restart?includeTasks=true&onlyFailed=true" in workers.seen
@@ -124,3 +125,11 @@ def test_the_plan_carries_the_other_workers(tmp_path: Path) -> None:
     del doc["otherUrls"]  # a plan written before the field existed
     path.write_text(json.dumps(doc))
     assert read_plan(str(path)).other_urls == ()
+
+
+def test_reads_a_connector_config_and_none_for_a_missing_connector() -> None:
+    config = {"connector.class": "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"}
+    fake = FakeConnect(connectors={NAME: config})
+    rest = client(Workers({W0: fake.handle, W1: fake.handle}))
+    assert rest.get_config(NAME) == config
+    assert rest.get_config("mm2-nowhere") is None
