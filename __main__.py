@@ -30,6 +30,7 @@ from components.topology import (
     parse_topology,
     with_secrets_file,
 )
+from components.topology.jaas import quotable_password_keys
 from components.topology.security import (
     cluster_acls,
     cluster_users,
@@ -133,6 +134,7 @@ def main() -> None:
         required=list(required),
         given=given,
         rotate=config.get_object("rotate") or {},
+        quotable=sorted(quotable_password_keys(topology)),
     )
     secrets = credentials.values
     # What adopted clusters and Connect endpoints authenticate with, known at preview.
