@@ -101,7 +101,8 @@ def _pass_through_ok(problems: Problems, k: str, v: str, item: str) -> bool:
     """A key outside the catalogue passes through to Connect, which checks it at preview.
 
     Only what needs no connector class to judge is refused here: an empty key, a near miss of a
-    catalogue key (a typo: components/topology/near_miss.py), and a `transforms` / `predicates` list that is not a comma-separated list of aliases.
+    catalogue key (a typo: components/topology/near_miss.py), and a `transforms` / `predicates`
+    list that is not a comma-separated list of aliases.
     """
     if not k.strip() or k != k.strip():
         problems.add(item, f"setting key {k!r} is empty or has surrounding spaces.", "Write the exact MM2 key.")
