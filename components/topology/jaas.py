@@ -19,7 +19,6 @@ from components.topology.security import cluster_users
 
 # What a password may never hold: a line break ends the properties line it is written on.
 LINE_BREAKS = ("\n", "\r")
-JAAS_SPECIAL = ('"', "\\")
 
 
 def jaas_quote(text: str) -> str:
