@@ -26,10 +26,13 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 from pulumi.runtime import rpc
 
 from components.rpc_values import plain_map
+from components.topology.jaas import LINE_BREAKS
 
 TOKEN_BYTES = 24
-# Passwords end up inside JAAS strings (`password="..."`) after config-provider substitution,
-# where a quote, a backslash or a line break would end or corrupt the string.
+# A line break ends the properties line a password is written on. A quote or a backslash would
+# end or corrupt the JAAS string a SASL password is substituted into, unless every file it is
+# substituted from holds it JAAS-quoted: the keys the program lists as `quotable`
+# (components/topology/jaas.py).
 _FORBIDDEN = ('"', "\\", "\n", "\r")
 # keytool refuses store passwords shorter than this (components/platform/local/tls.py).
 _MIN_STORE_PASSWORD = 6
@@ -117,13 +120,15 @@ class CredentialsProvider(ResourceProvider):
                         f"{_MIN_STORE_PASSWORD} characters. Fix: set a longer one, or remove it to have it generated.",
                     )
                 )
-            elif any(c in value for c in _FORBIDDEN):
+            elif any(c in value for c in (LINE_BREAKS if key in (news.get("quotable") or []) else _FORBIDDEN)):
                 # Never echo the value.
                 failures.append(
                     CheckFailure(
                         "given",
                         f"mm2:secrets[{key!r}] contains a quote, backslash or line break, which would break the "
-                        "JAAS configuration it is substituted into. Fix: choose a password without them.",
+                        "configuration it is substituted into (quotes and backslashes are kept intact only in "
+                        "SASL passwords of stacks whose brokers and workers all run on the local platform). "
+                        "Fix: choose a password without them.",
                     )
                 )
         return CheckResult(news, failures)
@@ -165,6 +170,7 @@ class Credentials(Resource, module="security", name="Credentials"):
         required: list[str],
         given: pulumi.Input[Mapping[str, str]] | None,
         rotate: Mapping[str, Any] | None = None,
+        quotable: list[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         opts = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=["values", "given"]), opts)
@@ -176,6 +182,8 @@ class Credentials(Resource, module="security", name="Credentials"):
                 "required": sorted(required),
                 "given": pulumi.Output.secret(given or {}),
                 "rotate": {str(k): str(v) for k, v in (rotate or {}).items()},
+                # keys whose given value may hold `"` and `\` (SASL passwords the stack quotes)
+                "quotable": sorted(quotable or []),
                 "values": None,
             },
             opts,

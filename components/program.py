@@ -46,6 +46,7 @@ from components.topology import (
     parse_topology,
     with_secrets_file,
 )
+from components.topology.jaas import quotable_password_keys
 from components.topology.security import (
     cluster_acls,
     cluster_users,
@@ -202,6 +203,7 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
         required=list(required),
         given=config.given,
         rotate=dict(config.rotate),
+        quotable=sorted(quotable_password_keys(topology)),
     )
     secrets = credentials.values
     # What adopted clusters and Connect endpoints authenticate with, known at preview.

@@ -9,6 +9,7 @@ No Spark, no Kafka I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,35 +23,47 @@ SECRET_HINTS = ("password", "secret", "jaas", "token", "key.password", "keystore
 
 @dataclass(frozen=True)
 class ClusterAccess:
+    """How the stage reaches one cluster. `client` holds the exported librdkafka settings
+    (`sasl.username`, `sasl.password`, `ssl.ca.location`, ...): the one source of the credentials.
+    The Java properties of Spark's Kafka source are derived from them, never the other way, so a
+    password reaches both clients exactly as exported, whatever it contains. Both may hold secrets,
+    so they are never printed (see `redacted`)."""
+
     alias: str
     bootstrap: str
     security_protocol: str = "PLAINTEXT"
-    # Java client property names (`sasl.mechanism`, `ssl.truststore.location`, ...) from optional
-    # `client`/`sasl`/`ssl` output maps; may hold secrets, so never printed (see `redacted`).
-    client: Mapping[str, str] = field(default_factory=dict)
+    client: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # Hand-written outputs' Java SASL settings (`sasl.mechanism`, `sasl.jaas.config`), which win
+    # over the derived ones on the Java side; the program never writes them.
+    java_only: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def java_client_properties(self) -> dict[str, str]:
         """Properties for a Java Kafka client (Spark's Kafka source takes them prefixed `kafka.`)."""
-        return {"bootstrap.servers": self.bootstrap, "security.protocol": self.security_protocol, **self.client}
+        return {
+            "bootstrap.servers": self.bootstrap,
+            "security.protocol": self.security_protocol,
+            **java_client_settings(self.client),
+            **self.java_only,
+        }
 
     def librdkafka_config(self) -> dict[str, Any]:
-        """confluent-kafka settings. Java-only keys (JAAS, keystores) have no librdkafka twin."""
+        """confluent-kafka settings: the exported ones as they are."""
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "security.protocol": self.security_protocol}
         for key, value in self.client.items():
-            if key in _JAVA_TO_LIBRDKAFKA:
-                conf[_JAVA_TO_LIBRDKAFKA[key]] = value
-            elif key == "sasl.jaas.config":
-                user, password = _jaas_credentials(value)
-                if user is not None:
-                    conf["sasl.username"], conf["sasl.password"] = user, password
+            conf["sasl.mechanisms" if key == "sasl.mechanism" else key] = value
+        if "sasl.mechanisms" not in conf and "sasl.mechanism" in self.java_only:
+            conf["sasl.mechanisms"] = self.java_only["sasl.mechanism"]
+        if "sasl.username" not in conf and "sasl.jaas.config" in self.java_only:
+            conf.update(_hand_written_credentials(self.java_only["sasl.jaas.config"]))
         return conf
 
     def describe(self) -> str:
         """One line for people: where the cluster is and how the stage authenticates, no secrets."""
         how = [self.security_protocol]
-        if "sasl.mechanism" in self.client:
-            how.append(self.client["sasl.mechanism"])
-        if "ssl.truststore.location" in self.client:
+        java = self.java_client_properties()
+        if "sasl.mechanism" in java:
+            how.append(java["sasl.mechanism"])
+        if "ssl.truststore.location" in java:
             how.append("stack CA")
         return f"{self.bootstrap} ({', '.join(how)})"
 
@@ -61,29 +74,25 @@ class ClusterAccess:
         }
 
 
-_JAVA_TO_LIBRDKAFKA = {
-    "sasl.mechanism": "sasl.mechanisms",
-    "ssl.truststore.location": "ssl.ca.location",  # PEM expected by librdkafka; see docs
-    "ssl.endpoint.identification.algorithm": "ssl.endpoint.identification.algorithm",
-}
-
-
 _LOGIN_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
     "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
 }
+# librdkafka-only keys: each becomes its Java twin below, or has none.
+_LIBRDKAFKA_ONLY = ("sasl.username", "sasl.password", "sasl.mechanisms", "ssl.ca.location")
+
+
+def jaas_quote(value: str) -> str:
+    """A JAAS option value's quoted-string body: Kafka's JaasConfig tokenizer undoes exactly this."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def java_client_settings(client: Mapping[str, str]) -> dict[str, str]:
-    """The stack exports librdkafka settings (`sasl.username`, `sasl.password`, `sasl.mechanism(s)`);
-    Spark's Kafka source is a Java client and needs `sasl.mechanism` plus a `sasl.jaas.config`.
-    Java-style maps pass through unchanged."""
-    out = {
-        k: v
-        for k, v in client.items()
-        if k not in ("sasl.username", "sasl.password", "sasl.mechanisms", "ssl.ca.location")
-    }
+    """Java client properties from librdkafka settings (one direction: Spark's Kafka source is a
+    Java client and needs `sasl.mechanism` plus a `sasl.jaas.config`, and a PEM truststore where
+    librdkafka has `ssl.ca.location`). Other keys pass through unchanged."""
+    out = {k: v for k, v in client.items() if k not in _LIBRDKAFKA_ONLY}
     if client.get("ssl.ca.location"):
         # librdkafka's PEM CA file: a Java client reads it as a PEM truststore (no password).
         out["ssl.truststore.type"] = "PEM"
@@ -94,20 +103,22 @@ def java_client_settings(client: Mapping[str, str]) -> dict[str, str]:
     user, password = client.get("sasl.username"), client.get("sasl.password")
     if user is not None and password is not None and "sasl.jaas.config" not in client:
         module = _LOGIN_MODULES.get((mechanism or "PLAIN").upper(), _LOGIN_MODULES["PLAIN"])
-
-        def quote(value: str) -> str:
-            return value.replace("\\", "\\\\").replace('"', '\\"')
-
-        out["sasl.jaas.config"] = f'{module} required username="{quote(user)}" password="{quote(password)}";'
+        out["sasl.jaas.config"] = f'{module} required username="{jaas_quote(user)}" password="{jaas_quote(password)}";'
     return out
 
 
-def _jaas_credentials(jaas: str) -> tuple[str | None, str | None]:
-    import re
+# `name="quoted \"body\""` or `name=bare`, as Kafka's JaasConfig reads an option.
+_JAAS_OPTION = re.compile(r'(?P<name>[\w.\-]+)\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s;"]+))')
 
-    user = re.search(r'username="([^"]*)"', jaas)
-    password = re.search(r'password="([^"]*)"', jaas)
-    return (user.group(1) if user else None, password.group(1) if password else None)
+
+def _hand_written_credentials(jaas: str) -> dict[str, str]:
+    """librdkafka credentials from a hand-written `sasl.jaas.config`, escapes undone. Only for
+    outputs written by hand: the program's own outputs carry librdkafka settings."""
+    options = {
+        m["name"]: (re.sub(r"\\(.)", r"\1", m["quoted"]) if m["quoted"] is not None else m["bare"])
+        for m in _JAAS_OPTION.finditer(jaas)
+    }
+    return {f"sasl.{name}": options[name] for name in ("username", "password") if name in options}
 
 
 @dataclass(frozen=True)
@@ -140,12 +151,18 @@ def offset_stores(exports: StackExports) -> dict[str, OffsetStore]:
 
 
 def _cluster_access(c: ClusterExport) -> ClusterAccess:
-    client = java_client_settings({str(k): str(v) for k, v in c.client.items()})
-    if c.sasl.get("mechanism"):
-        client.setdefault("sasl.mechanism", c.sasl["mechanism"])
-    if c.sasl.get("jaasConfig"):
-        client.setdefault("sasl.jaas.config", c.sasl["jaasConfig"])
-    return ClusterAccess(alias=c.alias, bootstrap=c.bootstrap, security_protocol=c.security_protocol, client=client)
+    java_only = {
+        java: str(c.sasl[key])
+        for key, java in (("mechanism", "sasl.mechanism"), ("jaasConfig", "sasl.jaas.config"))
+        if c.sasl.get(key)
+    }
+    return ClusterAccess(
+        alias=c.alias,
+        bootstrap=c.bootstrap,
+        security_protocol=c.security_protocol,
+        client={str(k): str(v) for k, v in c.client.items()},
+        java_only=java_only,
+    )
 
 
 def _validated(f: FlowExport) -> bool:

@@ -30,6 +30,7 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/unit/spark/": 225,
     "tests/integration/test_rolling.py": 180,
     "tests/integration/test_tls.py": 165,
+    "tests/integration/test_quoted_passwords.py": 162,
     "tests/integration/test_topologies_bidirectional.py": 154,
     "tests/integration/test_spark_cluster.py": 140,
     "tests/integration/test_security.py": 130,

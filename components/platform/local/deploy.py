@@ -16,7 +16,7 @@ Secrets, all in 0600 files written by providers from secret inputs, never in pro
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ from components.platform.local.tls import StackTls
 from components.platform.secret_files import rest_jaas_text
 from components.platform.topology_facts import kraft_cluster_id
 from components.topology import SaslMechanism, broker_ports, broker_properties, worker_properties, worker_rest_urls
+from components.topology.jaas import jaas_ready, sasl_password_keys
 from components.topology.model import ADMIN_USER, RestartMode
 from components.topology.restarts import cluster_restarts, worker_group_restarts
 from components.topology.runtime_config import broker_secret_keys, worker_secret_keys
@@ -66,6 +67,10 @@ class LocalBackend:
         broker_keys = list(broker_secret_keys(cluster))
         if cluster.security.protocol.uses_sasl and cluster.security.sasl_mechanism is SaslMechanism.PLAIN:
             broker_keys += [ref.key for ref in broker_users.values()]
+        # Every user's password the brokers hold sits in their JAAS user table.
+        jaas_keys = (
+            frozenset(u.password.key for u in request.users) if cluster.security.protocol.uses_sasl else frozenset()
+        )
         tls_on = tls is not None and local_tls_cluster(cluster)
         restart_on = tls.restart_on(cluster_leaf_name(cluster.alias)) if tls is not None and tls_on else None
         secrets = request.credentials
@@ -75,7 +80,7 @@ class LocalBackend:
             run_dir = local.run_dir(path)
             files: pulumi.Input[Mapping[str, str]] = {}
             if broker_keys:
-                files = secrets.apply(lambda v: {BROKER_SECRETS: render_secrets({k: v[k] for k in broker_keys})})
+                files = secrets.apply(lambda v: {BROKER_SECRETS: _secrets_text(v, broker_keys, jaas_keys)})
             brokers.append(
                 LocalProcess(
                     f"{name}-broker-{node_id}",
@@ -120,10 +125,11 @@ class LocalBackend:
             self.tls,
         )
         keys = group_secret_keys(topology, group)
+        jaas_keys = sasl_password_keys(topology)
         shared = SecretsFile(
             f"{name}-secrets",
             path=group.secrets_file,
-            content=secrets.apply(lambda v: render_secrets({k: str(v[k]) for k in keys})),
+            content=secrets.apply(lambda v: _secrets_text(v, keys, jaas_keys)),
             opts=pulumi.ResourceOptions(parent=parent),
         )
         # Workers need their storage cluster up (users and ACLs included) and the secrets
@@ -161,7 +167,7 @@ class LocalBackend:
                     ),
                     secret_files=with_exporter_config(
                         pulumi.Output.all(secrets, request.auth).apply(
-                            functools.partial(_worker_files, run_dir, own_keys)
+                            functools.partial(_worker_files, run_dir, own_keys, jaas_keys)
                         ),
                         group.metrics_port,
                     ),
@@ -205,7 +211,15 @@ def _connect_probe(url: str, resolved: list[Any]) -> dict[str, Any]:
     return probe
 
 
-def _worker_files(run_dir: str, own_keys: tuple[str, ...], resolved: list[Any]) -> dict[str, str]:
+def _secrets_text(values: Mapping[str, Any], keys: Iterable[str], jaas_keys: frozenset[str]) -> str:
+    """A FileConfigProvider file of `keys`, the SASL passwords quoted for the JAAS strings that
+    name them (components/topology/jaas.py)."""
+    return render_secrets(jaas_ready({k: str(values[k]) for k in keys}, jaas_keys))
+
+
+def _worker_files(
+    run_dir: str, own_keys: tuple[str, ...], jaas_keys: frozenset[str], resolved: list[Any]
+) -> dict[str, str]:
     """The worker's own secret files (relative to its run directory); `resolved` is [passwords, auth].
 
     `own_keys`: what the worker itself resolves (its Kafka password, truststore and REST
@@ -214,7 +228,7 @@ def _worker_files(run_dir: str, own_keys: tuple[str, ...], resolved: list[Any]) 
     auth: Mapping[str, str] | None = resolved[1]
     files: dict[str, str] = {}
     if own_keys:
-        files[WORKER_SECRETS] = render_secrets({k: str(values[k]) for k in own_keys})
+        files[WORKER_SECRETS] = _secrets_text(values, own_keys, jaas_keys)
     if auth:
         files[REST_USERS] = render_secrets({auth["username"]: auth["password"]})
         files[REST_JAAS] = rest_jaas_text(f"{run_dir}/{REST_USERS}")

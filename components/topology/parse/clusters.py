@@ -38,6 +38,9 @@ CLUSTER_FIELDS = (
     "metricsPort",
 )
 TOPIC_FIELDS = ("partitions", "replicationFactor", "config")
+# KRaft's controller refuses a CreateTopics request for more partitions than this
+# (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH, Kafka 3.6 to 4.3).
+MAX_TOPIC_PARTITIONS = 10_000
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
 
@@ -200,6 +203,14 @@ def parse_topics(problems: Problems, raw: Any, where: str, brokers: int) -> tupl
         spec = as_mapping(problems, value, key) or {}
         unknown_fields(problems, spec, TOPIC_FIELDS, key)
         partitions = as_int(problems, spec.get("partitions", 1), f"{key}.partitions", minimum=1)
+        if partitions is not None and partitions > MAX_TOPIC_PARTITIONS:
+            problems.add(
+                f"{key}.partitions",
+                f"{partitions} partitions is above the {MAX_TOPIC_PARTITIONS} Kafka creates in one request "
+                "(the controller refuses more as an excessively large number of partitions per request).",
+                f"Use at most {MAX_TOPIC_PARTITIONS}; a few per consumer of the topic is usual.",
+            )
+            partitions = None
         rf = as_int(problems, spec.get("replicationFactor", min(3, brokers)), f"{key}.replicationFactor", minimum=1)
         if rf is not None and rf > brokers:
             problems.add(

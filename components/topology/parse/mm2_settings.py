@@ -23,6 +23,7 @@ from components.topology.model import (
     PolicyKind,
     ReplicationPolicy,
 )
+from components.topology.near_miss import near_miss
 from components.topology.parse.problems import Problems, quoted
 from components.topology.parse.values import as_bool, as_list, as_mapping, as_str, string_map, unknown_fields
 
@@ -99,11 +100,21 @@ def parse_settings(problems: Problems, raw: Any, key: str) -> dict[str, str]:
 def _pass_through_ok(problems: Problems, k: str, v: str, item: str) -> bool:
     """A key outside the catalogue passes through to Connect, which checks it at preview.
 
-    Only what needs no connector class to judge is refused here: an empty key, and a
-    `transforms` / `predicates` list that is not a comma-separated list of aliases.
+    Only what needs no connector class to judge is refused here: an empty key, a near miss of a
+    catalogue key (a typo: components/topology/near_miss.py), and a `transforms` / `predicates`
+    list that is not a comma-separated list of aliases.
     """
     if not k.strip() or k != k.strip():
         problems.add(item, f"setting key {k!r} is empty or has surrounding spaces.", "Write the exact MM2 key.")
+        return False
+    meant = near_miss(k, known.KNOWN_SETTINGS)
+    if meant is not None:
+        problems.add(
+            item,
+            f'"{k}" is not an MM2 setting; it is a slip away from "{meant}".',
+            f'Did you mean "{meant}"? Rename the key (left as it is, it would reach Connect only after '
+            "the brokers and workers are deployed, and stop the connectors there).",
+        )
         return False
     if k in known.TRANSFORM_KEYS:
         aliases = [a.strip() for a in v.split(",")]

@@ -60,3 +60,19 @@ def test_missing_secret_of_an_external_tls_cluster_fails_the_preview() -> None:
     assert len(check.failures) == 1
     reason = check.failures[0].reason
     assert "dr.ssl.truststore.password" in reason and "pulumi config set --secret" in reason
+
+
+def test_quotes_and_backslashes_pass_only_for_quotable_keys_and_line_breaks_never() -> None:
+    provider = CredentialsProvider()
+    keys = ["primary.mm2.password", "mm2.rest.password", "dr.mm2.password"]
+    given = {"primary.mm2.password": 'p"w\\', "mm2.rest.password": 'p"w\\', "dr.mm2.password": "a\nb"}
+    news = {
+        "generated": keys,
+        "required": keys,
+        "given": given,
+        "quotable": ["primary.mm2.password", "dr.mm2.password"],
+    }
+    reasons = [f.reason for f in provider.check({}, news).failures]
+    assert len(reasons) == 2, reasons
+    assert any("'mm2.rest.password'" in r for r in reasons) and any("'dr.mm2.password'" in r for r in reasons)
+    assert all('p"w' not in r and "a\nb" not in r for r in reasons)

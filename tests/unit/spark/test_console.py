@@ -20,12 +20,7 @@ def test_lines_of_threads_never_run_together(capsys: pytest.CaptureFixture[str])
 
 
 def test_a_cluster_reads_as_address_and_authentication_never_as_properties() -> None:
-    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="s3cret";'
-    c = ClusterAccess(
-        "a",
-        "127.0.0.1:29975",
-        "SASL_SSL",
-        {"sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": jaas, "ssl.truststore.location": "/x/ca.pem"},
-    )
+    client = {"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "s3cret"}
+    c = ClusterAccess("a", "127.0.0.1:29975", "SASL_SSL", {**client, "ssl.ca.location": "/x/ca.pem"})
     assert c.describe() == "127.0.0.1:29975 (SASL_SSL, SCRAM-SHA-512, stack CA)"
     assert ClusterAccess("b", "h:1").describe() == "h:1 (PLAINTEXT)"

@@ -245,7 +245,56 @@ def test_stack_client_settings_become_java_sasl_settings_and_back() -> None:
     rd = access.librdkafka_config()
     assert rd["sasl.mechanisms"] == "SCRAM-SHA-512"
     assert rd["sasl.username"] == "admin"
+    assert rd["sasl.password"] == 'p"w'
     assert "***" in str(access.redacted()) and 'p"w' not in str(access.redacted())
+
+
+@pytest.mark.parametrize("password", ['a"b', "a\\b", 'x\\"y\\\\', '\\"', "plain"])
+def test_a_password_reaches_both_clients_exactly_as_exported(password: str) -> None:
+    """The librdkafka settings are the source: librdkafka gets the password untouched, and the
+    Java JAAS string, read back as Kafka's JaasConfig reads it, yields the same password."""
+    client = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": 'ad"m\\in',
+        "sasl.password": password,
+    }
+    out = {"clusters": {"primary": {"bootstrap": "h:1", "securityProtocol": "SASL_PLAINTEXT", "client": client}}}
+    access = _scope({**out, "flows": {}}).clusters["primary"]
+    rd = access.librdkafka_config()
+    assert (rd["sasl.username"], rd["sasl.password"]) == ('ad"m\\in', password)
+    jaas = access.java_client_properties()["sasl.jaas.config"]
+    assert _jaas_options(jaas) == {"username": 'ad"m\\in', "password": password}
+
+
+def _jaas_options(jaas: str) -> dict[str, str]:
+    """Kafka's JaasConfig tokenizer (a StreamTokenizer with `"` as quote char) in miniature: a
+    quoted value ends at the first unescaped `"`, and `\\x` stands for `x`."""
+    head = "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    assert jaas.startswith(head) and jaas.endswith(";")
+    options, i, body = {}, 0, jaas[len(head) : -1]
+    while i < len(body):
+        eq = body.index("=", i)
+        name, i = body[i:eq].strip(), eq + 2
+        assert body[eq + 1] == '"'
+        value = []
+        while body[i] != '"':
+            if body[i] == "\\":
+                i += 1
+            value.append(body[i])
+            i += 1
+        options[name], i = "".join(value), i + 1
+    return options
+
+
+def test_a_hand_written_jaas_config_gives_librdkafka_its_unescaped_credentials() -> None:
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p\\"w\\\\";'
+    sasl = {"mechanism": "PLAIN", "jaasConfig": jaas}
+    out = {"clusters": {"a": {"bootstrap": "h:1", "securityProtocol": "SASL_PLAINTEXT", "sasl": sasl}}, "flows": {}}
+    access = _scope(out).clusters["a"]
+    assert access.java_client_properties()["sasl.jaas.config"] == jaas
+    rd = access.librdkafka_config()
+    assert (rd["sasl.mechanisms"], rd["sasl.username"], rd["sasl.password"]) == ("PLAIN", "u", 'p"w\\')
 
 
 def test_stack_ca_becomes_a_java_pem_truststore_and_back() -> None:

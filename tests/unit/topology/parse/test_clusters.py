@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from components.topology import parse_topology
 from tests.unit.topology.helpers import FLOW, dev_config, problem_at
 
 
@@ -19,6 +20,29 @@ def test_topic_spec_replication_factor_above_brokers() -> None:
     config = dev_config()
     config["clusters"]["primary"]["topics"]["orders"]["replicationFactor"] = 2
     problem_at(config, "mm2:clusters.primary.topics.orders.replicationFactor")
+
+
+@pytest.mark.parametrize("partitions", [1_000_000_000, 10_001])
+def test_topic_partitions_above_what_kafka_creates_name_the_key_and_the_limit(partitions: int) -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["topics"]["orders"]["partitions"] = partitions
+    problem = problem_at(config, "mm2:clusters.primary.topics.orders.partitions")
+    assert f"{partitions} partitions" in problem.message and "10000" in problem.message
+    assert "at most 10000" in problem.fix
+
+
+def test_the_largest_topic_kafka_creates_is_accepted() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["topics"]["orders"]["partitions"] = 10_000
+    topics = {t.name: t for t in parse_topology(config).clusters["primary"].topics}
+    assert topics["orders"].partitions == 10_000
+
+
+def test_topic_replication_factor_names_the_broker_count() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["topics"]["orders"]["replicationFactor"] = 40_000
+    problem = problem_at(config, "mm2:clusters.primary.topics.orders.replicationFactor")
+    assert "above the cluster's 1 broker(s)" in problem.message and "at most 1" in problem.fix
 
 
 def test_external_cluster_requires_broker_count_and_bootstrap() -> None:

@@ -41,12 +41,37 @@ def test_comma_inside_a_pattern_is_rejected() -> None:
 
 
 def test_keys_outside_the_catalogue_pass_through_to_connect_validation() -> None:
-    # A typo is no longer refused here: Connect's validation names it at preview, with a
-    # "did you mean" (components/connect/plugin_validation.py).
+    # Connect's validation judges them at preview (components/connect/plugin_validation.py).
     config = dev_config()
-    config["flows"]["primary->dr"]["settings"] = {"sync.group.offset.enabled": "true"}
+    config["flows"]["primary->dr"]["settings"] = {"errors.deadletterqueue.topic.name": "mm2-dlq"}
     flow = parse_topology(config).flow("primary->dr")
-    assert flow.settings["sync.group.offset.enabled"] == "true"
+    assert flow.settings["errors.deadletterqueue.topic.name"] == "mm2-dlq"
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("sync.group.ofsets.enabled", "sync.group.offsets.enabled"),
+        ("emit.heartbeat.enabled", "emit.heartbeats.enabled"),
+        ("replication.factr", "replication.factor"),
+        ("ofset.lag.max", "offset.lag.max"),
+    ],
+)
+def test_a_near_miss_of_a_catalogue_key_is_refused_naming_the_key_meant(typed: str, meant: str) -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["settings"] = {typed: "true"}
+    problem = problem_at(config, f'{FLOW}.settings["{typed}"]')
+    assert f'Did you mean "{meant}"?' in problem.fix
+    assert typed in problem.message
+
+
+def test_a_near_miss_is_refused_at_every_level() -> None:
+    config = dev_config()
+    config["defaults"] = {"settings": {"sync.group.ofsets.enabled": "true"}}
+    config["flows"]["primary->dr"]["connectorSettings"] = {"checkpoint": {"emit.checkpoint.enabled": "true"}}
+    assert "Did you mean" in problem_at(config, 'mm2:defaults.settings["sync.group.ofsets.enabled"]').fix
+    key = f'{FLOW}.connectorSettings.checkpoint["emit.checkpoint.enabled"]'
+    assert "emit.checkpoints.enabled" in problem_at(config, key).fix
 
 
 def test_transforms_predicates_and_incremental_alter_configs_are_accepted() -> None:
