@@ -26,8 +26,14 @@ import pytest
 from components.connect.client import ConnectClient
 from components.outputs.contract import ClusterExport, ConnectGroupExport
 from components.platform.docker.engine import DockerEngine, missing_images
-from components.platform.docker.specs import RESTART_POLICY, docker_broker_specs, docker_connect_specs
-from components.platform.image_layout import KAFKA_IMAGE
+from components.platform.docker.specs import (
+    RESTART_POLICY,
+    ContainerSpec,
+    docker_broker_specs,
+    docker_connect_specs,
+)
+from components.platform.image_layout import KAFKA_IMAGE, WATCHER_IMAGE
+from components.platform.kubernetes.watcher_objects import CODE_DIR, WATCHER_PACKAGES, WATCHER_SOURCES
 from components.platform.settings import DockerSettings
 from components.replication_flow import flow_export
 from components.topology import bootstrap_servers, parse_topology, worker_rest_urls
@@ -99,7 +105,7 @@ class Deployment:
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with running_dockerd(load=(KAFKA_IMAGE,)) as engine:
+    with running_dockerd(load=(KAFKA_IMAGE, WATCHER_IMAGE)) as engine:
         topology = _topology()
         for alias in ("a", "b"):
             for spec in docker_broker_specs(topology.clusters[alias], STACK, SETTINGS):
@@ -179,6 +185,26 @@ def test_an_image_missing_from_the_engine_is_named_with_the_command_that_builds_
     assert missing_images(deployment.engine, [KAFKA_IMAGE]) == []
     [problem] = missing_images(deployment.engine, ["mm2-iac/kafka:0.0.0-absent"])
     assert "mm2-iac/kafka:0.0.0-absent" in problem and "bin/bootstrap --images" in problem
+
+
+def test_the_watcher_image_runs_the_watchers_modules_with_the_standard_library_only(deployment: Deployment) -> None:
+    """The files the Kubernetes watcher pod mounts, run by the watcher image as the pod runs them."""
+    root = Path(__file__).resolve().parents[2]
+    files = {f"{CODE_DIR}/{p}": (root / p).read_text() for p in WATCHER_SOURCES}
+    files.update({f"{CODE_DIR}/{p}": "" for p in WATCHER_PACKAGES})
+    spec = ContainerSpec(
+        name=f"mm2-{STACK}-watcher-check",
+        image=WATCHER_IMAGE,
+        command=("python", "-c", "import components.ops.watcher as w; print(w.__name__)"),
+        env={"PYTHONPATH": CODE_DIR},
+        uploads=files,
+        restart="no",
+        stack=STACK,
+    )
+    engine = deployment.engine
+    engine.run_container(spec, {})
+    assert engine.wait(spec.name) == 0, engine.logs(spec.name)
+    assert engine.logs(spec.name).strip() == "components.ops.watcher"
 
 
 # --- helpers -------------------------------------------------------------------------------------

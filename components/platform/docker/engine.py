@@ -138,6 +138,10 @@ class DockerEngine:
     def start(self, name: str) -> None:
         self._call("POST", f"/containers/{name}/start", ok=(204, 304))
 
+    def wait(self, name: str, timeout: float = 120.0) -> int:
+        """Until the container exits; its exit code."""
+        return int(self._call("POST", f"/containers/{name}/wait", timeout=timeout).json()["StatusCode"])
+
     def logs(self, name: str, tail: int = 60) -> str:
         raw = self._call("GET", f"/containers/{name}/logs", params={"stdout": 1, "stderr": 1, "tail": tail}).content
         return _demux(raw)

@@ -39,7 +39,7 @@ WATCHER_SOURCES = (
     "components/watch/backoff.py",
     "components/watch/plan.py",
 )
-_PACKAGES = (
+WATCHER_PACKAGES = (
     "components/__init__.py",
     "components/connect/__init__.py",
     "components/ops/__init__.py",
@@ -91,7 +91,7 @@ def watcher_objects(
         object_labels(deployment_name, group, "connect-watcher", image),
         label_selector(deployment_name, group),
     )
-    files = {**{p: sources[p] for p in WATCHER_SOURCES}, **dict.fromkeys(_PACKAGES, "")}
+    files = {**{p: sources[p] for p in WATCHER_SOURCES}, **dict.fromkeys(WATCHER_PACKAGES, "")}
     data = {
         PLAN_KEY: json.dumps(dict(plan), indent=2, sort_keys=True),
         **{_key(p): t for p, t in sorted(files.items())},
