@@ -30,6 +30,7 @@ from pulumi.dynamic import (
 
 from components.kafka.acl_check import missing_access_text, transactional_access, unknown_access_text
 from components.rpc_values import has_unknown, plain
+from components.topology.settings import pass_through_keys
 
 from .client import ConnectClient, connector_path
 from .diff import ConnectorDiff, connector_diff, same_config
@@ -44,7 +45,7 @@ from .errors import (
 )
 from .health import failed_instances, unassigned_tasks
 from .inputs import DEFAULT_STATE, DEFAULT_TIMEOUT_S, DESIRED_STATES, ConnectorInputs, input_failures, state_outputs
-from .plugin_validation import pass_through_keys, unresolvable_config_text, validate_config, validation_failure_text
+from .plugin_validation import unresolvable_config_text, validate_config, validation_failure_text
 
 __all__ = ["TYPE_TOKEN", "Connector", "ConnectorArgs", "ConnectorProvider"]
 

@@ -284,9 +284,19 @@ TRANSFORM_KEYS: tuple[str, ...] = ("transforms", "predicates")
 TRANSFORM_PREFIXES: tuple[str, ...] = ("transforms.", "predicates.")
 
 
-def pass_through_keys(settings: Iterable[str]) -> tuple[str, ...]:
-    """The keys of `settings` outside the catalogue: checked only by Connect's validation."""
-    return tuple(sorted(k for k in settings if k not in KNOWN_SETTINGS))
+def pass_through_keys(keys: Iterable[str]) -> tuple[str, ...]:
+    """The keys of a connector config, or of a flow's `settings`, that only Connect's validation
+    judges: outside the catalogue and owned by no typed field. Parse refuses owned keys in
+    `settings`, so in a generated config they are the stack's own. Connect checks these keys'
+    values, and components/connect/plugin_validation.py refuses each one the connector class and
+    its transformations do not define: every key named here is checked."""
+    return tuple(
+        sorted(
+            k
+            for k in keys
+            if k not in KNOWN_SETTINGS and owned_reason(k, SETTINGS_OWNED, SETTINGS_OWNED_PREFIXES) is None
+        )
+    )
 
 
 _PLACEHOLDER = re.compile(r"^\$\{[A-Za-z0-9_.-]+:[^}]*\}$")
