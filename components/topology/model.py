@@ -101,6 +101,10 @@ class ConnectorRole(str, Enum):
         return self.value
 
 
+# The roles as config keys, CLI choices and connector-name suffixes spell them, in MM2's order.
+ROLE_NAMES: tuple[str, ...] = tuple(role.value for role in ConnectorRole)
+
+
 class RestartMode(str, Enum):
     """How a change that restarts a group's processes restarts them, as `restarts` spells it.
 
