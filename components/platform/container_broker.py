@@ -29,6 +29,7 @@ from components.platform.image_layout import (
     KAFKA_HOME,
     RUNTIME_DIR,
 )
+from components.topology.config_provider import file_placeholder
 from components.topology.model import Cluster, SaslMechanism
 from components.topology.settings import BROKER_OWNED, BROKER_OWNED_PREFIXES, owned_reason
 
@@ -141,7 +142,7 @@ def container_broker_properties(
         for listener in client_listeners:
             props[f"listener.name.{listener}.{mechanism.value.lower()}.sasl.jaas.config"] = jaas + ";"
     if security.protocol.uses_tls:
-        store_password = f"${{file:{secrets_file}:{broker_secret_key(cluster.alias)}}}"
+        store_password = file_placeholder(secrets_file, broker_secret_key(cluster.alias))
         props.update(
             {
                 "ssl.keystore.type": "PKCS12",

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
 
+from components.topology.config_provider import file_placeholder
+
 DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
 IDENTITY_POLICY_CLASS = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 DEFAULT_SEPARATOR = "."
@@ -130,7 +132,7 @@ class SecretRef:
 
     def placeholder(self, secrets_file: str) -> str:
         """Kafka FileConfigProvider syntax, resolved by the worker when it reads the config."""
-        return f"${{file:{secrets_file}:{self.key}}}"
+        return file_placeholder(secrets_file, self.key)
 
 
 @dataclass(frozen=True)

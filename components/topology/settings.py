@@ -27,7 +27,6 @@ connector keys; other producer/consumer keys stay with `clusters.<alias>.client`
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable
 
 from components.topology.model import ConnectorRole
@@ -299,9 +298,6 @@ def pass_through_keys(keys: Iterable[str]) -> tuple[str, ...]:
     )
 
 
-_PLACEHOLDER = re.compile(r"^\$\{[A-Za-z0-9_.-]+:[^}]*\}$")
-
-
 def owned_reason(key: str, owned: dict[str, str], prefixes: dict[str, str]) -> str | None:
     """Where a key owned by a typed field belongs instead, or None if it is free-form."""
     if key in owned:
@@ -320,8 +316,3 @@ def suggest(key: str, candidates: Iterable[str]) -> str | None:
 def looks_secret(key: str) -> bool:
     lowered = key.lower()
     return "password" in lowered or "secret" in lowered or lowered.endswith("jaas.config")
-
-
-def is_placeholder(value: str) -> bool:
-    """A config-provider reference (e.g. `${file:/etc/mm2/secrets.properties:key}`), not a value."""
-    return bool(_PLACEHOLDER.match(value.strip()))

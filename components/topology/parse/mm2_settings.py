@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from components.topology import settings as known
+from components.topology.config_provider import is_placeholder
 from components.topology.model import (
     DEFAULT_POLICY_CLASS,
     IDENTITY_POLICY_CLASS,
@@ -83,7 +84,7 @@ def parse_settings(problems: Problems, raw: Any, key: str) -> dict[str, str]:
                 f"Remove it; set {reason}.",
             )
             continue
-        if known.looks_secret(k) and not known.is_placeholder(v):
+        if known.looks_secret(k) and not is_placeholder(v):
             problems.add(
                 item,
                 "a secret is given in plain text.",
