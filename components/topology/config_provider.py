@@ -11,6 +11,11 @@ from __future__ import annotations
 import re
 
 FILE_CONFIG_PROVIDER = "org.apache.kafka.common.config.provider.FileConfigProvider"
+# What a broker, worker or dedicated MM2 needs in its properties to resolve `${file:...}`.
+FILE_PROVIDER_PROPERTIES: dict[str, str] = {
+    "config.providers": "file",
+    "config.providers.file.class": FILE_CONFIG_PROVIDER,
+}
 # Not anchored: JAAS strings hold several placeholders. `body` is `<path>:<key>` for `file`.
 PLACEHOLDER = re.compile(r"\$\{(?P<provider>[A-Za-z0-9_.-]+):(?P<body>[^}]*)\}")
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.topology import settings as known
-from components.topology.config_provider import file_reference
+from components.topology.config_provider import FILE_PROVIDER_PROPERTIES, file_reference
 from components.topology.connectors import TUNED_SOURCE_CLIENT, bootstrap_servers, flow_tasks_max, security_properties
 from components.topology.java_properties import parse_properties, render_properties
 from components.topology.model import (
@@ -453,10 +453,7 @@ def export_properties(topology: Topology) -> str:
     pairs: list[tuple[str, str]] = [("clusters", ", ".join(topology.clusters))]
     uses_secrets = any(c.security.secret_refs() for c in topology.clusters.values())
     if uses_secrets:
-        pairs += [
-            ("config.providers", "file"),
-            ("config.providers.file.class", "org.apache.kafka.common.config.provider.FileConfigProvider"),
-        ]
+        pairs += list(FILE_PROVIDER_PROPERTIES.items())
     eos_targets = sorted({f.target for f in topology.enabled_flows() if f.exactly_once})
     for alias, cluster in topology.clusters.items():
         pairs.append((f"{alias}.bootstrap.servers", bootstrap_servers(cluster)))

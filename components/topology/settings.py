@@ -308,6 +308,15 @@ def owned_reason(key: str, owned: dict[str, str], prefixes: dict[str, str]) -> s
     return None
 
 
+def reject_owned(values: Iterable[str], owned: dict[str, str], prefixes: dict[str, str], where: str) -> None:
+    """Raise on the first key a typed field owns. parse_topology reports these with every other
+    problem; this guards Topologies built by hand (tests, bench) from reaching a config."""
+    for key in values:
+        reason = owned_reason(key, owned, prefixes)
+        if reason is not None:
+            raise ValueError(f'{where}: "{key}" is owned by a typed field; set {reason}')
+
+
 def suggest(key: str, candidates: Iterable[str]) -> str | None:
     matches = difflib.get_close_matches(key, sorted(candidates), n=1, cutoff=0.6)
     return matches[0] if matches else None
