@@ -18,13 +18,13 @@ from components.topology.connectors import (
     EXACTLY_ONCE_DISABLING,
     EXACTLY_ONCE_ENABLED,
     EXACTLY_ONCE_PREPARING,
-    _jaas_quote,
     bootstrap_servers,
     flow_connectors,
     reverse_heartbeat_connector,
     security_properties,
     wants_exactly_once,
 )
+from components.topology.jaas_quoting import jaas_quote
 from components.topology.model import (
     ADMIN_USER,
     DEFAULT_SECRETS_FILE,
@@ -146,7 +146,7 @@ def _broker_sasl(cluster: Cluster, secrets_file: str, users: Mapping[str, Secret
     plain_users = {ADMIN_USER: admin}
     if mechanism is SaslMechanism.PLAIN:
         plain_users.update({name: ref.placeholder(secrets_file) for name, ref in (users or {}).items()})
-    table = " ".join(f'user_{_jaas_quote(name)}="{pw}"' for name, pw in sorted(plain_users.items()))
+    table = " ".join(f'user_{jaas_quote(name)}="{pw}"' for name, pw in sorted(plain_users.items()))
     plain_jaas = f'{PLAIN_MODULE} required username="{ADMIN_USER}" password="{admin}" {table};'
     client = CLIENT_LISTENER.lower()
     mechanisms = [mechanism.value] if mechanism is SaslMechanism.PLAIN else [mechanism.value, "PLAIN"]
