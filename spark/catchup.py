@@ -2,7 +2,7 @@
 
 The cut is every source partition's end offset when the stage starts; everything before it must
 be on the target. A partition is done waiting when one of these holds:
-- **caught up** (`partition_lag` is 0): an offset sync with upstream offset >= cut-1 proves MM2
+- **caught up** (`records_short_of_cut` is 0): an offset sync with upstream offset >= cut-1 proves MM2
   wrote the last record before the cut; otherwise the newest sync (u, d) anchors a count: the
   target must hold at least as many records after d as the source holds after u, up to the cut;
   with no sync at all, whole-partition record counts are compared;
@@ -29,7 +29,7 @@ Range = tuple[int, int]  # [first offset, end offset)
 Key = tuple[str, int]  # (source topic, partition)
 
 
-def partition_lag(cut: Range, target: Range | None, sync: tuple[int, int] | None) -> int:
+def records_short_of_cut(cut: Range, target: Range | None, sync: tuple[int, int] | None) -> int:
     """Records of the source range not yet provably on the target (0 = caught up)."""
     lo, hi = cut
     if hi <= lo:
@@ -133,7 +133,7 @@ def poll_once(
     for topic, parts in cuts.items():
         lag[topic], endings[topic] = {}, {}
         for p, r in parts.items():
-            n = partition_lag(r, (targets.get(topic) or {}).get(p), syncs.get((topic, p)))
+            n = records_short_of_cut(r, (targets.get(topic) or {}).get(p), syncs.get((topic, p)))
             got = partition_ending(
                 r, n, (consumed or {}).get((topic, p)), quiet_for.get((topic, p), 0.0), quiet_s, consumed is not None
             )

@@ -84,7 +84,10 @@ _LIBRDKAFKA_ONLY = ("sasl.username", "sasl.password", "sasl.mechanisms", "ssl.ca
 
 
 def jaas_quote(value: str) -> str:
-    """A JAAS option value's quoted-string body: Kafka's JaasConfig tokenizer undoes exactly this."""
+    """A JAAS option value's quoted-string body: Kafka's JaasConfig tokenizer undoes exactly this.
+
+    The twin of components/topology/jaas_quoting.py, which the stage may not import (the house
+    rules' SPARK_MAY_IMPORT); tests/unit/spark/test_outputs.py pins that the two agree."""
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 

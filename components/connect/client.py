@@ -33,6 +33,7 @@ from components.connect.errors import (
     ConnectTlsError,
     ConnectUnavailable,
 )
+from components.topology.config_provider import is_placeholder
 
 __all__ = [
     "ConnectClient",
@@ -469,7 +470,7 @@ class ConnectClient:
     def _remember_secret(self, value: str) -> None:
         # Config-provider placeholders (${file:...}) are references, not secrets; masking them
         # would hide the one hint that explains a failed lookup.
-        if value and not (value.startswith("${") and value.endswith("}")):
+        if value and not is_placeholder(value):
             self._secrets.add(value)
 
     def _mask(self, text: str) -> str:

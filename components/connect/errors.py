@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-_TRACE_LINES = 8
+from components.topology.traces import trace_head
 
 
 class ConnectError(Exception):
@@ -103,10 +103,7 @@ class ConnectorFailed(ConnectError):
         self.trace = trace
         self.status = dict(status)
         what = "connector" if task_id is None else f"task {task_id}"
-        super().__init__(
-            f"connector {name!r}: {what} is FAILED on worker {worker_id or '?'}:\n"
-            f"{first_lines(trace) or '(Connect gave no trace)'}"
-        )
+        super().__init__(f"connector {name!r}: {what} is FAILED on worker {worker_id or '?'}:\n{trace_head(trace)}")
 
 
 class ConnectTimeout(ConnectError):
@@ -135,13 +132,6 @@ class ConfigProblem:
 
     def __str__(self) -> str:
         return f"{self.key}: {'; '.join(self.messages)}"
-
-
-def first_lines(text: str, count: int = _TRACE_LINES) -> str:
-    """The head of a Java stack trace: the exception and the frames that locate it."""
-    lines = text.strip().splitlines()
-    head = "\n".join(lines[:count])
-    return head + ("\n\t..." if len(lines) > count else "")
 
 
 def describe_status(status: Any) -> str:

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.topology.traces import NO_TRACE, first_line
+
 __all__ = ["FailedInstance", "failed_instances", "unassigned_tasks"]
 
 
@@ -27,7 +29,7 @@ class FailedInstance:
 
     def summary(self) -> str:
         """One line for people: what failed, where, and the first line of its trace."""
-        head = self.trace.strip().splitlines()[0] if self.trace.strip() else "(Connect gave no trace)"
+        head = first_line(self.trace) or NO_TRACE
         return f"{self.what} FAILED on worker {self.worker_id or '?'}: {head}"
 
 

@@ -14,20 +14,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from components.topology.settings import KNOWN_SETTINGS, SETTINGS_OWNED, suggest
+from components.topology.settings import KNOWN_SETTINGS, pass_through_keys, suggest
 
 from .client import ConnectClient
 from .errors import ConfigProblem
 
-# Keys MM2 and Connect read by prefix, never listed in a definition; the stack generates them
-# and parse already refuses user keys here that typed fields own.
-DYNAMIC_PREFIXES: tuple[str, ...] = (
-    "source.",
-    "target.",
-    "producer.override.",
-    "consumer.override.",
-    "admin.override.",
-)
 _PLUGIN_KINDS = {"transforms": "transformation", "predicates": "predicate"}
 # MirrorSourceConnector declares exactly-once support from Kafka 3.5 (KIP-618 came to Connect in
 # 3.3; MM2's connectors implemented it in 3.5).
@@ -64,8 +55,8 @@ def config_problems(connector_class: str, answer: Mapping[str, Any], config: Map
             problems.append(ConfigProblem(name, errors))
     broken = {p.key.rsplit(".", 1)[0] + "." for p in problems if p.key.endswith(".type")}
     short = connector_class.rsplit(".", 1)[-1]
-    for key in sorted(config):
-        if key in defined or _generated(key) or key.startswith(tuple(broken)):
+    for key in pass_through_keys(config):
+        if key in defined or key.startswith(tuple(broken)):
             continue
         hint = suggest(key, defined | KNOWN_SETTINGS)
         did = f' Did you mean "{hint}"?' if hint else ""
@@ -136,15 +127,6 @@ def unresolvable_config_text(connector: str, url: str, error: Exception) -> str:
         "(for an adopted Connect, `workerGroups.<group>.secretsFile`, holding the keys the stack's secrets use); "
         "then preview again."
     )
-
-
-def pass_through_keys(config: Mapping[str, str]) -> list[str]:
-    """Keys of a connector config that only Connect can judge (outside the catalogue)."""
-    return sorted(k for k in config if not _generated(k))
-
-
-def _generated(key: str) -> bool:
-    return key in KNOWN_SETTINGS or key in SETTINGS_OWNED or key.startswith(DYNAMIC_PREFIXES)
 
 
 def _missing_class(problem: ConfigProblem) -> bool:

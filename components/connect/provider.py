@@ -30,6 +30,8 @@ from pulumi.dynamic import (
 
 from components.kafka.acl_check import missing_access_text, transactional_access, unknown_access_text
 from components.rpc_values import has_unknown, plain
+from components.topology.settings import pass_through_keys
+from components.topology.traces import trace_head
 
 from .client import ConnectClient, connector_path
 from .diff import ConnectorDiff, connector_diff, same_config
@@ -40,11 +42,10 @@ from .errors import (
     ConnectRequestError,
     ConnectTimeout,
     ConnectUnavailable,
-    first_lines,
 )
 from .health import failed_instances, unassigned_tasks
 from .inputs import DEFAULT_STATE, DEFAULT_TIMEOUT_S, DESIRED_STATES, ConnectorInputs, input_failures, state_outputs
-from .plugin_validation import pass_through_keys, unresolvable_config_text, validate_config, validation_failure_text
+from .plugin_validation import unresolvable_config_text, validate_config, validation_failure_text
 
 __all__ = ["TYPE_TOKEN", "Connector", "ConnectorArgs", "ConnectorProvider"]
 
@@ -497,9 +498,7 @@ def _start_failure(operation: str, spec: ConnectorInputs, exc: Exception, cleanu
     """Error text for a connector that was accepted but did not reach RUNNING."""
     if isinstance(exc, ConnectorFailed):
         where = "the connector" if exc.task_id is None else f"task {exc.task_id}"
-        cause = (
-            f"{where} FAILED on worker {exc.worker_id or '?'}:\n{first_lines(exc.trace) or '(Connect gave no trace)'}"
-        )
+        cause = f"{where} FAILED on worker {exc.worker_id or '?'}:\n{trace_head(exc.trace)}"
         step = (
             "read the trace above (the full one is in that worker's log), fix the connector "
             "config or the cluster it cannot reach, then run `pulumi up` again"

@@ -32,10 +32,9 @@ from components.ops.clients import connect_client, flow
 from components.ops.errors import OpsError
 from components.outputs.contract import OutputsError, StackExports
 from components.outputs.loader import load_exports
-from components.topology import ConnectorRole
+from components.topology.model import ROLE_NAMES
 
 # The stack outputs key connectors by the role's value, in the model's order.
-ROLES = tuple(role.value for role in ConnectorRole)
 POLL_S = 1.0  # between status polls while waiting for a state
 
 
@@ -87,12 +86,12 @@ def select_targets(outputs: StackExports, flow_names: Sequence[str] = (), roles:
     """The connectors of the named flows (all flows when none), restricted to `roles`."""
     names = list(flow_names) or sorted(outputs.flows)
     for role in roles:
-        if role not in ROLES:
-            raise OpsError(f"--role {role!r}: not a connector role; use one of {', '.join(ROLES)}")
+        if role not in ROLE_NAMES:
+            raise OpsError(f"--role {role!r}: not a connector role; use one of {', '.join(ROLE_NAMES)}")
     targets = []
     for name in names:
         f = flow(outputs, name)
-        for role in ROLES:
+        for role in ROLE_NAMES:
             if role in f.connectors and (not roles or role in roles):
                 targets.append(Target(name, role, f.connectors[role], f.worker_group))
     return targets
@@ -204,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--outputs", help="JSON file from `pulumi stack output --json --show-secrets`")
     parser.add_argument("operation", choices=[o.value for o in Operation])
     parser.add_argument("--flow", action="append", default=[], help="flow name, e.g. primary->dr (repeatable)")
-    parser.add_argument("--role", action="append", default=[], choices=ROLES, help="only this connector role")
+    parser.add_argument("--role", action="append", default=[], choices=ROLE_NAMES, help="only this connector role")
     parser.add_argument("--failed-only", action="store_true", help="status: show only failed; restart: only failed")
     parser.add_argument("--wait", type=float, default=60.0, help="restart/resume: wait up to N s for RUNNING (0: no)")
     parser.add_argument("--json", action="store_true")

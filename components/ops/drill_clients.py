@@ -130,7 +130,7 @@ class SourceConsumer(threading.Thread):
 
 
 def checkpointed(outputs: StackExports, target: str, topic: str, group: str, remote: str) -> int:
-    found = failover.read_checkpoints(outputs, target, topic, timeout_s=30) or {}
+    found = failover.read_latest_checkpoints(outputs, target, topic, timeout_s=30) or {}
     return sum(1 for (g, t, _) in found if g == group and t == remote)
 
 

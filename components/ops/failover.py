@@ -73,7 +73,7 @@ def resolve_flow(outputs: StackExports, failed: str, to: str, flow_name: str | N
     return sorted(matches)[0]
 
 
-def read_checkpoints(
+def read_latest_checkpoints(
     outputs: StackExports, alias: str, topic: str, timeout_s: float = 30.0
 ) -> dict[CheckpointKey, Checkpoint] | None:
     """The newest checkpoint per key in `topic` on cluster `alias`; None when the topic is absent."""
@@ -275,7 +275,7 @@ def observe(
     cp_topic = f.checkpoints_topic
 
     say(f"reading checkpoints from {cp_topic} on {to} ...")
-    checkpoints = read_checkpoints(outputs, to, cp_topic, timeout_s)
+    checkpoints = read_latest_checkpoints(outputs, to, cp_topic, timeout_s)
     if checkpoints is None:
         checkpoints = {}
     wanted = list(dict.fromkeys(groups)) or sorted({g for g, t, _ in checkpoints if t in remote_topics})

@@ -39,7 +39,6 @@ from components.ops.status_view import (
     FlowStatus,
     HeartbeatView,
     TaskView,
-    first_line,
     newest_syncs,
     problems_of,
     render_status_table,
@@ -50,6 +49,7 @@ from components.ops.status_view import (
 from components.outputs.contract import FlowExport, OutputsError, StackExports
 from components.outputs.loader import load_exports
 from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
+from components.topology.traces import first_line
 
 TIMEOUT_S = 5.0
 ROOT = Path(__file__).resolve().parents[2]

@@ -87,13 +87,6 @@ class FlowStatus:
         return not self.problems
 
 
-def first_line(trace: str) -> str:
-    for line in trace.strip().splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
 def partition_lag(source_end: int, target_end: int, sync: OffsetSync | None) -> int | None:
     """The estimated lag of one partition (module docstring); None without an offset sync,
     unless the source partition holds nothing yet."""

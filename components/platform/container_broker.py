@@ -29,13 +29,13 @@ from components.platform.image_layout import (
     KAFKA_HOME,
     RUNTIME_DIR,
 )
+from components.topology.config_provider import FILE_PROVIDER_PROPERTIES, file_placeholder
 from components.topology.model import Cluster, SaslMechanism
-from components.topology.settings import BROKER_OWNED, BROKER_OWNED_PREFIXES, owned_reason
+from components.topology.settings import BROKER_OWNED, BROKER_OWNED_PREFIXES, reject_owned
 
 CLIENT_PORT = 9092
 CONTROLLER_PORT = 9093
 EXTERNAL_PORT = 9094
-FILE_CONFIG_PROVIDER = "org.apache.kafka.common.config.provider.FileConfigProvider"
 
 
 @dataclass(frozen=True)
@@ -123,8 +123,7 @@ def container_broker_properties(
         "default.replication.factor": rf,
         "min.insync.replicas": min_isr,
         "auto.create.topics.enable": "false",
-        "config.providers": "file",
-        "config.providers.file.class": FILE_CONFIG_PROVIDER,
+        **FILE_PROVIDER_PROPERTIES,
     }
     if network.host_port_base is None:
         props["listeners"] = network.listeners(0)
@@ -141,7 +140,7 @@ def container_broker_properties(
         for listener in client_listeners:
             props[f"listener.name.{listener}.{mechanism.value.lower()}.sasl.jaas.config"] = jaas + ";"
     if security.protocol.uses_tls:
-        store_password = f"${{file:{secrets_file}:{broker_secret_key(cluster.alias)}}}"
+        store_password = file_placeholder(secrets_file, broker_secret_key(cluster.alias))
         props.update(
             {
                 "ssl.keystore.type": "PKCS12",
@@ -152,7 +151,7 @@ def container_broker_properties(
                 "ssl.truststore.password": store_password,
             }
         )
-    _reject_owned(cluster)
+    reject_owned(cluster.broker_config, BROKER_OWNED, BROKER_OWNED_PREFIXES, f"cluster {cluster.alias} brokerConfig")
     props.update(cluster.broker_config)
     return props
 
@@ -193,14 +192,6 @@ def container_broker_secret_keys(cluster: Cluster) -> tuple[str, ...]:
     if cluster.security.protocol.uses_tls:
         keys.append(broker_secret_key(cluster.alias))
     return tuple(keys)
-
-
-def _reject_owned(cluster: Cluster) -> None:
-    # parse_topology reports these already; this guards Topologies built by hand.
-    for key in cluster.broker_config:
-        reason = owned_reason(key, BROKER_OWNED, BROKER_OWNED_PREFIXES)
-        if reason is not None:
-            raise ValueError(f'cluster {cluster.alias} brokerConfig: "{key}" is owned by a typed field; set {reason}')
 
 
 def properties_text(props: Mapping[str, str]) -> str:

@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from components.topology.jaas_quoting import jaas_quote
 from components.topology.model import (
     Cluster,
     ConnectorRole,
@@ -117,10 +118,6 @@ def _ports(cluster: Cluster) -> tuple[tuple[int, int], ...]:
     return tuple((base + 2 * i, base + 2 * i + 1) for i in range(cluster.brokers))
 
 
-def _jaas_quote(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
 def security_properties(security: Security, secrets_file: str) -> dict[str, str]:
     """Unprefixed Kafka client security keys; secrets as `${file:...}` placeholders."""
     props = {"security.protocol": security.protocol.value}
@@ -129,7 +126,7 @@ def security_properties(security: Security, secrets_file: str) -> dict[str, str]
         password = security.password.placeholder(secrets_file) if security.password else ""
         props["sasl.jaas.config"] = (
             f"{security.sasl_mechanism.login_module} required "
-            f'username="{_jaas_quote(security.username or "")}" password="{password}";'
+            f'username="{jaas_quote(security.username or "")}" password="{password}";'
         )
     if security.protocol.uses_tls:
         if security.truststore_location:

@@ -14,16 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from components.topology.jaas_quoting import jaas_quote
 from components.topology.model import Platform, Topology
 from components.topology.security import cluster_users
 
 # What a password may never hold: a line break ends the properties line it is written on.
 LINE_BREAKS = ("\n", "\r")
-
-
-def jaas_quote(text: str) -> str:
-    """The body of a JAAS quoted string holding `text`: JaasConfig undoes exactly this."""
-    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def sasl_password_keys(topology: Topology) -> frozenset[str]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.topology import settings as known
+from components.topology.config_provider import FILE_PROVIDER_PROPERTIES, file_reference
 from components.topology.connectors import TUNED_SOURCE_CLIENT, bootstrap_servers, flow_tasks_max, security_properties
 from components.topology.java_properties import parse_properties, render_properties
 from components.topology.model import (
@@ -93,7 +94,6 @@ EXACTLY_ONCE_SOURCE: dict[str, str] = {
     "transaction.boundary": "poll",
     "source.consumer.isolation.level": "read_committed",
 }
-_PLACEHOLDER = re.compile(r"^\$\{file:(?P<file>[^:}]+):(?P<key>[^}]+)\}$")
 _FLOW_KEY = re.compile(r"^(?P<source>[^.\s]+?)->(?P<target>[^.\s]+?)\.(?P<rest>.+)$")
 # A comment line MM2 skips that carries a stack-only flow key (see the module docstring).
 STACK_ONLY_PREFIX = "#@ "
@@ -138,10 +138,10 @@ class _Importer:
         self.problems.append(Problem(key=f"mm2.properties:{key}", message=message, fix=fix))
 
     def secret(self, value: str, suggested: str, origin: str) -> dict[str, str]:
-        match = _PLACEHOLDER.match(value.strip())
-        if match:
-            self.secrets_file = self.secrets_file or match["file"]
-            return {"secret": match["key"]}
+        reference = file_reference(value)
+        if reference is not None:
+            self.secrets_file = self.secrets_file or reference[0]
+            return {"secret": reference[1]}
         self.commands.append(_secret_command(suggested, origin))
         return {"secret": suggested}
 
@@ -453,10 +453,7 @@ def export_properties(topology: Topology) -> str:
     pairs: list[tuple[str, str]] = [("clusters", ", ".join(topology.clusters))]
     uses_secrets = any(c.security.secret_refs() for c in topology.clusters.values())
     if uses_secrets:
-        pairs += [
-            ("config.providers", "file"),
-            ("config.providers.file.class", "org.apache.kafka.common.config.provider.FileConfigProvider"),
-        ]
+        pairs += list(FILE_PROVIDER_PROPERTIES.items())
     eos_targets = sorted({f.target for f in topology.enabled_flows() if f.exactly_once})
     for alias, cluster in topology.clusters.items():
         pairs.append((f"{alias}.bootstrap.servers", bootstrap_servers(cluster)))

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
 
+from components.topology.config_provider import file_placeholder
+
 DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
 IDENTITY_POLICY_CLASS = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 DEFAULT_SEPARATOR = "."
@@ -101,6 +103,10 @@ class ConnectorRole(str, Enum):
         return self.value
 
 
+# The roles as config keys, CLI choices and connector-name suffixes spell them, in MM2's order.
+ROLE_NAMES: tuple[str, ...] = tuple(role.value for role in ConnectorRole)
+
+
 class RestartMode(str, Enum):
     """How a change that restarts a group's processes restarts them, as `restarts` spells it.
 
@@ -126,7 +132,7 @@ class SecretRef:
 
     def placeholder(self, secrets_file: str) -> str:
         """Kafka FileConfigProvider syntax, resolved by the worker when it reads the config."""
-        return f"${{file:{secrets_file}:{self.key}}}"
+        return file_placeholder(secrets_file, self.key)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.topology.model import Cluster, RestartMode, WorkerGroup
+from components.topology.traces import first_line
 
 # Connect's states (GET /connectors?expand=status) that count as "working again".
 RUNNING = "RUNNING"
@@ -193,9 +194,3 @@ def refused_after_stop(component: str, stop: RollStop | None) -> str | None:
         f"{stop.component}, which did not come back ({stop.cause}). Next step: fix that process first "
         "(its error in this run shows its log), then run `pulumi up` again to finish the roll."
     )
-
-
-def first_line(text: str, limit: int = 300) -> str:
-    """The first non-empty line of an error, cut at `limit` characters."""
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "no reason given")
-    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -12,18 +12,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 
+from components.topology.config_provider import FILE_PROVIDER_PROPERTIES
 from components.topology.connectors import (
     BYTE_ARRAY_CONVERTER,
     EXACTLY_ONCE_DISABLING,
     EXACTLY_ONCE_ENABLED,
     EXACTLY_ONCE_PREPARING,
-    _jaas_quote,
     bootstrap_servers,
     flow_connectors,
     reverse_heartbeat_connector,
     security_properties,
     wants_exactly_once,
 )
+from components.topology.jaas_quoting import jaas_quote
 from components.topology.model import (
     ADMIN_USER,
     DEFAULT_SECRETS_FILE,
@@ -40,7 +41,7 @@ from components.topology.settings import (
     BROKER_OWNED_PREFIXES,
     WORKER_OWNED,
     WORKER_OWNED_PREFIXES,
-    owned_reason,
+    reject_owned,
 )
 from components.topology.tls import (
     TRUSTSTORE_PASSWORD,
@@ -53,7 +54,6 @@ from components.topology.tls import (
     rest_leaf_name,
 )
 
-FILE_CONFIG_PROVIDER = "org.apache.kafka.common.config.provider.FileConfigProvider"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -68,14 +68,6 @@ def broker_ports(cluster: Cluster) -> tuple[tuple[int, int], ...]:
     if cluster.port is None:
         raise ValueError(f"cluster {cluster.alias} has no port; only local and docker clusters have broker ports")
     return tuple((cluster.port + 2 * i, cluster.port + 2 * i + 1) for i in range(cluster.brokers))
-
-
-def _reject_owned(values: Mapping[str, str], owned: dict[str, str], prefixes: dict[str, str], where: str) -> None:
-    # parse_topology already reports these; this guards Topologies built by hand.
-    for key in values:
-        reason = owned_reason(key, owned, prefixes)
-        if reason is not None:
-            raise ValueError(f'{where}: "{key}" is owned by a typed field; set {reason}')
 
 
 def broker_properties(
@@ -132,7 +124,7 @@ def broker_properties(
         if tls is None:
             raise ValueError(f"cluster {cluster.alias} uses {security.protocol.value}: give the stack's TLS layout")
         props.update(_broker_tls(cluster, secrets_file, tls))
-    _reject_owned(cluster.broker_config, BROKER_OWNED, BROKER_OWNED_PREFIXES, f"cluster {cluster.alias} brokerConfig")
+    reject_owned(cluster.broker_config, BROKER_OWNED, BROKER_OWNED_PREFIXES, f"cluster {cluster.alias} brokerConfig")
     props.update(cluster.broker_config)
     return props
 
@@ -154,7 +146,7 @@ def _broker_sasl(cluster: Cluster, secrets_file: str, users: Mapping[str, Secret
     plain_users = {ADMIN_USER: admin}
     if mechanism is SaslMechanism.PLAIN:
         plain_users.update({name: ref.placeholder(secrets_file) for name, ref in (users or {}).items()})
-    table = " ".join(f'user_{_jaas_quote(name)}="{pw}"' for name, pw in sorted(plain_users.items()))
+    table = " ".join(f'user_{jaas_quote(name)}="{pw}"' for name, pw in sorted(plain_users.items()))
     plain_jaas = f'{PLAIN_MODULE} required username="{ADMIN_USER}" password="{admin}" {table};'
     client = CLIENT_LISTENER.lower()
     mechanisms = [mechanism.value] if mechanism is SaslMechanism.PLAIN else [mechanism.value, "PLAIN"]
@@ -171,8 +163,7 @@ def _broker_sasl(cluster: Cluster, secrets_file: str, users: Mapping[str, Secret
         "authorizer.class.name": STANDARD_AUTHORIZER,
         "super.users": f"User:{ADMIN_USER}",
         "allow.everyone.if.no.acl.found": "false",
-        "config.providers": "file",
-        "config.providers.file.class": FILE_CONFIG_PROVIDER,
+        **FILE_PROVIDER_PROPERTIES,
     }
     if mechanism is not SaslMechanism.PLAIN:
         # SCRAM needs no JAAS user table: the broker looks users up in the metadata log.
@@ -206,8 +197,7 @@ def _broker_tls(cluster: Cluster, secrets_file: str, tls: TlsLayout) -> dict[str
     keystore = tls.keystore(cluster_leaf_name(cluster.alias))
     return {
         **_store_properties(f"listener.name.{CLIENT_LISTENER.lower()}.", keystore, password, tls, secrets_file),
-        "config.providers": "file",
-        "config.providers.file.class": FILE_CONFIG_PROVIDER,
+        **FILE_PROVIDER_PROPERTIES,
     }
 
 
@@ -276,7 +266,7 @@ def worker_properties(
         # A new group starts at enabled; an existing one goes through preparing first
         # (connect_group.with_exactly_once_stages decides from the running workers).
         props[EXACTLY_ONCE_KEY] = group.exactly_once_stage or EXACTLY_ONCE_ENABLED
-    _reject_owned(group.worker_config, WORKER_OWNED, WORKER_OWNED_PREFIXES, f"worker group {group.name} workerConfig")
+    reject_owned(group.worker_config, WORKER_OWNED, WORKER_OWNED_PREFIXES, f"worker group {group.name} workerConfig")
     props.update(group.worker_config)
     return props
 
@@ -309,8 +299,7 @@ def _worker_storage_properties(topology: Topology, group: WorkerGroup, own_secre
         # each instead of one as long as the restart (see bench/restarts).
         "scheduled.rebalance.max.delay.ms": "1000",
         "offset.flush.interval.ms": "5000",
-        "config.providers": "file",
-        "config.providers.file.class": FILE_CONFIG_PROVIDER,
+        **FILE_PROVIDER_PROPERTIES,
     }
 
 

@@ -27,7 +27,6 @@ connector keys; other producer/consumer keys stay with `clusters.<alias>.client`
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable
 
 from components.topology.model import ConnectorRole
@@ -284,12 +283,19 @@ TRANSFORM_KEYS: tuple[str, ...] = ("transforms", "predicates")
 TRANSFORM_PREFIXES: tuple[str, ...] = ("transforms.", "predicates.")
 
 
-def pass_through_keys(settings: Iterable[str]) -> tuple[str, ...]:
-    """The keys of `settings` outside the catalogue: checked only by Connect's validation."""
-    return tuple(sorted(k for k in settings if k not in KNOWN_SETTINGS))
-
-
-_PLACEHOLDER = re.compile(r"^\$\{[A-Za-z0-9_.-]+:[^}]*\}$")
+def pass_through_keys(keys: Iterable[str]) -> tuple[str, ...]:
+    """The keys of a connector config, or of a flow's `settings`, that only Connect's validation
+    judges: outside the catalogue and owned by no typed field. Parse refuses owned keys in
+    `settings`, so in a generated config they are the stack's own. Connect checks these keys'
+    values, and components/connect/plugin_validation.py refuses each one the connector class and
+    its transformations do not define: every key named here is checked."""
+    return tuple(
+        sorted(
+            k
+            for k in keys
+            if k not in KNOWN_SETTINGS and owned_reason(k, SETTINGS_OWNED, SETTINGS_OWNED_PREFIXES) is None
+        )
+    )
 
 
 def owned_reason(key: str, owned: dict[str, str], prefixes: dict[str, str]) -> str | None:
@@ -302,6 +308,15 @@ def owned_reason(key: str, owned: dict[str, str], prefixes: dict[str, str]) -> s
     return None
 
 
+def reject_owned(values: Iterable[str], owned: dict[str, str], prefixes: dict[str, str], where: str) -> None:
+    """Raise on the first key a typed field owns. parse_topology reports these with every other
+    problem; this guards Topologies built by hand (tests, bench) from reaching a config."""
+    for key in values:
+        reason = owned_reason(key, owned, prefixes)
+        if reason is not None:
+            raise ValueError(f'{where}: "{key}" is owned by a typed field; set {reason}')
+
+
 def suggest(key: str, candidates: Iterable[str]) -> str | None:
     matches = difflib.get_close_matches(key, sorted(candidates), n=1, cutoff=0.6)
     return matches[0] if matches else None
@@ -310,8 +325,3 @@ def suggest(key: str, candidates: Iterable[str]) -> str | None:
 def looks_secret(key: str) -> bool:
     lowered = key.lower()
     return "password" in lowered or "secret" in lowered or lowered.endswith("jaas.config")
-
-
-def is_placeholder(value: str) -> bool:
-    """A config-provider reference (e.g. `${file:/etc/mm2/secrets.properties:key}`), not a value."""
-    return bool(_PLACEHOLDER.match(value.strip()))

@@ -21,13 +21,12 @@ import pytest
 from components.connect.provider import RETRY_SECONDS_ENV
 from components.platform.local import process as proc
 from components.platform.local.layout import process_marker, worker_path
-from components.topology import ConnectorRole
+from components.topology.model import ROLE_NAMES
 from tests.integration.harness import TestStack, connect_auth, kafka_conf, running, stays_false, wait_until
 
 pytestmark = pytest.mark.integration
 
 FLOW = "primary->dr"
-ROLES = tuple(role.value for role in ConnectorRole)
 CONVERGE_S = 180  # generous: two shared cores; a rebalance round is seconds
 
 
@@ -47,7 +46,7 @@ def statuses(stack: TestStack, worker: int = 0) -> dict[str, dict[str, Any]]:
     names = out["flows"][FLOW]["connectors"]
     return {
         role: httpx.get(f"{url}/connectors/{names[role]}/status", auth=connect_auth(out), timeout=10).json()
-        for role in ROLES
+        for role in ROLE_NAMES
     }
 
 
@@ -132,15 +131,15 @@ def test_flow_declared_paused_stops_copying(stack: TestStack) -> None:
     live = statuses_when(
         stack,
         lambda live: (
-            connector_states(live) == dict.fromkeys(ROLES, "PAUSED")
+            connector_states(live) == dict.fromkeys(ROLE_NAMES, "PAUSED")
             and all(t["state"] == "PAUSED" for s in live.values() for t in s["tasks"])
         ),
         "every connector and task PAUSED",
     )
-    assert connector_states(live) == dict.fromkeys(ROLES, "PAUSED")
+    assert connector_states(live) == dict.fromkeys(ROLE_NAMES, "PAUSED")
     assert all(t["state"] == "PAUSED" for s in live.values() for t in s["tasks"]), live
     out = stack.outputs()["flows"][FLOW]
-    assert out["desiredStates"] == dict.fromkeys(ROLES, "PAUSED")
+    assert out["desiredStates"] == dict.fromkeys(ROLE_NAMES, "PAUSED")
     assert set(out["states"].values()) == {"PAUSED"}
 
     held = produce(stack, 100)
@@ -170,9 +169,9 @@ def test_back_to_running_copies_what_was_held(stack: TestStack) -> None:
     declare(stack)
     stack.up()
     live = statuses_when(
-        stack, lambda live: connector_states(live) == dict.fromkeys(ROLES, "RUNNING"), "every connector RUNNING"
+        stack, lambda live: connector_states(live) == dict.fromkeys(ROLE_NAMES, "RUNNING"), "every connector RUNNING"
     )
-    assert connector_states(live) == dict.fromkeys(ROLES, "RUNNING")
+    assert connector_states(live) == dict.fromkeys(ROLE_NAMES, "RUNNING")
     held: set[bytes] = stack.held  # type: ignore[attr-defined]
     wait_until(lambda: held <= remote_keys(stack), 120, "records produced while paused to arrive")
 
@@ -224,14 +223,17 @@ def test_with_its_first_worker_down_up_reaches_the_group_through_the_others(stac
     finally:
         del stack.env[RETRY_SECONDS_ENV]
     live = statuses_when(
-        stack, lambda live: connector_states(live) == dict.fromkeys(ROLES, "PAUSED"), "every connector PAUSED", worker=1
+        stack,
+        lambda live: connector_states(live) == dict.fromkeys(ROLE_NAMES, "PAUSED"),
+        "every connector PAUSED",
+        worker=1,
     )
-    assert connector_states(live) == dict.fromkeys(ROLES, "PAUSED")
+    assert connector_states(live) == dict.fromkeys(ROLE_NAMES, "PAUSED")
 
     # Back to normal: the refresh finds worker 0 stopped and the up starts it again.
     declare(stack)
     stack.up("--refresh")
     live = statuses_when(
-        stack, lambda live: connector_states(live) == dict.fromkeys(ROLES, "RUNNING"), "every connector RUNNING"
+        stack, lambda live: connector_states(live) == dict.fromkeys(ROLE_NAMES, "RUNNING"), "every connector RUNNING"
     )
     assert proc.find_pids(worker_0), "worker 0 was not started again"

@@ -36,6 +36,7 @@ WATCHER_SOURCES = (
     "components/connect/stdlib_client.py",
     "components/ops/errors.py",
     "components/ops/watcher.py",
+    "components/topology/traces.py",
     "components/watch/backoff.py",
     "components/watch/plan.py",
 )
@@ -43,6 +44,7 @@ WATCHER_PACKAGES = (
     "components/__init__.py",
     "components/connect/__init__.py",
     "components/ops/__init__.py",
+    "components/topology/__init__.py",
     "components/watch/__init__.py",
 )
 CODE_DIR = "/opt/mm2-watcher"

@@ -29,6 +29,7 @@ from typing import Any
 from components.platform.local import process as proc
 from components.rpc_values import plain
 from components.topology import restarts
+from components.topology.traces import first_line
 
 # How long a restarted process may take to be "back" after it is ready (rejoin, rebalance, ISR).
 SETTLE_TIMEOUT_S = 180.0
@@ -73,7 +74,7 @@ def rolling_update(
                 _wait(component, pid, lambda: _broker_back(ready, int(rolling["node_id"])), log_tail)
         except Exception as exc:
             with _STOPS_LOCK:
-                _STOPS.setdefault(group, restarts.RollStop(component, restarts.first_line(str(exc))))
+                _STOPS.setdefault(group, restarts.RollStop(component, first_line(str(exc), 300) or "no reason given"))
             raise proc.ProcessError(
                 f"{exc}\nThe rolling restart of its group stopped here: the processes whose turn comes later "
                 "were left running, not restarted. Once fixed, run `pulumi up --refresh`: the refresh finds "

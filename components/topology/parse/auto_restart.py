@@ -14,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.topology.model import WATCHER_PLATFORMS, AutoRestart, ConnectorRole, WorkerGroup
+from components.topology.model import ROLE_NAMES, WATCHER_PLATFORMS, AutoRestart, ConnectorRole, WorkerGroup
 from components.topology.parse.problems import Problems
 from components.topology.parse.values import as_bool, as_int, as_mapping
 
-ROLE_NAMES: tuple[str, ...] = tuple(role.value for role in ConnectorRole)
 _FIELDS = ("enabled", "maxRestarts")
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from components.topology import settings as known
+from components.topology.config_provider import is_placeholder
 from components.topology.model import Cluster, Platform, TopicSpec, frozen_map
 from components.topology.parse.cluster_security import parse_security
 from components.topology.parse.metrics import parse_metrics_port
@@ -168,7 +169,7 @@ def check_client(problems: Problems, client: Mapping[str, str], where: str) -> N
         reason = known.owned_reason(k[len(prefix) :], known.CLIENT_OWNED, known.CLIENT_OWNED_PREFIXES)
         if reason is not None:
             problems.add(item, f'"{k}" is owned by a typed field.', f"Remove it; set {reason}.")
-        elif known.looks_secret(k) and not known.is_placeholder(client[k]):
+        elif known.looks_secret(k) and not is_placeholder(client[k]):
             problems.add(
                 item,
                 "a secret is given in plain text in client overrides.",

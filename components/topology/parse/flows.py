@@ -13,7 +13,16 @@ from types import MappingProxyType
 from typing import Any
 
 from components.topology import settings as known
-from components.topology.model import Cluster, ConnectorRole, ConnectorState, Flow, Platform, WorkerGroup, frozen_map
+from components.topology.model import (
+    ROLE_NAMES,
+    Cluster,
+    ConnectorRole,
+    ConnectorState,
+    Flow,
+    Platform,
+    WorkerGroup,
+    frozen_map,
+)
 from components.topology.parse.auto_restart import parse_auto_restart
 from components.topology.parse.defaults import Defaults
 from components.topology.parse.mm2_settings import (
@@ -48,7 +57,6 @@ FLOW_FIELDS = (
     "connectorSettings",
 )
 # Roles as `connectorStates` keys spell them (raw config keys are plain strings).
-ROLE_NAMES: tuple[str, ...] = tuple(role.value for role in ConnectorRole)
 _FILTER_FALLBACKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("topics", (".*",)),
     ("topicsExclude", MM2_TOPICS_EXCLUDE_DEFAULT),

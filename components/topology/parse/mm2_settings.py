@@ -16,9 +16,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from components.topology import settings as known
+from components.topology.config_provider import is_placeholder
 from components.topology.model import (
     DEFAULT_POLICY_CLASS,
     IDENTITY_POLICY_CLASS,
+    ROLE_NAMES,
     ConnectorRole,
     PolicyKind,
     ReplicationPolicy,
@@ -82,7 +84,7 @@ def parse_settings(problems: Problems, raw: Any, key: str) -> dict[str, str]:
                 f"Remove it; set {reason}.",
             )
             continue
-        if known.looks_secret(k) and not known.is_placeholder(v):
+        if known.looks_secret(k) and not is_placeholder(v):
             problems.add(
                 item,
                 "a secret is given in plain text.",
@@ -137,14 +139,13 @@ def parse_connector_settings(problems: Problems, raw: Any, key: str) -> dict[Con
     mapping = as_mapping(problems, raw, key)
     if not mapping:
         return {}
-    roles = {role.value: role for role in ConnectorRole}
     out: dict[ConnectorRole, dict[str, str]] = {}
     for name, values in mapping.items():
         where = f"{key}.{name}"
-        if name not in roles:
-            hint = known.suggest(str(name), roles)
+        if name not in ROLE_NAMES:
+            hint = known.suggest(str(name), ROLE_NAMES)
             did = f'Did you mean "{hint}"? ' if hint else ""
-            problems.add(where, f"unknown connector role {name!r}.", f"{did}Use one of: {', '.join(roles)}.")
+            problems.add(where, f"unknown connector role {name!r}.", f"{did}Use one of: {', '.join(ROLE_NAMES)}.")
             continue
         accepted = parse_settings(problems, values, where)
         for k in sorted(set(accepted) & known.KNOWN_SETTINGS):
@@ -154,7 +155,7 @@ def parse_connector_settings(problems: Problems, raw: Any, key: str) -> dict[Con
                 "Move it to `settings` (flow, cluster or defaults level); it is routed to the right connectors.",
             )
             accepted.pop(k)
-        out[roles[name]] = accepted
+        out[ConnectorRole(name)] = accepted
     return out
 
 

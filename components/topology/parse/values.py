@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from components.topology import settings as known
+from components.topology.config_provider import is_placeholder
 from components.topology.model import Platform, SecretRef
 from components.topology.parse.problems import Problems, quoted
 
@@ -161,7 +162,7 @@ def string_map(problems: Problems, raw: Any, key: str) -> dict[str, str]:
 
 def check_secret_literals(problems: Problems, values: Mapping[str, str], key: str) -> None:
     for k, v in values.items():
-        if known.looks_secret(k) and not known.is_placeholder(v):
+        if known.looks_secret(k) and not is_placeholder(v):
             problems.add(
                 f"{key}{quoted(k)}",
                 "a secret is given in plain text in free-form config.",

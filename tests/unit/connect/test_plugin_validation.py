@@ -15,11 +15,13 @@ from components.connect.plugin_validation import (
     WORKER_WITHOUT_EXACTLY_ONCE,
     config_problems,
     exactly_once_version_problems,
-    pass_through_keys,
     validate_config,
     worker_support_problems,
 )
 from components.connect.provider import ConnectorOperationFailed, ConnectorProvider
+from components.topology.parse.mm2_settings import parse_settings
+from components.topology.parse.problems import Problems
+from components.topology.settings import pass_through_keys
 
 SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
 FILTER = "org.apache.kafka.connect.transforms.Filter"
@@ -43,7 +45,33 @@ def test_generated_and_catalogue_keys_are_never_called_unknown() -> None:
         "tasks.max": "2",  # owned by a typed field
     }
     assert config_problems(SOURCE, answer({}), config) == []
-    assert pass_through_keys(config) == []
+    assert pass_through_keys(config) == ()
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "header.converter.x",  # outside the catalogue, owned by nothing
+        "transforms.route.type",
+        "errors.deadletterqueue.topic.name",
+        "offset.flush.timout.ms",
+    ],
+)
+def test_every_key_announced_as_pass_through_is_checked_by_the_validation(key: str) -> None:
+    """The one definition's claim (ReplicationFlow logs these keys as checked by Connect's
+    validation): a pass-through key no definition names is refused, not skipped."""
+    config = {key: "v", "producer.override.max.request.size": "1048576", "sync.topic.acls.enabled": "false"}
+    assert pass_through_keys(config) == (key,)
+    assert [p.key for p in config_problems(SOURCE, answer({}), config)] == [key]
+
+
+def test_keys_owned_by_typed_fields_are_not_announced_because_parse_refuses_them() -> None:
+    """`producer.override.max.request.size` is the stack's own (from `clusters.<t>.client`); a
+    user cannot write it in `settings`, so it is neither announced nor judged as a user key."""
+    problems = Problems()
+    assert parse_settings(problems, {"producer.override.max.request.size": "1"}, "flows.f.settings") == {}
+    assert [p.key for p in problems.found] == ['flows.f.settings["producer.override.max.request.size"]']
+    assert pass_through_keys(["producer.override.max.request.size", "target.x", "source.cluster.y"]) == ()
 
 
 def test_a_typo_gets_did_you_mean_from_the_definitions() -> None:

@@ -10,7 +10,6 @@ from components.ops.status_view import (
     FlowStatus,
     HeartbeatView,
     TaskView,
-    first_line,
     newest_syncs,
     partition_lag,
     problems_of,
@@ -90,10 +89,6 @@ def test_missing_connector_and_stale_or_absent_heartbeats() -> None:
 def test_stopped_heartbeat_connector_by_declaration_is_not_judged_on_heartbeats() -> None:
     stopped = ConnectorView("heartbeat", "h", "STOPPED", "STOPPED")
     assert problems_of((*RUNNING[:2], stopped), HeartbeatView("heartbeats", 900.0), 60) == ()
-
-
-def test_first_line_skips_blank_lines() -> None:
-    assert first_line("\n  \norg.Foo: bar\n\tat x") == "org.Foo: bar"
 
 
 def test_table_and_json_say_why() -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from components.outputs.contract import StackExports
+from components.topology.jaas_quoting import jaas_quote
+from spark import outputs
 from spark.outputs import OffsetStore, validation_view
 
 CLUSTERS = {"primary": {"bootstrap": "h:1"}, "dr": {"bootstrap": "h:2"}}
@@ -38,3 +42,10 @@ def test_the_exported_offsets_topic_wins_over_the_default_name() -> None:
 def scope_of(data: dict[str, Any]) -> Any:
     """The stage's view of outputs already parsed from JSON."""
     return validation_view(StackExports.from_json(data))
+
+
+@pytest.mark.parametrize("value", ['p"w', "p\\w", 'a\\"b\\\\', '"', "plain", ""])
+def test_the_stage_quotes_jaas_values_as_the_stack_does(value: str) -> None:
+    """spark/outputs.py keeps a twin of the pure core's jaas_quote (the stage may not import
+    components.topology); a password the stack writes must reach Spark's source the same way."""
+    assert outputs.jaas_quote(value) == jaas_quote(value)

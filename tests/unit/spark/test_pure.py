@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components.outputs.contract import OutputsError, StackExports
-from spark.catchup import partition_lag
+from spark.catchup import records_short_of_cut
 from spark.jars import artifact_name, jars_to_add
 from spark.loops import illegal_topics
 from spark.outputs import ValidationScope, validation_view
@@ -167,10 +167,10 @@ def test_loops_two_way_and_chains() -> None:
         ((0, 10), (0, 12), (4, 6), 0),  # duplicates after the sync point
     ],
 )
-def test_partition_lag(
+def test_records_short_of_cut(
     cut: tuple[int, int], target: tuple[int, int] | None, sync: tuple[int, int] | None, lag: int
 ) -> None:
-    assert partition_lag(cut, target, sync) == lag
+    assert records_short_of_cut(cut, target, sync) == lag
 
 
 def test_jar_names_and_what_spark_already_ships() -> None:

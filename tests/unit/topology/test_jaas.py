@@ -7,6 +7,7 @@ import re
 import pytest
 
 from components.topology import parse_topology
+from components.topology.config_provider import PLACEHOLDER
 from components.topology.connectors import security_properties
 from components.topology.jaas import jaas_ready, quotable_password_keys, sasl_password_keys
 from components.topology.java_properties import parse_properties
@@ -19,7 +20,7 @@ PASSWORDS = ['p"w', "p\\w", 'a\\"b\\\\', '"', "plain"]
 def _substituted(value: str, secrets_text: str) -> str:
     """What FileConfigProvider does: every `${file:<path>:<key>}` replaced by the file's value."""
     values = dict(parse_properties(secrets_text))
-    return re.sub(r"\$\{file:[^:}]+:([^}]+)\}", lambda m: values[m.group(1)], value)
+    return PLACEHOLDER.sub(lambda m: values[m["body"].partition(":")[2]], value)
 
 
 def _jaas_password(jaas: str) -> str:

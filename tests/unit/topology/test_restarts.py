@@ -13,7 +13,6 @@ from components.topology.restarts import (
     assignments_of,
     cluster_restarts,
     failed_during_roll,
-    first_line,
     group_settled,
     missing_from_isr,
     quorum_pause,
@@ -162,9 +161,3 @@ def test_a_stopped_roll_refuses_the_rest_naming_where_it_stopped_and_the_next_st
     assert "stopped at ConnectWorkerGroup 'mm2', worker 0" in refusal
     assert "(the process exited during start-up.)" in refusal
     assert "`pulumi up` again" in refusal
-
-
-def test_first_line_skips_blank_lines_and_cuts_long_ones() -> None:
-    assert first_line("\n  boom: x  \nsecond") == "boom: x"
-    assert first_line("") == "no reason given"
-    assert first_line("y" * 500, limit=20) == "y" * 17 + "..."
