@@ -258,11 +258,15 @@ def watcher_lines(group: str, doc: Mapping[str, Any] | None, now: float) -> list
         if view.get("nextRestartAt"):
             extra += f"  next restart {view['nextRestartAt']}"
         lines.append(f"  {name:<36} {view.get('state', '-')!s:<10} {restarts}{extra}")
+    for name, view in sorted((doc.get("workers") or {}).items()):
+        state = {True: "alive", False: "DEAD", None: "-"}.get(view.get("alive"), "-")
+        extra = f"  next restart {view['nextRestartAt']}" if view.get("nextRestartAt") else ""
+        lines.append(f"  {name:<36} {state:<10} restarts {view.get('restarts', 0)}{extra}")
     events = list(doc.get("events") or [])[-WATCHER_EVENTS_SHOWN:]
     for e in events:
         what = e.get("action", "?") + (f" {e['restart']}" if e.get("restart") is not None else "")
         cause = f": {e['cause']}" if e.get("cause") else ""
-        lines.append(f"  {e.get('at', '-')}  {e.get('connector') or '-'}  {what}{cause}")
+        lines.append(f"  {e.get('at', '-')}  {e.get('connector') or e.get('worker') or '-'}  {what}{cause}")
     if not events:
         lines.append("  nothing restarted yet")
     return lines
