@@ -30,6 +30,7 @@ from components.platform.local.layout import LocalPlatform
 from components.platform.local.tls import StackTls
 from components.topology import Cluster, SaslMechanism, bootstrap_servers
 from components.topology.model import ADMIN_USER
+from components.topology.objectives import cluster_retention_ms
 from components.topology.security import (
     Acl,
     User,
@@ -76,6 +77,9 @@ class KafkaCluster(pulumi.ComponentResource):
             "brokers": cluster.brokers,
             "datacenter": cluster.datacenter,
             "securityProtocol": cluster.security.protocol.value,
+            # How long its topics keep records unless they set retention.ms (-1: unlimited): the
+            # retention policy compares it with the outage budget of the flows reading them.
+            "logRetentionMs": cluster_retention_ms(cluster.broker_config),
         }
         super().__init__("mm2:index:KafkaCluster", name, self._props, opts)
         self.alias = cluster.alias

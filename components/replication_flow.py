@@ -35,6 +35,7 @@ from components.topology import (
 )
 from components.topology.connectors import exactly_once_active, transform_aliases
 from components.topology.model import Platform
+from components.topology.objectives import rpo_warnings
 from components.topology.security import flow_secret_keys, unmanaged_exactly_once_grants
 from components.topology.settings import pass_through_keys
 
@@ -55,20 +56,10 @@ class ReplicationFlow(pulumi.ComponentResource):
         credentials: pulumi.Output[Mapping[str, str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        policy = flow.replication_policy
-        # Also registered as outputs (see KafkaCluster): the loop policy reads them.
-        props = {
-            "source": flow.source,
-            "target": flow.target,
-            "enabled": flow.enabled,
-            "replicationPolicy": policy.class_name,
-            "separator": policy.separator,
-            "namePreserving": policy.preserves_names,
-            "disasterRecovery": flow.disaster_recovery,
-            "syncGroupOffsets": flow.settings.get("sync.group.offsets.enabled") == "true",
-            "workerGroup": flow.worker_group,
-        }
+        props = _registered_props(flow)
         super().__init__("mm2:index:ReplicationFlow", name, props, opts)
+        for warning in rpo_warnings(flow):
+            pulumi.log.warn(f"ReplicationFlow {warning}", resource=self)
         specs = flow_connectors(topology, flow)
         unchecked = sorted({k for spec in specs.all() for k in pass_through_keys(_user_keys(flow, spec.role))})
         if unchecked:
@@ -127,6 +118,26 @@ class ReplicationFlow(pulumi.ComponentResource):
         self.register_outputs({**props, "summary": self.summary})
 
 
+def _registered_props(flow: Flow) -> dict[str, Any]:
+    """The flow's registered inputs, also registered as outputs (see KafkaCluster): the policies
+    read them (the loop policy its replication policy, the retention policy its outage budget)."""
+    policy = flow.replication_policy
+    return {
+        "source": flow.source,
+        "target": flow.target,
+        "enabled": flow.enabled,
+        "replicationPolicy": policy.class_name,
+        "separator": policy.separator,
+        "namePreserving": policy.preserves_names,
+        "disasterRecovery": flow.disaster_recovery,
+        "syncGroupOffsets": flow.settings.get("sync.group.offsets.enabled") == "true",
+        "workerGroup": flow.worker_group,
+        # Declared objectives in seconds (`rpo`, `outageBudget`).
+        "rpoSeconds": flow.rpo_seconds,
+        "outageBudgetSeconds": flow.outage_budget_seconds,
+    }
+
+
 def _access_check(flow: Flow, topology: Topology, target: KafkaCluster) -> pulumi.Output[dict[str, Any]] | None:
     """What the source connector's preview check needs to see that a target the stack does not
     grant ACLs on already holds the flow's exactly-once grants (None when there is nothing to check)."""
@@ -177,4 +188,6 @@ def flow_export(flow: Flow, topology: Topology, specs: FlowConnectors, states: M
         enabled=flow.enabled,
         reverse_heartbeats_connector=reverse.name if (reverse := reverse_heartbeat_connector(topology, flow)) else None,
         transforms=transform_aliases(specs.source.config),
+        rpo_seconds=flow.rpo_seconds,
+        outage_budget_seconds=flow.outage_budget_seconds,
     ).to_json()

@@ -17,6 +17,11 @@ CONNECTOR_TYPE: Final = "pulumi-python:dynamic/connect:Connector"
 CLUSTER_TYPE: Final = "mm2:index:KafkaCluster"
 WORKER_GROUP_TYPE: Final = "mm2:index:ConnectWorkerGroup"
 FLOW_TYPE: Final = "mm2:index:ReplicationFlow"
+TOPIC_TYPE: Final = "pulumi-python:dynamic/kafka:Topic"
+
+# Kafka's `log.retention.hours` default (168 h): a topic's retention when neither it nor its
+# cluster sets one (components/topology/objectives.py KAFKA_DEFAULT_RETENTION_MS).
+KAFKA_DEFAULT_RETENTION_MS: Final = 7 * 86400 * 1000
 
 DEFAULT_POLICY_CLASS: Final = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
 IDENTITY_POLICY_CLASS: Final = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"

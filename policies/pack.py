@@ -17,6 +17,7 @@ from durability_rules import (
 )
 from flow_connector_rules import flow_connectors_agree, flow_has_all_connectors
 from pulumi_policy import Policy
+from retention_rules import dr_retention_outlasts_outage_budget, retention_outlasts_outage_budget
 from security_rules import (
     connect_rest_requires_auth,
     cross_datacenter_flows_use_tls,
@@ -37,4 +38,6 @@ ALL_POLICIES: Final[list[Policy]] = [
     no_plaintext_secrets_in_connector_config,
     source_connector_min_tasks,
     shared_target_settings_consistent,
+    dr_retention_outlasts_outage_budget,
+    retention_outlasts_outage_budget,
 ]

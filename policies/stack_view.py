@@ -7,7 +7,10 @@ Every rule reads the resources the components register, matched by type token:
 - `mm2:index:KafkaCluster`: `alias`, `platform`, `brokers`, `datacenter`, `securityProtocol`.
 - `mm2:index:ConnectWorkerGroup`: `name`, `cluster`, `workers`, `restAuth`, `restTls`.
 - `mm2:index:ReplicationFlow`: `source`, `target`, `enabled`, `replicationPolicy`, `separator`,
-  `namePreserving`, `disasterRecovery`, `syncGroupOffsets`, `workerGroup`.
+  `namePreserving`, `disasterRecovery`, `syncGroupOffsets`, `workerGroup`, `rpoSeconds`,
+  `outageBudgetSeconds`.
+- `mm2:index:KafkaCluster` also `logRetentionMs` (its topics' default retention, -1 unlimited).
+- `pulumi-python:dynamic/kafka:Topic`: `cluster` (alias), `name`, `config` (the topic's configs).
 
 Rules about one resource are resource validations (they see the resource's inputs); rules about
 several resources are stack validations (they see every resource's outputs, so a component must
@@ -31,6 +34,7 @@ from model_facts import (
     KIND_BY_CLASS,
     MM2_DEFAULTS,
     REVERSE_HEARTBEAT_SUFFIX,
+    TOPIC_TYPE,
     ConnectorKind,
 )
 from pulumi_policy import PolicyResource, Secret
@@ -196,6 +200,17 @@ class Cluster:
     brokers: int | None
     datacenter: str | None
     security_protocol: str | None
+    log_retention_ms: int | None = None  # None when absent (stacks before it) or unknown
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A Topic resource the stack owns; `config` is None when the map is unknown."""
+
+    urn: str
+    cluster: str
+    name: str
+    config: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -212,6 +227,8 @@ class FlowComponent:
     name_preserving: bool | None
     disaster_recovery: bool | None
     sync_group_offsets: bool | None
+    outage_budget_seconds: int | None = None
+    rpo_seconds: int | None = None
 
     @property
     def flow(self) -> FlowKey | None:
@@ -255,19 +272,25 @@ class StackView:
     clusters: Mapping[str, Cluster]
     flows: tuple[FlowComponent, ...]
     connectors: tuple[Connector, ...]
+    topics: tuple[Topic, ...] = ()
 
     @staticmethod
     def from_resources(resources: Iterable[PolicyResource]) -> StackView:
         clusters: dict[str, Cluster] = {}
         flows: list[FlowComponent] = []
         connectors: list[Connector] = []
+        topics: list[Topic] = []
         for resource in resources:
-            if resource.resource_type not in (CONNECTOR_TYPE, CLUSTER_TYPE, FLOW_TYPE):
+            if resource.resource_type not in (CONNECTOR_TYPE, CLUSTER_TYPE, FLOW_TYPE, TOPIC_TYPE):
                 continue
             props = plain(resource.props)
             if not isinstance(props, Mapping):
                 continue
-            if resource.resource_type == CONNECTOR_TYPE:
+            if resource.resource_type == TOPIC_TYPE:
+                topic = _topic(resource.urn, props)
+                if topic is not None:
+                    topics.append(topic)
+            elif resource.resource_type == CONNECTOR_TYPE:
                 if resource.name.endswith(REVERSE_HEARTBEAT_SUFFIX):
                     # A flow's reverse heartbeat connector (target->source) replicates nothing: it is
                     # no flow of its own, so it can close no loop and lacks no source connector.
@@ -282,6 +305,7 @@ class StackView:
                         brokers=as_int(props.get("brokers")),
                         datacenter=as_text(props.get("datacenter")),
                         security_protocol=as_text(props.get("securityProtocol")),
+                        log_retention_ms=as_int(props.get("logRetentionMs")),
                     )
             else:
                 enabled_raw = props.get("enabled")
@@ -296,9 +320,11 @@ class StackView:
                         name_preserving=as_bool(props.get("namePreserving")),
                         disaster_recovery=as_bool(props.get("disasterRecovery")),
                         sync_group_offsets=as_bool(props.get("syncGroupOffsets")),
+                        outage_budget_seconds=as_int(props.get("outageBudgetSeconds")),
+                        rpo_seconds=as_int(props.get("rpoSeconds")),
                     )
                 )
-        return StackView(clusters=clusters, flows=tuple(flows), connectors=tuple(connectors))
+        return StackView(clusters=clusters, flows=tuple(flows), connectors=tuple(connectors), topics=tuple(topics))
 
     def enabled_flows(self) -> list[FlowKey]:
         """Flows that run: enabled components, and any flow that has a connector, in stack order."""
@@ -323,3 +349,13 @@ class StackView:
         if component is not None:
             return component.urn
         return next((c.urn for c in self.connectors if c.flow == flow), None)
+
+
+def _topic(urn: str, props: Mapping[str, Any]) -> Topic | None:
+    """A Topic from plain props; None when its cluster or name is not known yet."""
+    cluster, name = as_text(props.get("cluster")), as_text(props.get("name"))
+    if cluster is None or name is None:
+        return None
+    raw_config = props.get("config")
+    config = raw_config if isinstance(raw_config, Mapping) else ({} if raw_config is None else None)
+    return Topic(urn=urn, cluster=cluster, name=name, config=config)

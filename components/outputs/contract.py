@@ -113,6 +113,10 @@ class FlowExport:
     # SMT aliases the source connector applies to records (empty when none): a transformed
     # flow's records differ from the source's, so record-level checks do not apply.
     transforms: tuple[str, ...] = ()
+    # Declared objectives (`rpo`, `outageBudget`) in seconds: the longest acceptable replication
+    # delay and the longest outage the flow must survive. None in outputs written before them.
+    rpo_seconds: int | None = None
+    outage_budget_seconds: int | None = None
 
     @property
     def replicated_heartbeats_topic(self) -> str:
@@ -151,6 +155,8 @@ class FlowExport:
                 else None
             ),
             "transforms": list(self.transforms),
+            "rpoSeconds": self.rpo_seconds,
+            "outageBudgetSeconds": self.outage_budget_seconds,
         }
 
 
@@ -278,7 +284,21 @@ def _flow(name: str, raw: Any, clusters: Mapping[str, Any], problems: list[str])
         enabled=raw.get("enabled") is not False,
         reverse_heartbeats_connector=_reverse_heartbeats_connector(raw.get("reverseHeartbeats")),
         transforms=tuple(str(a) for a in raw.get("transforms") or ()),
+        rpo_seconds=_seconds(f'flows["{name}"].rpoSeconds', raw.get("rpoSeconds"), problems),
+        outage_budget_seconds=_seconds(
+            f'flows["{name}"].outageBudgetSeconds', raw.get("outageBudgetSeconds"), problems
+        ),
     )
+
+
+def _seconds(where: str, raw: Any, problems: list[str]) -> int | None:
+    """A declared duration in whole seconds; absent (older outputs) is None."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw != int(raw) or raw <= 0:
+        problems.append(f"{where} is not a positive whole number of seconds: {raw!r}")
+        return None
+    return int(raw)
 
 
 def _reverse_heartbeats_connector(raw: Any) -> str | None:

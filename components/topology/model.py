@@ -265,6 +265,11 @@ class Flow:
     # `connectorSettings.<role>`: keys outside the settings catalogue for one connector only
     # (checked by Connect's validation at preview); applied over the routed `settings`.
     role_settings: Mapping[ConnectorRole, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
+    # Declared objectives (`rpo`, `outageBudget`; components/topology/objectives.py), in seconds:
+    # the longest acceptable replication delay, and the longest outage the flow must survive
+    # (the source topics' retention must outlast it). Defaults: 5m and 1d.
+    rpo_seconds: int = 300
+    outage_budget_seconds: int = 86400
 
     @property
     def name(self) -> str:

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.topology.model import ReplicationPolicy
+from components.topology.objectives import DEFAULT_OUTAGE_BUDGET_SECONDS, DEFAULT_RPO_SECONDS
 from components.topology.parse.mm2_settings import parse_patterns, parse_policy, parse_settings
 from components.topology.parse.problems import Problems, path
-from components.topology.parse.values import as_bool, as_int, as_mapping, unknown_fields
+from components.topology.parse.values import as_bool, as_duration, as_int, as_mapping, unknown_fields
 
 DEFAULTS_FIELDS = (
     "settings",
@@ -21,6 +22,8 @@ DEFAULTS_FIELDS = (
     "tasksMax",
     "exactlyOnce",
     "disasterRecovery",
+    "rpo",
+    "outageBudget",
 )
 
 
@@ -34,6 +37,10 @@ class Defaults:
     tasks_max: int | None  # None: derived per flow by connectors.flow_tasks_max
     exactly_once: bool
     disaster_recovery: bool
+    # Declared objectives in seconds (`rpo`, `outageBudget`). An invalid value is reported here,
+    # once; the flows then start from the project default (the preview fails anyway).
+    rpo_seconds: int = DEFAULT_RPO_SECONDS
+    outage_budget_seconds: int = DEFAULT_OUTAGE_BUDGET_SECONDS
 
 
 def parse_defaults(problems: Problems, raw: Any) -> Defaults:
@@ -55,4 +62,12 @@ def parse_defaults(problems: Problems, raw: Any) -> Defaults:
         ),
         exactly_once=bool(as_bool(problems, mapping.get("exactlyOnce", False), f"{where}.exactlyOnce")),
         disaster_recovery=bool(as_bool(problems, mapping.get("disasterRecovery", False), f"{where}.disasterRecovery")),
+        rpo_seconds=_duration(problems, mapping, "rpo", where, DEFAULT_RPO_SECONDS),
+        outage_budget_seconds=_duration(problems, mapping, "outageBudget", where, DEFAULT_OUTAGE_BUDGET_SECONDS),
     )
+
+
+def _duration(problems: Problems, mapping: Mapping[str, Any], key: str, where: str, default: int) -> int:
+    if key not in mapping:
+        return default
+    return as_duration(problems, mapping[key], f"{where}.{key}") or default

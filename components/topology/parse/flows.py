@@ -36,7 +36,7 @@ from components.topology.parse.mm2_settings import (
     parse_settings,
 )
 from components.topology.parse.problems import Problems, path, quoted
-from components.topology.parse.values import as_bool, as_int, as_mapping, as_str, unknown_fields
+from components.topology.parse.values import as_bool, as_duration, as_int, as_mapping, as_str, unknown_fields
 
 FLOW_FIELDS = (
     "enabled",
@@ -55,6 +55,8 @@ FLOW_FIELDS = (
     "autoRestart",
     "reverseHeartbeats",
     "connectorSettings",
+    "rpo",
+    "outageBudget",
 )
 # Roles as `connectorStates` keys spell them (raw config keys are plain strings).
 _FILTER_FALLBACKS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -107,6 +109,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
     )
     reverse = _reverse_heartbeats(problems, mapping, where, source, merged, declared, group_name)
     role_settings = parse_connector_settings(problems, mapping.get("connectorSettings"), f"{where}.connectorSettings")
+    objectives = _objectives(problems, mapping, where, defaults)
     if switches.exactly_once:
         exactly_once_problems(problems, where, merged, declared.clusters.get(target))
     if (
@@ -117,6 +120,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         or group_name is None
         or states is None
         or auto_restart is None
+        or objectives is None
         or any(v is None for v in lists.values())
     ):
         return None
@@ -138,7 +142,24 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         auto_restart=MappingProxyType(auto_restart),
         reverse_heartbeats=reverse,
         role_settings=MappingProxyType({role: frozen_map(v) for role, v in role_settings.items()}),
+        rpo_seconds=objectives[0],
+        outage_budget_seconds=objectives[1],
     )
+
+
+def _objectives(
+    problems: Problems, mapping: Mapping[str, Any], where: str, defaults: Defaults
+) -> tuple[int, int] | None:
+    """(rpo, outage budget) in seconds: the flow's, else the defaults'; None when one is invalid."""
+    rpo = as_duration(problems, mapping["rpo"], f"{where}.rpo") if "rpo" in mapping else defaults.rpo_seconds
+    budget = (
+        as_duration(problems, mapping["outageBudget"], f"{where}.outageBudget")
+        if "outageBudget" in mapping
+        else defaults.outage_budget_seconds
+    )
+    if rpo is None or budget is None:
+        return None
+    return rpo, budget
 
 
 def _endpoints(

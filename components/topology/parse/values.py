@@ -14,6 +14,7 @@ from typing import Any
 from components.topology import settings as known
 from components.topology.config_provider import is_placeholder
 from components.topology.model import Platform, SecretRef
+from components.topology.objectives import parse_duration
 from components.topology.parse.problems import Problems, quoted
 
 # Cluster aliases and worker group names: usable in MM2 property keys, topic names and group ids.
@@ -52,6 +53,19 @@ def as_int(problems: Problems, value: Any, key: str, minimum: int = 0, maximum: 
         problems.add(key, f"{number} is out of range.", f"Use a value {bound}.")
         return None
     return number
+
+
+def as_duration(problems: Problems, value: Any, key: str) -> int | None:
+    """A positive duration ("30s", "5m", "2h", "7d") in seconds."""
+    seconds = parse_duration(value)
+    if seconds is None or seconds <= 0:
+        problems.add(
+            key,
+            f"expected a positive duration, got {value!r}.",
+            'Write a whole number above 0 and one unit (s, m, h or d), e.g. "30s", "5m", "2h" or "7d".',
+        )
+        return None
+    return seconds
 
 
 def as_bool(problems: Problems, value: Any, key: str) -> bool | None:

@@ -29,6 +29,8 @@ FLOW = FlowExport(
     groups=("app",),
     separator=".",
     offset_syncs_cluster="primary",
+    rpo_seconds=300,
+    outage_budget_seconds=86400,
 )
 EXPORTS = StackExports(
     clusters={
@@ -71,6 +73,8 @@ def test_exported_keys_stay_those_existing_stacks_have() -> None:
         "enabled",
         "reverseHeartbeats",
         "transforms",
+        "rpoSeconds",
+        "outageBudgetSeconds",
     }
 
 
@@ -87,12 +91,25 @@ def _decode_flow(flow: dict[str, Any]) -> FlowExport:
 
 
 def test_older_stacks_infer_separator_offset_syncs_cluster_and_identity() -> None:
-    assert _decode_flow(_older_flow()) == FLOW
+    assert _decode_flow(_older_flow(rpoSeconds=300, outageBudgetSeconds=86400)) == FLOW
     dashed = _decode_flow(_older_flow(checkpointsTopic="primary-checkpoints-internal"))
     assert dashed.separator == "-"
     on_target = _decode_flow(_older_flow(offsetSyncsTopic="mm2-offset-syncs.primary.internal"))
     assert on_target.offset_syncs_cluster == "dr"
     assert _decode_flow(_older_flow(topics={"orders": "orders"})).name_preserving
+
+
+def test_objectives_absent_in_older_outputs_decode_as_undeclared() -> None:
+    older = FLOW.to_json()
+    del older["rpoSeconds"], older["outageBudgetSeconds"]
+    flow = _decode_flow(older)
+    assert (flow.rpo_seconds, flow.outage_budget_seconds) == (None, None)
+
+
+@pytest.mark.parametrize("bad", ["5m", -1, 0, 1.5, True])
+def test_an_objective_that_is_not_whole_positive_seconds_is_listed(bad: Any) -> None:
+    with pytest.raises(OutputsError, match=r'flows\["primary->dr"\].rpoSeconds is not a positive whole number'):
+        _decode_flow({**FLOW.to_json(), "rpoSeconds": bad})
 
 
 def test_explicit_fields_win_over_inference() -> None:

@@ -22,8 +22,10 @@ from model_facts import (
     DEFAULT_POLICY_CLASS,
     FLOW_TYPE,
     IDENTITY_POLICY_CLASS,
+    KAFKA_DEFAULT_RETENTION_MS,
     MM2_DEFAULTS,
     SHARED_TARGET_KEYS,
+    TOPIC_TYPE,
     WORKER_GROUP_TYPE,
     ConnectorKind,
     connector_name,
@@ -88,10 +90,17 @@ def component_type(class_name: str) -> str:
         (CLUSTER_TYPE, "KafkaCluster"),
         (WORKER_GROUP_TYPE, "ConnectWorkerGroup"),
         (FLOW_TYPE, "ReplicationFlow"),
+        (TOPIC_TYPE, "Topic"),
     ],
 )
 def test_type_tokens_are_the_ones_the_components_register(token: str, class_name: str) -> None:
     assert token == component_type(class_name)
+
+
+def test_kafkas_default_retention_is_the_models() -> None:
+    from components.topology.objectives import KAFKA_DEFAULT_RETENTION_MS as MODEL_RETENTION_MS
+
+    assert KAFKA_DEFAULT_RETENTION_MS == MODEL_RETENTION_MS
 
 
 # --- connectors: roles, classes, names ------------------------------------------------------

@@ -36,6 +36,8 @@ EXPECTED = {
     "no-plaintext-secrets-in-connector-config": (ResourceValidationPolicy, EnforcementLevel.MANDATORY),
     "source-connector-min-tasks": (ResourceValidationPolicy, EnforcementLevel.ADVISORY),
     "shared-target-settings-consistent": (StackValidationPolicy, EnforcementLevel.ADVISORY),
+    "dr-retention-outlasts-outage-budget": (StackValidationPolicy, EnforcementLevel.MANDATORY),
+    "retention-outlasts-outage-budget": (StackValidationPolicy, EnforcementLevel.ADVISORY),
 }
 
 

@@ -67,7 +67,7 @@ def _connector(source: str, target: str, kind: str) -> analyzer_pb2.AnalyzerReso
 def test_pack_serves_its_policies_and_blocks_an_identity_loop(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
     assert info.name == "mm2-replication-safety"
-    assert len(info.policies) == 11
+    assert len(info.policies) == 13
 
     resources = [
         _connector(s, t, k) for s, t in (("a", "b"), ("b", "a")) for k in ("source", "checkpoint", "heartbeat")
