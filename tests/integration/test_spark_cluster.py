@@ -48,7 +48,11 @@ class Standalone:
     work_dirs: list[Path]  # one per worker: an executor it ran leaves app-*/<id>/stderr there
 
     def state(self) -> dict[str, Any]:
-        return dict(httpx.get(f"{self.ui}/json/", timeout=5).json())
+        response = httpx.get(f"{self.ui}/json/", timeout=5)
+        # While the master starts, its UI may answer before the /json handler exists (404 page):
+        # an httpx.HTTPStatusError, which the callers polling for workers treat as "not yet".
+        response.raise_for_status()
+        return dict(response.json())
 
 
 def _spark_env(tmp: Path) -> dict[str, str]:
