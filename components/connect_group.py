@@ -87,7 +87,8 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
             self.workers = list(deployed.resources)
             endpoint = deployed.url if deployed.url is not None else endpoint
         if group.platform is Platform.LOCAL:
-            # autoRestart: the group's watcher, a process of the stack like its workers.
+            # The group's watcher, a process of the stack like its workers: restarts dead workers
+            # (and autoRestart connectors).
             self.watcher = deploy_local_watcher(
                 self, name, topology, group.name, local, self.auth, self.ca_pem, self.workers
             )

@@ -45,6 +45,7 @@ from components.topology import (
     bootstrap_servers,
     parse_topology,
     with_secrets_file,
+    worker_rest_urls,
 )
 from components.topology.jaas import quotable_password_keys
 from components.topology.security import (
@@ -276,7 +277,12 @@ def group_export(name: str, deployed: Deployed) -> ConnectGroupExport:
         auth=_resolved_on_export(group.auth),
         ca_pem=_resolved_on_export(group.ca_pem),
         offset_topic=declared.offset_topic,
+        worker_urls=worker_rest_urls(declared) if declared.platform in _OWN_WORKER_URLS and not declared.url else (),
     )
+
+
+# Platforms where every worker has its own REST URL on this machine (others: one URL for the group).
+_OWN_WORKER_URLS = frozenset({Platform.LOCAL, Platform.DOCKER})
 
 
 def _resolved_on_export(value: pulumi.Input[Any] | None) -> Any:

@@ -4,6 +4,8 @@ worker group's and a cluster's scrape targets differ (`Selectors`). Pure: no pul
 Alerts (Prometheus rule-group format, as `promtool test rules` and PrometheusRule take them):
 - MM2ReplicationLatencyHigh: a replicated topic's records arrive late.
 - MM2CheckpointLatencyHigh: consumer-group checkpoints are late.
+- MM2WorkerGroupDown: no worker of the group is scraped as up (`up` is 0 for every worker target,
+  or the group has no target left: a Kubernetes Service with no ready pod drops its endpoints).
 - MM2ConnectorFailed / MM2ConnectorTasksFailed: a connector or one of its tasks is FAILED.
 - MM2HeartbeatStale: per flow, its heartbeat connector emitted none in the window (every flow,
   one-way ones included), and per replicated `<source>.heartbeats` topic, none arrived.
@@ -42,6 +44,9 @@ class Thresholds:
     window: str = "5m"
     latency_for: str = "5m"
     failure_for: str = "2m"
+    # A group with no live worker replicates nothing: say so sooner than a connector failure,
+    # after enough scrapes (every 15 s or less) that one missed scrape is not an outage.
+    down_for: str = "1m"
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,17 @@ def alert_groups(topology: Topology, group: WorkerGroup, selectors: Selectors, t
     sel = selectors.workers.format(group=group.name)
     base = {"mm2_worker_group": group.name}
     rules: list[dict[str, Any]] = [
+        _rule(
+            "MM2WorkerGroupDown",
+            # `or on() vector(0)`: no target at all is as dead as every target down.
+            f"(max(up{{{sel}}}) or on() vector(0)) < 1",
+            t.down_for,
+            {**base, "severity": "critical"},
+            f"MM2 worker group {group.name} has no live worker",
+            f"No worker of {group.name} has answered a scrape for {t.down_for}: nothing of its flows is replicated. "
+            "See `bin/status` (names the group in seconds); locally the watcher restarts dead workers, "
+            "on Kubernetes check the pods.",
+        ),
         _rule(
             "MM2ReplicationLatencyHigh",
             f'max by (source, target, topic) ({REPLICATION_LATENCY_MAX}{{{sel},topic!~"{quote(HEARTBEATS_RE)}"}})'

@@ -15,17 +15,30 @@ With --stack, a worker group whose auto-restart watcher runs as a local process 
 shows that watcher's status file (what it restarted and when), in the table and under `watchers`
 in --json.
 
-Exit codes: 0 every flow healthy, 1 an error (no deployment, a cluster or worker group not
-answering), 3 a flow is unhealthy (the reasons are printed).
+Every worker of each worker group is asked first, all at once, with a short timeout
+(`WORKER_PROBE_TIMEOUT_S`, 2 s): a group none of whose workers answers is named in the flows it
+runs ("worker group mm2: no worker answered within 2 s") and its connectors are not read, so a
+dead group is reported in seconds instead of after a client's whole retry budget.
+
+Exit codes:
+  0  every flow healthy
+  1  an error: no deployment to show (no outputs), a cluster not answering, a worker group that
+     answered the probe and then failed mid-read
+  2  wrong arguments (argparse)
+  3  unhealthy: a flow is unhealthy, including every flow of a worker group with no worker
+     answering (the reasons are printed)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import ssl
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,15 +48,18 @@ from components.ops.clients import connect_client, flow, kafka_config
 from components.ops.errors import OpsError
 from components.ops.status_view import (
     HEARTBEAT_MAX_AGE_S,
+    WORKER_PROBE_TIMEOUT_S,
     ConnectorView,
     FlowStatus,
     HeartbeatView,
     TaskView,
+    group_down_problem,
     newest_syncs,
     problems_of,
     render_status_table,
     to_json,
     topic_view,
+    unreachable_views,
     watcher_lines,
 )
 from components.outputs.contract import FlowExport, OutputsError, StackExports
@@ -209,10 +225,51 @@ def heartbeat_view(readers: Mapping[str, ClusterReader], f: FlowExport) -> Heart
     return HeartbeatView(f.heartbeats_topic, None if own is None else age_s(own))
 
 
+def _answers(url: str, ca_pem: str | None) -> str | None:
+    """None when the worker at `url` answers `GET /` at all (any HTTP status: a 401 is a live
+    worker); else why not. One try, WORKER_PROBE_TIMEOUT_S for connect and read."""
+    from components.connect.stdlib_client import send
+
+    context = ssl.create_default_context(cadata=ca_pem) if ca_pem and url.startswith("https") else None
+    try:
+        send(urllib.request.Request(f"{url.rstrip('/')}/", method="GET"), WORKER_PROBE_TIMEOUT_S, context)
+    except OSError as exc:
+        return str(getattr(exc, "reason", None) or exc)
+    return None
+
+
+def dead_groups(outputs: StackExports, groups: Sequence[str]) -> dict[str, dict[str, str]]:
+    """The groups none of whose workers answered, each with why per worker URL. Every worker of
+    every group is asked at once, so this takes one probe timeout however many there are."""
+    asked = [
+        (group, url, outputs.connect[group].ca_pem)
+        for group in groups
+        if group in outputs.connect
+        for url in outputs.connect[group].probe_urls
+    ]
+    if not asked:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(asked)) as pool:
+        answers = list(pool.map(lambda a: _answers(a[1], a[2]), asked))
+    why: dict[str, dict[str, str]] = {}
+    answered = set()
+    for (group, url, _ca), reason in zip(asked, answers, strict=True):
+        if reason is None:
+            answered.add(group)
+        else:
+            why.setdefault(group, {})[url] = reason
+    return {group: urls for group, urls in why.items() if group not in answered}
+
+
 def flow_status(
-    outputs: StackExports, f: FlowExport, readers: Mapping[str, ClusterReader], heartbeat_max_age_s: float
+    outputs: StackExports,
+    f: FlowExport,
+    readers: Mapping[str, ClusterReader],
+    heartbeat_max_age_s: float,
+    group_down: Mapping[str, str] | None = None,
 ) -> FlowStatus:
-    connectors = connector_views(outputs, f)
+    """One flow; `group_down` (worker URL -> why) when its worker group did not answer the probe."""
+    connectors = unreachable_views(f.connectors, f.desired_states) if group_down else connector_views(outputs, f)
     source, target = readers[f.source], readers[f.target]
     syncs = offset_syncs(readers[f.offset_syncs_cluster or f.source], f)
     topics = tuple(
@@ -237,7 +294,10 @@ def flow_status(
         topics=topics,
         checkpoint_age_s=checkpoint_age,
         heartbeat=heartbeat,
-        problems=problems_of(connectors, heartbeat, heartbeat_max_age_s),
+        problems=(
+            *([group_down_problem(f.worker_group, group_down)] if group_down else []),
+            *problems_of(connectors, heartbeat, heartbeat_max_age_s),
+        ),
         notes=tuple(notes),
     )
 
@@ -265,9 +325,10 @@ def collect(
     flows = [flow(outputs, name) for name in (flow_names or sorted(outputs.flows))]
     if not flows:
         raise OpsError("the stack exports no flows. Next step: declare one under mm2:flows and `bin/pulumi up`.")
+    down = dead_groups(outputs, sorted({f.worker_group for f in flows}))
     aliases = sorted({a for f in flows for a in (f.source, f.target, f.offset_syncs_cluster or f.source)})
     with cluster_readers(outputs, aliases) as readers:
-        return [flow_status(outputs, f, readers, heartbeat_max_age_s) for f in flows]
+        return [flow_status(outputs, f, readers, heartbeat_max_age_s, down.get(f.worker_group)) for f in flows]
 
 
 def watcher_statuses(stack: str, groups: Sequence[str], root: Path) -> dict[str, dict[str, Any] | None]:

@@ -1,6 +1,8 @@
 """What `bin/status` shows and when a flow is unhealthy. Pure: values in, values and text out.
 
 A flow is unhealthy when any of these holds (each gives one plain reason):
+- its worker group has no worker answering (every worker asked at once, each for
+  `WORKER_PROBE_TIMEOUT_S`): its connectors are shown UNREACHABLE, not read;
 - a connector is missing on its worker group, FAILED or UNASSIGNED, or its state is not the state
   the stack declares for it (`mm2:flows.<flow>.state` / `connectorStates`, RUNNING by default);
 - a task of a connector is FAILED (or a declared-RUNNING connector has a task not RUNNING);
@@ -32,6 +34,11 @@ WATCHER_EVENTS_SHOWN = 5
 # A status file not replaced for this long: the watcher (polling every 2 s) has likely stopped.
 WATCHER_STALE_S = 30.0
 STATE_OK = "RUNNING"
+# Shown for the connectors of a worker group none of whose workers answered: not read, not judged.
+STATE_UNREACHABLE = "UNREACHABLE"
+# How long each worker of a group is given to answer `GET /` (connect and read); all are asked at
+# once, so a dead group is told in about this long instead of a client's whole retry budget.
+WORKER_PROBE_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -122,12 +129,30 @@ def topic_view(
     return TopicView(topic, remote, len(source_ends), sum(lag for lag in lags if lag is not None))
 
 
+def group_down_problem(group: str, unanswered: Mapping[str, str]) -> str:
+    """The reason a flow on a worker group none of whose workers answered is unhealthy."""
+    tried = "; ".join(f"{url}: {why}" for url, why in sorted(unanswered.items()))
+    return (
+        f"worker group {group}: no worker answered within {WORKER_PROBE_TIMEOUT_S:g} s ({tried}). "
+        "Next step: check its worker processes (locally the watcher restarts them; `bin/pulumi up --refresh` does too)"
+    )
+
+
+def unreachable_views(roles: Mapping[str, str], desired: Mapping[str, str]) -> tuple[ConnectorView, ...]:
+    """The connectors of a flow whose worker group did not answer: named, state unknown."""
+    return tuple(
+        ConnectorView(role, name, STATE_UNREACHABLE, desired.get(role, STATE_OK)) for role, name in roles.items()
+    )
+
+
 def problems_of(
     connectors: Sequence[ConnectorView], heartbeat: HeartbeatView | None, heartbeat_max_age_s: float
 ) -> tuple[str, ...]:
     """Why the flow is unhealthy (module docstring); empty when it is healthy."""
     found: list[str] = []
     for c in connectors:
+        if c.state == STATE_UNREACHABLE:
+            continue  # the group's own problem says it once
         if c.state == "MISSING":
             found.append(f"{c.role} connector {c.name} does not exist on its worker group (run `bin/pulumi up`)")
         elif c.state == "FAILED":
@@ -226,11 +251,15 @@ def watcher_lines(group: str, doc: Mapping[str, Any] | None, now: float) -> list
         if view.get("nextRestartAt"):
             extra += f"  next restart {view['nextRestartAt']}"
         lines.append(f"  {name:<36} {view.get('state', '-')!s:<10} {restarts}{extra}")
+    for name, view in sorted((doc.get("workers") or {}).items()):
+        state = {True: "alive", False: "DEAD", None: "-"}.get(view.get("alive"), "-")
+        extra = f"  next restart {view['nextRestartAt']}" if view.get("nextRestartAt") else ""
+        lines.append(f"  {name:<36} {state:<10} restarts {view.get('restarts', 0)}{extra}")
     events = list(doc.get("events") or [])[-WATCHER_EVENTS_SHOWN:]
     for e in events:
         what = e.get("action", "?") + (f" {e['restart']}" if e.get("restart") is not None else "")
         cause = f": {e['cause']}" if e.get("cause") else ""
-        lines.append(f"  {e.get('at', '-')}  {e.get('connector') or '-'}  {what}{cause}")
+        lines.append(f"  {e.get('at', '-')}  {e.get('connector') or e.get('worker') or '-'}  {what}{cause}")
     if not events:
         lines.append("  nothing restarted yet")
     return lines

@@ -66,6 +66,10 @@ class ConnectGroupExport:
     # where the workers keep their connectors' source offsets (`workerGroups.<name>.offsetTopic`),
     # on `cluster`; empty in outputs written before it was exported
     offset_topic: str = ""
+    # every worker's own REST URL, first worker first, where the stack runs the workers on this
+    # machine (local, docker): `bin/status` asks each at once to tell a dead group in seconds.
+    # Empty for one URL in front of the group (Kubernetes Service, external) and in older outputs.
+    worker_urls: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,7 +78,13 @@ class ConnectGroupExport:
             "auth": self.auth,
             "caPem": self.ca_pem,
             "offsetTopic": self.offset_topic,
+            "workerUrls": list(self.worker_urls),
         }
+
+    @property
+    def probe_urls(self) -> tuple[str, ...]:
+        """The URLs that reach the group's workers: each worker's, else the group's one URL."""
+        return self.worker_urls or ((self.url,) if self.url else ())
 
 
 @dataclass(frozen=True)
@@ -233,6 +243,7 @@ def _connect_group(name: str, raw: Any, problems: list[str]) -> ConnectGroupExpo
         auth={"username": str(user), "password": str(password)} if user and password is not None else None,
         ca_pem=str(entry["caPem"]) if entry.get("caPem") else None,
         offset_topic=str(entry.get("offsetTopic") or ""),
+        worker_urls=tuple(str(u) for u in entry.get("workerUrls") or ()),
     )
 
 

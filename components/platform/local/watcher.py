@@ -1,13 +1,15 @@
 """The auto-restart watcher as a managed process of a local stack (``pulumi-python:dynamic/local:Watcher``).
 
-One per worker group with autoRestart connectors, started and stopped by the stack like the
-workers: `python -m components.ops.watcher --plan <run>/watcher-<group>/plan.json`, in its own
+One per local worker group, started and stopped by the stack like the workers: it starts a
+worker process that died on its own again, with the back-off of components/watch/backoff.py (as
+Kubernetes restarts a pod), and restarts the group's autoRestart connectors when they fail. Run as:
+`python -m components.ops.watcher --plan <run>/watcher-<group>/plan.json`, in its own
 session, carrying the stack's process marker (so `bin/drill`, the tests' safety net and destroy
 find it). Its files, under the stack's run directory:
 
 - `watcher-<group>/plan.json`: what it watches (no secret);
 - `watcher-<group>/rest-auth.properties` (0600): the REST credentials with restAuth;
-- `watcher-<group>/watcher.log`: one line per restart, give-up, reset or lost endpoint;
+- `watcher-<group>/watcher.log`: one line per worker or connector restart, give-up, reset or lost endpoint;
 - `watcher-<group>/status.json`: its status, replaced atomically after every poll
   (format: docs/day2-operations.md).
 
@@ -28,7 +30,7 @@ from pulumi.dynamic import CheckResult, CreateResult, DiffResult, ReadResult, Re
 
 from components.platform.local import process as proc
 from components.platform.local.layout import WATCHER_STATUS_FILE as STATUS_FILE
-from components.platform.local.layout import LocalPlatform, watcher_path
+from components.platform.local.layout import LocalPlatform, watcher_path, worker_path
 from components.rpc_values import plain
 from components.topology import Topology, worker_rest_urls
 from components.topology.auto_restart import watched_connectors
@@ -158,18 +160,24 @@ def deploy_local_watcher(
     auth: pulumi.Input[Mapping[str, str]] | None,
     ca_pem: pulumi.Input[str] | None,
     workers: list[pulumi.Resource],
-) -> LocalWatcher | None:
-    """The group's watcher when one of its flows has autoRestart on; None otherwise."""
-    from components.watch.plan import WatchPlan, plan_document
+) -> LocalWatcher:
+    """The group's watcher: it restarts dead worker processes, and the connectors of flows with
+    autoRestart on."""
+    from components.watch.plan import WatchPlan, WorkerProcess, plan_document
 
     connectors = watched_connectors(topology, group)
-    if not connectors:
-        return None
     path = watcher_path(group)
-    first, *others = worker_rest_urls(topology.worker_groups[group])
+    declared = topology.worker_groups[group]
+    first, *others = worker_rest_urls(declared)
+    processes = tuple(
+        WorkerProcess(f"worker {i}", local.run_dir(worker_path(group, i)), local.marker(worker_path(group, i)))
+        for i in range(declared.workers)
+    )
     plan = pulumi.Output.from_input(ca_pem).apply(
         lambda ca: plan_document(
-            WatchPlan(group=group, url=first, connectors=connectors, ca_pem=ca, other_urls=tuple(others))
+            WatchPlan(
+                group=group, url=first, connectors=connectors, ca_pem=ca, other_urls=tuple(others), workers=processes
+            )
         )
     )
     return LocalWatcher(

@@ -74,6 +74,8 @@ def test_dev_stack_graph(monitor: RecordingMonitor, tmp_path: Path) -> Any:
             "connect-mm2-secrets": "pulumi-python:dynamic/local:SecretsFile",
             "connect-mm2-worker-0": "pulumi-python:dynamic/local:Process",
             "connect-mm2-worker-1": "pulumi-python:dynamic/local:Process",
+            # every local group has a watcher: it restarts dead workers (autoRestart or not)
+            "connect-mm2-watcher": "pulumi-python:dynamic/local:Watcher",
             "flow-primary-to-dr": "mm2:index:ReplicationFlow",
             "mm2-primary-to-dr-source": "pulumi-python:dynamic/connect:Connector",
             "mm2-primary-to-dr-checkpoint": "pulumi-python:dynamic/connect:Connector",

@@ -210,6 +210,40 @@ def test_no_records_fires_only_while_the_source_produces(tmp_path: Path) -> None
     )
 
 
+def test_worker_group_down_fires_when_no_worker_is_up_or_none_is_scraped(tmp_path: Path) -> None:
+    worker = 'up{{job="mm2-workers-mm2",{w},instance="127.0.0.1:{port}"}}'
+    first, second = worker.format(w=W, port=19410), worker.format(w=W, port=19411)
+    other = 'up{job="mm2-workers-other",mm2_worker_group="other",instance="127.0.0.1:19420"}'
+    down = expected("MM2WorkerGroupDown")
+    assert_promtool(
+        tmp_path,
+        [
+            # One worker dies at 2m (the group lives on), the second at 4m: the group is down.
+            case(
+                {first: "1x8 0x30", second: "1x16 0x30", other: "0x40"},
+                [
+                    {"eval_time": "3m", "alertname": "MM2WorkerGroupDown", "exp_alerts": []},
+                    {"eval_time": "4m30s", "alertname": "MM2WorkerGroupDown", "exp_alerts": []},  # not yet `for`
+                    {"eval_time": "6m", "alertname": "MM2WorkerGroupDown", "exp_alerts": [down]},
+                ],
+            ),
+            # Both come back (a restart): it clears.
+            case(
+                {first: "0x8 1x8", second: "0x8 1x8"},
+                [
+                    {"eval_time": "1m30s", "alertname": "MM2WorkerGroupDown", "exp_alerts": [down]},
+                    {"eval_time": "3m", "alertname": "MM2WorkerGroupDown", "exp_alerts": []},
+                ],
+            ),
+            # No target of the group at all (only another group's): down.
+            case(
+                {other: "1x20"},
+                [{"eval_time": "2m", "alertname": "MM2WorkerGroupDown", "exp_alerts": [down]}],
+            ),
+        ],
+    )
+
+
 def test_promtool_tests_can_fail(tmp_path: Path) -> None:
     # A healthy heartbeat series and an expectation that the alert fires: promtool must say no.
     out = run_promtool(

@@ -82,6 +82,7 @@ def connect(monkeypatch: pytest.MonkeyPatch) -> FakeConnect:
         return clients.connect_client(out, group, transport=fake.transport(), sleep=FakeSleep(), **kwargs)
 
     monkeypatch.setattr(st, "connect_client", client)
+    monkeypatch.setattr(st, "_answers", lambda url, ca_pem: None)  # every worker answers the probe
     return fake
 
 
@@ -197,3 +198,63 @@ def test_a_watcher_without_a_fresh_status_says_so(
     out = capsys.readouterr().out
     assert "Connect NOT reachable" in out and "STALE: the watcher may have stopped" in out
     assert "nothing restarted yet" in out
+
+
+def test_a_worker_group_with_no_worker_answering_is_named_and_unhealthy_without_reading_connect(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    asked: list[str] = []
+
+    def refused(url: str, _ca: Any) -> str:
+        asked.append(url)
+        return "[Errno 111] Connection refused"
+
+    def no_client(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("a dead group's connectors are not read (that waits the client's retry budget)")
+
+    monkeypatch.setattr(st, "_answers", refused)
+    monkeypatch.setattr(st, "connect_client", no_client)
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_workers(outputs()))
+    assert st.main(["--stack", "dev"]) == 3
+    out = capsys.readouterr().out
+    assert sorted(asked) == ["http://127.0.0.1:18083", "http://127.0.0.1:18084"]
+    assert "why unhealthy: worker group mm2: no worker answered within 2 s" in out
+    assert "http://127.0.0.1:18084: [Errno 111] Connection refused" in out
+    assert out.count("UNREACHABLE") == 3
+    assert "is UNREACHABLE, the stack declares" not in out  # said once, for the group
+
+
+def test_one_answering_worker_keeps_the_group_alive(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_workers(outputs()))
+    monkeypatch.setattr(st, "_answers", lambda url, _ca: None if url.endswith("18084") else "refused")
+    assert st.main(["--stack", "dev"]) == 0
+    assert "worker group mm2" not in capsys.readouterr().out.replace("(worker group mm2)", "")
+
+
+def test_the_probe_gives_a_silent_worker_one_short_timeout_and_a_closed_port_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+
+    monkeypatch.setattr(st, "WORKER_PROBE_TIMEOUT_S", 0.3)
+    with socket.socket() as silent, socket.socket() as closed:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # accepts the connection, never answers
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: refused
+        urls = (f"http://127.0.0.1:{silent.getsockname()[1]}", f"http://127.0.0.1:{closed.getsockname()[1]}")
+        exports = _with_workers(outputs(), urls)
+        down = st.dead_groups(exports, ["mm2"])
+    assert set(down) == {"mm2"}
+    assert "timed out" in down["mm2"][urls[0]]
+    assert "refused" in down["mm2"][urls[1]]
+
+
+def _with_workers(exports: Any, urls: tuple[str, ...] = ("http://127.0.0.1:18083", "http://127.0.0.1:18084")) -> Any:
+    from dataclasses import replace
+
+    group = replace(exports.connect["mm2"], worker_urls=urls)
+    return replace(exports, connect={**exports.connect, "mm2": group})

@@ -13,6 +13,7 @@ def test_prometheus_rule_alerts() -> None:
     alerts = {r["alert"]: r for r in group["rules"] if r["alert"] != "MM2HeartbeatStale"}
     # The shared rules (components/monitoring/rules.py), selecting the group's Service.
     assert set(alerts) == {
+        "MM2WorkerGroupDown",
         "MM2ReplicationLatencyHigh",
         "MM2CheckpointLatencyHigh",
         "MM2ConnectorFailed",
@@ -22,6 +23,10 @@ def test_prometheus_rule_alerts() -> None:
     assert "replication_latency_ms_max" in alerts["MM2ReplicationLatencyHigh"]["expr"]
     assert "> 30000" in alerts["MM2ReplicationLatencyHigh"]["expr"]
     assert "connector_failed_task_count" in alerts["MM2ConnectorTasksFailed"]["expr"]
+    # The Service's scrape targets: a group with no ready pod has none left, which counts as down.
+    assert alerts["MM2WorkerGroupDown"]["expr"] == (
+        '(max(up{namespace="kafka",service="mm2-connect-api"}) or on() vector(0)) < 1'
+    )
     replicated = [r for r in group["rules"] if r["alert"] == "MM2HeartbeatStale" and "flow" not in r["labels"]]
     stale = {r["labels"]["topic"]: r for r in replicated}
     # Both flows run on group mm2 and each direction has a flow writing heartbeats into its source.
