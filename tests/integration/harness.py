@@ -12,6 +12,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -174,11 +175,25 @@ class TestStack:
     def markers(self) -> list[str]:
         return proc.running_markers(process_marker(self.name, ""))
 
+    def lose(self, path: str) -> None:
+        """SIGKILL the process at run path `path` (worker_path, broker_path) as a lost host loses
+        it: its watcher, gone with the host, cannot start it again; refresh and up can."""
+        run_dir = str(self.run_dir / path)
+        marker = process_marker(self.name, path)
+        with proc.held(run_dir):
+            (self.run_dir / path / proc.COMMAND_FILE).unlink(missing_ok=True)
+            for pid in proc.find_pids(marker):
+                os.kill(pid, signal.SIGKILL)
+            wait_until(lambda: not proc.find_pids(marker), 30, f"{path} to die", poll_s=0.1)
+
     def destroy(self) -> None:
         try:
             self.pulumi("destroy", "--yes", "--skip-preview", check=False)
         finally:
-            # Safety net: whatever the engine could not stop, stop here.
+            # Safety net: whatever the engine could not stop, stop here, once no watcher can
+            # start a worker again.
+            for command in self.run_dir.rglob(proc.COMMAND_FILE):
+                command.unlink(missing_ok=True)
             for marker in self.markers():
                 proc.stop(marker, grace_s=5)
             shutil.rmtree(self.run_dir, ignore_errors=True)

@@ -8,7 +8,7 @@ session, carrying the stack's process marker (so `bin/drill`, the tests' safety 
 find it). Its files, under the stack's run directory:
 
 - `watcher-<group>/plan.json`: what it watches (no secret);
-- `watcher-<group>/rest-auth.properties` (0600): the REST credentials with restAuth;
+- `watcher-<group>/rest-secrets.properties` (0600): the REST credentials with restAuth;
 - `watcher-<group>/watcher.log`: one line per worker or connector restart, give-up, reset or lost endpoint;
 - `watcher-<group>/status.json`: its status, replaced atomically after every poll
   (format: docs/day2-operations.md).
@@ -36,7 +36,7 @@ from components.topology import Topology, worker_rest_urls
 from components.topology.auto_restart import watched_connectors
 
 PLAN_FILE = "plan.json"
-AUTH_FILE = "rest-auth.properties"
+AUTH_FILE = "rest-secrets.properties"
 LOG_FILE = "watcher.log"
 _RESTART_KEYS = ("plan", "auth", "python", "project_dir")
 _START_S = 30.0  # the first status file appears after one poll

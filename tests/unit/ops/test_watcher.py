@@ -112,7 +112,7 @@ def test_an_unreachable_group_is_logged_once_and_retried(tmp_path: Path) -> None
 
 
 def test_plan_file_round_trips_and_reads_credentials_from_the_auth_file(tmp_path: Path) -> None:
-    auth = tmp_path / "rest-auth.properties"
+    auth = tmp_path / "rest-secrets.properties"
     auth.write_text("username=mm2-admin\npassword=s3cret=x\n")
     plan = WatchPlan(group="mm2", url=URL, connectors={NAME: 3, "other": None}, status_file="/s.json")
     doc = plan_document(plan, str(auth))
