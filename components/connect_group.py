@@ -20,6 +20,8 @@ import pulumi
 from components.kafka_cluster import KafkaCluster
 from components.platform.backends import platform_backend
 from components.platform.contract import ContainerPlatforms, WorkerRequest
+from components.platform.lag_exporter import lag_flows, plan_clusters
+from components.platform.local.lag_exporter import deploy_local_lag_exporter
 from components.platform.local.layout import PROCESS_PROPERTIES, LocalPlatform, worker_path
 from components.platform.local.tls import StackTls
 from components.platform.local.watcher import deploy_local_watcher
@@ -92,6 +94,14 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
             self.watcher = deploy_local_watcher(
                 self, name, topology, group.name, local, self.auth, self.ca_pem, self.workers
             )
+        # Where the group's lag exporter serves /metrics and /expired (components/ops/lag_exporter.py).
+        self.lag_url: pulumi.Input[str] | None = None
+        if group.platform is Platform.LOCAL and lag_flows(topology, group.name):
+            clients = {alias: clusters[alias].client for alias in plan_clusters(topology, group.name)}
+            self.lag_exporter = deploy_local_lag_exporter(
+                self, name, topology, group.name, local, clients, self.workers
+            )
+            self.lag_url = self.lag_exporter.url
         self.url = pulumi.Output.from_input(endpoint)
         # The other workers of a group the stack runs on this host: connector calls fail over to them.
         self.other_urls: list[str] = (

@@ -278,6 +278,7 @@ def group_export(name: str, deployed: Deployed) -> ConnectGroupExport:
         ca_pem=_resolved_on_export(group.ca_pem),
         offset_topic=declared.offset_topic,
         worker_urls=worker_rest_urls(declared) if declared.platform in _OWN_WORKER_URLS and not declared.url else (),
+        lag_url=_resolved_on_export(group.lag_url) or "",
     )
 
 

@@ -70,6 +70,9 @@ class ConnectGroupExport:
     # machine (local, docker): `bin/status` asks each at once to tell a dead group in seconds.
     # Empty for one URL in front of the group (Kubernetes Service, external) and in older outputs.
     worker_urls: tuple[str, ...] = ()
+    # the group's lag exporter (GET /metrics, /expired; components/ops/lag_exporter.py), where the
+    # stack runs one and this machine reaches it; empty otherwise and in older outputs
+    lag_url: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +82,7 @@ class ConnectGroupExport:
             "caPem": self.ca_pem,
             "offsetTopic": self.offset_topic,
             "workerUrls": list(self.worker_urls),
+            "lagUrl": self.lag_url,
         }
 
     @property
@@ -244,6 +248,7 @@ def _connect_group(name: str, raw: Any, problems: list[str]) -> ConnectGroupExpo
         ca_pem=str(entry["caPem"]) if entry.get("caPem") else None,
         offset_topic=str(entry.get("offsetTopic") or ""),
         worker_urls=tuple(str(u) for u in entry.get("workerUrls") or ()),
+        lag_url=str(entry.get("lagUrl") or ""),
     )
 
 

@@ -1,7 +1,8 @@
 """The lag plan: what one worker group's lag exporter reads, and the JSON file it is handed.
 
-Written by the platforms (components/platform/local/lag_exporter.py, the Kubernetes rendering)
-and read by the exporter (components/ops/lag_exporter.py). Pure: no I/O here. The plan holds no
+Built from the topology by components/platform/lag_exporter.py, written by the platforms and read
+by the exporter (components/ops/lag_exporter.py). Pure and standard library only (the Kubernetes
+pod ships it): no I/O here. The plan holds no
 secret: each cluster's secret client settings (`sasl.password` and the like) are split off by
 `split_client` into the secrets file (0600 locally, a Secret on Kubernetes) beside it.
 """
@@ -11,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from components.topology import ConnectorRole, Topology, bootstrap_servers, connector_name
 
 PLAN_VERSION = 1
 SECRET_CLIENT_KEYS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password"})
@@ -49,47 +48,6 @@ def split_client(settings: Mapping[str, str]) -> tuple[dict[str, str], dict[str,
     public = {k: str(v) for k, v in settings.items() if k not in SECRET_CLIENT_KEYS}
     secret = {k: str(v) for k, v in settings.items() if k in SECRET_CLIENT_KEYS}
     return public, secret
-
-
-def lag_flows(topology: Topology, group: str) -> tuple[LagFlow, ...]:
-    """The enabled flows the worker group runs, as the exporter reads them."""
-    return tuple(
-        LagFlow(
-            name=f.name,
-            source=f.source,
-            target=f.target,
-            connector=connector_name(f, ConnectorRole.SOURCE),
-            topics=f.topics,
-            topics_exclude=f.topics_exclude,
-            rpo_seconds=f.rpo_seconds,
-        )
-        for f in topology.enabled_flows()
-        if f.worker_group == group
-    )
-
-
-def plan_clusters(topology: Topology, group: str) -> tuple[str, ...]:
-    """The clusters the exporter reads: every source of the group's flows and its storage cluster."""
-    wanted = {topology.worker_groups[group].cluster, *(f.source for f in lag_flows(topology, group))}
-    return tuple(sorted(wanted))
-
-
-def public_clients(
-    topology: Topology, group: str, clients: Mapping[str, Mapping[str, str]]
-) -> dict[str, dict[str, str]]:
-    """Each read cluster's bootstrap and the public part of its client settings."""
-    out = {}
-    for alias in plan_clusters(topology, group):
-        public, _secret = split_client(clients.get(alias) or {})
-        out[alias] = {"bootstrap.servers": bootstrap_servers(topology.clusters[alias]), **public}
-    return out
-
-
-def secret_clients(
-    topology: Topology, group: str, clients: Mapping[str, Mapping[str, str]]
-) -> dict[str, dict[str, str]]:
-    """The secret part of each read cluster's client settings (the secrets file's content)."""
-    return {alias: split_client(clients.get(alias) or {})[1] for alias in plan_clusters(topology, group)}
 
 
 def plan_document(plan: LagPlan) -> dict[str, Any]:
@@ -144,20 +102,4 @@ def plan_from_document(doc: Mapping[str, Any]) -> LagPlan:
         status_file=doc.get("statusFile"),
         state_file=doc.get("stateFile"),
         secrets_file=doc.get("secretsFile"),
-    )
-
-
-def plan_for(
-    topology: Topology, group: str, clients: Mapping[str, Mapping[str, str]], *, listen: str, poll_s: float
-) -> LagPlan:
-    """The plan of `group`'s exporter; `clients` maps each cluster alias to its librdkafka settings."""
-    declared = topology.worker_groups[group]
-    return LagPlan(
-        group=group,
-        storage_cluster=declared.cluster,
-        offsets_topic=declared.offset_topic,
-        clusters=public_clients(topology, group, clients),
-        flows=lag_flows(topology, group),
-        listen=listen,
-        poll_s=poll_s,
     )

@@ -18,97 +18,46 @@ read reports ``running: false`` for a dead watcher, so refresh shows it and `up`
 
 from __future__ import annotations
 
-import json
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.dynamic import CheckResult, CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
+from pulumi.dynamic import Resource
 
-from components.platform.local import process as proc
 from components.platform.local.layout import WATCHER_STATUS_FILE as STATUS_FILE
 from components.platform.local.layout import LocalPlatform, watcher_path, worker_path
-from components.rpc_values import plain
+from components.platform.local.service import PLAN_FILE, ServiceProvider
 from components.topology import Topology, worker_rest_urls
 from components.topology.auto_restart import watched_connectors
 
-PLAN_FILE = "plan.json"
-AUTH_FILE = "rest-secrets.properties"
-LOG_FILE = "watcher.log"
-_RESTART_KEYS = ("plan", "auth", "python", "project_dir")
-_START_S = 30.0  # the first status file appears after one poll
+
+class WatcherProvider(ServiceProvider):
+    """The watcher's process: its REST credentials in `rest-secrets.properties` (0600)."""
+
+    MODULE = "components.ops.watcher"
+    WHAT = "the watcher"
+    LOG_FILE = "watcher.log"
+    SECRETS_FILE = "rest-secrets.properties"
+    SECRETS_PLAN_KEY = "authFile"
+    HINT = "`bin/watcher --plan` runs the same thing in the foreground"
+
+    def secrets_text(self, auth: Mapping[str, Any]) -> str:
+        return f"username={auth['username']}\npassword={auth['password']}\n"
 
 
-def _start(props: Mapping[str, Any]) -> dict[str, Any]:
-    run_dir = Path(props["run_dir"])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    plan = dict(plain(props["plan"]))
-    auth = plain(props.get("auth"))
-    plan["statusFile"] = str(run_dir / STATUS_FILE)
-    plan["authFile"] = None
-    if auth:
-        proc.write_private(run_dir / AUTH_FILE, f"username={auth['username']}\npassword={auth['password']}\n")
-        plan["authFile"] = str(run_dir / AUTH_FILE)
-    (run_dir / PLAN_FILE).write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n")
-    (run_dir / STATUS_FILE).unlink(missing_ok=True)
-    cmd = [
-        props["python"],
-        "-m",
-        "components.ops.watcher",
-        "--plan",
-        str(run_dir / PLAN_FILE),
-        f"{proc.MARKER_FLAG}{props['marker']}",
-    ]
-    pid = proc.spawn(cmd, run_dir / LOG_FILE, props["project_dir"])
-    deadline = time.monotonic() + _START_S
-    while not (run_dir / STATUS_FILE).exists():
-        if not proc.is_alive(pid) or time.monotonic() > deadline:
-            proc.stop(props["marker"], pid, grace_s=5)
-            tail = (run_dir / LOG_FILE).read_text(errors="replace")[-2000:]
-            raise proc.ProcessError(
-                f"{props['component']}: the watcher did not write its first status within {_START_S:g}s.\n{tail}\n"
-                "Fix: read the log above (`bin/watcher --plan` runs the same thing in the foreground)."
-            )
-        time.sleep(0.2)
-    return {
-        **props,
-        "pid": pid,
-        "running": True,
-        "log_file": str(run_dir / LOG_FILE),
-        "status_file": str(run_dir / STATUS_FILE),
-    }
-
-
-class WatcherProvider(ResourceProvider):
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        return CheckResult(news, [])
-
-    def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(id_=props["marker"], outs=_start(props))
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        olds, news = plain(olds), plain(news)
-        changed = [k for k in _RESTART_KEYS if (olds.get(k) or None) != (news.get(k) or None)]
-        if olds.get("running") is False:
-            changed.append("running")  # found dead by refresh: start it again
-        replaces = ["run_dir"] if olds.get("run_dir") != news.get("run_dir") else []
-        return DiffResult(changes=bool(changed or replaces), replaces=replaces, delete_before_replace=True)
-
-    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        proc.stop(olds["marker"], olds.get("pid"), grace_s=10)
-        return UpdateResult(outs=_start(news))
-
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(
-            id_=id_, outs={**props, "running": proc.is_running(props.get("pid"), props.get("marker", id_))}
-        )
-
-    def delete(self, _id: str, props: dict[str, Any]) -> None:
-        proc.stop(props["marker"], props.get("pid"), grace_s=10)
-        proc.remove_run_dir(props["run_dir"])
+LOG_FILE = WatcherProvider.LOG_FILE
+AUTH_FILE = WatcherProvider.SECRETS_FILE
+__all__ = [
+    "AUTH_FILE",
+    "LOG_FILE",
+    "PLAN_FILE",
+    "STATUS_FILE",
+    "LocalWatcher",
+    "WatcherProvider",
+    "deploy_local_watcher",
+]
 
 
 class LocalWatcher(Resource, module="local", name="Watcher"):

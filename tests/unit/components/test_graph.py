@@ -76,6 +76,8 @@ def test_dev_stack_graph(monitor: RecordingMonitor, tmp_path: Path) -> Any:
             "connect-mm2-worker-1": "pulumi-python:dynamic/local:Process",
             # every local group has a watcher: it restarts dead workers (autoRestart or not)
             "connect-mm2-watcher": "pulumi-python:dynamic/local:Watcher",
+            # and, with flows to run, a lag exporter: lag per partition and the data-loss sentinel
+            "connect-mm2-lag-exporter": "pulumi-python:dynamic/local:LagExporter",
             "flow-primary-to-dr": "mm2:index:ReplicationFlow",
             "mm2-primary-to-dr-source": "pulumi-python:dynamic/connect:Connector",
             "mm2-primary-to-dr-checkpoint": "pulumi-python:dynamic/connect:Connector",

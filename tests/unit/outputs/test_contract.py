@@ -61,7 +61,7 @@ def test_exported_keys_stay_those_existing_stacks_have() -> None:
         "users",
         "caLocation",
     }
-    assert set(data["connect"]["mm2"]) == {"url", "cluster", "auth", "caPem", "offsetTopic", "workerUrls"}
+    assert set(data["connect"]["mm2"]) == {"url", "cluster", "auth", "caPem", "offsetTopic", "workerUrls", "lagUrl"}
     old_flow_keys = {
         "source", "target", "workerGroup", "connectors", "states", "desiredStates", "topics", "checkpointsTopic",
         "offsetSyncsTopic", "heartbeatsTopic", "exactlyOnce", "offsetLagMax", "groups",

@@ -15,6 +15,7 @@ PURE = (
     "components.platform.image_layout",
     "components.platform.secret_files",
     "components.platform.topology_facts",
+    "components.platform.lag_exporter",
     "components.platform.kubernetes.names",
     "components.platform.kubernetes.metadata",
     "components.platform.kubernetes.monitoring",
