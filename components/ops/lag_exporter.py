@@ -167,6 +167,8 @@ class Kafka:
                 if m.error() is None and key in wanted and key not in found:
                     found[key] = m.timestamp()[1]
                     consumer.pause([self._tp(*key)])
+        # A paused partition stays paused in librdkafka across unassign and assign: resume first.
+        consumer.resume([self._tp(t, p) for (t, p) in found])
         consumer.unassign()
         return [replace(r, oldest_ms=found.get((r.topic, r.partition))) for r in readings]
 

@@ -172,6 +172,13 @@ class TestStack:
                 ports += [g["restPort"] + i for i in range(int(g.get("workers", 1)))]
         return ports
 
+    def topology(self) -> Any:
+        """The stack's config parsed as the program parses it."""
+        from components.topology import parse_topology
+
+        cfg = self.config["config"]
+        return parse_topology({k.split(":", 1)[1]: v for k, v in cfg.items() if k.startswith("mm2:")})
+
     def markers(self) -> list[str]:
         return proc.running_markers(process_marker(self.name, ""))
 
