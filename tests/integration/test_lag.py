@@ -121,9 +121,9 @@ def alter_topic(stack: TestStack, topic: str, **config: str) -> None:
     entries = [
         ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET) for k, v in config.items()
     ]
-    for future in (
-        admin(stack).incremental_alter_configs([ConfigResource("TOPIC", topic, incremental_configs=entries)]).values()
-    ):
+    client = admin(stack)  # kept until the futures resolve: a collected client destroys its handle
+    resource = ConfigResource("TOPIC", topic, incremental_configs=entries)
+    for future in client.incremental_alter_configs([resource]).values():
         future.result(30)
 
 
@@ -278,7 +278,8 @@ def test_a_recreated_source_topic_is_reported_with_what_mm2_had_not_copied(
     url, out = lag_url(stack), stack.outputs()
     from confluent_kafka.admin import NewTopic
 
-    for future in admin(stack).create_topics([NewTopic("recreated", 1, 1)], operation_timeout=30).values():
+    client = admin(stack)
+    for future in client.create_topics([NewTopic("recreated", 1, 1)], operation_timeout=30).values():
         future.result(60)
     produce_batch(out, "primary", "recreated", [f"old-{i}".encode() for i in range(20)])
     wait_until(
