@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from components.watch.lag import (
     SentinelState,
     expiries_document,
     exposition,
+    next_offset,
     observe_flow,
     state_document,
     state_from_document,
@@ -146,10 +148,6 @@ class Kafka:
 
     def _with_oldest(self, alias: str, readings: list[Reading]) -> list[Reading]:
         """Each lagging partition's reading with the timestamp of its oldest record not copied."""
-        from dataclasses import replace
-
-        from components.watch.lag import next_offset
-
         wanted = {}
         for r in readings:
             nxt = next_offset(r, None)
@@ -195,16 +193,12 @@ class Exporter:
             try:
                 readings = self.kafka.read_flow(f)
             except Exception as exc:  # a cluster not answering: counted and logged, the next poll retries
-                old = self.flows[f.name]
-                self.flows[f.name] = FlowLag(**{**old.__dict__, "read_errors": old.read_errors + 1})
+                self.flows[f.name] = replace(self.flows[f.name], read_errors=self.flows[f.name].read_errors + 1)
                 print(f"lag-exporter: flow {f.name}: reading failed: {exc}", flush=True)
                 continue
             with self.lock:
                 self.state, lags, found = observe_flow(self.state, f.name, readings, now)
-                old = self.flows[f.name]
-                self.flows[f.name] = FlowLag(
-                    f.name, f.source, f.target, f.rpo_seconds, tuple(lags), now / 1000, old.read_errors
-                )
+                self.flows[f.name] = replace(self.flows[f.name], partitions=tuple(lags), read_at_s=now / 1000)
             for e in found:
                 print(f"lag-exporter: flow {f.name}: {e.describe()}", flush=True)
         _write_json(self.plan.state_file, state_document(self.state))
