@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from components.mm2_records import OffsetSync
-from components.watch.lag import RECREATED, Expiry, expiries_from_document
+from components.watch.lag import RECREATED, Expiry, expiries_from_document, merged
 
 HEARTBEAT_MAX_AGE_S = 60.0
 WATCHER_EVENTS_SHOWN = 5
@@ -240,10 +240,11 @@ def flow_lag(metrics: str | None, flow: str) -> tuple[int | None, float | None]:
 
 
 def sentinel_view(reading: ExporterReading, flow: str) -> SentinelView:
-    """What the exporter found for one flow (it serves every flow of its worker group)."""
+    """What the exporter found for one flow (it serves every flow of its worker group); ranges of a
+    partition found one reading after another as one (`merged`)."""
     if reading.expired is None:
         return SentinelView(reading.url, error=reading.error or "no answer")
-    expired = tuple(e for e in expiries_from_document(reading.expired) if e.flow == flow)
+    expired = tuple(merged(e for e in expiries_from_document(reading.expired) if e.flow == flow))
     recreated = tuple(
         (str(r["topic"]), int(r["count"]))
         for r in reading.expired.get("recreated") or ()
@@ -289,7 +290,7 @@ def sentinel_lines(view: SentinelView | None) -> list[str]:
     lines = [f"  lag exporter {view.url}: flow lag {records} record(s), {_age(view.lag_seconds)}"]
     for e in view.expired:
         at = datetime.fromtimestamp(e.at_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        lines.append(f"  expired: {e.describe()} (found {at})")
+        lines.append(f"  expired: {e.describe()} (first found {at})")
     lines += [f"  re-created: source topic {topic} ({times} time(s))" for topic, times in view.recreated]
     return lines
 

@@ -321,8 +321,9 @@ def test_records_deleted_before_mm2_copied_them_are_listed_per_partition_and_the
     exporter.state = SentinelState(
         _memory(),
         (
-            Expiry("primary->dr", "orders", 0, 100, 300, RETENTION, AT_MS),
+            Expiry("primary->dr", "orders", 0, 100, 180, RETENTION, AT_MS),
             Expiry("primary->dr", "orders", 1, 7, 12, RETENTION, AT_MS),
+            Expiry("primary->dr", "orders", 0, 180, 300, RETENTION, AT_MS + 5000),  # the next reading's
             Expiry("dr->primary", "orders", 0, 1, 999, RETENTION, AT_MS),  # another flow of the group
         ),
     )
@@ -335,7 +336,7 @@ def test_records_deleted_before_mm2_copied_them_are_listed_per_partition_and_the
     assert f"lag exporter {exporter.url}: flow lag 42 record(s), 12.5s" in out
     assert (
         "expired: orders[0] offsets 100..299: 200 record(s) deleted by retention before MM2 copied them "
-        "(found 2026-11-18T11:06:40Z)" in out
+        "(first found 2026-11-18T11:06:40Z)" in out
     )
     assert "expired: orders[1] offsets 7..11: 5 record(s) deleted by retention" in out
     assert "998 record(s)" not in out  # the other flow's expiry is not this flow's
