@@ -26,11 +26,9 @@ from components.watch.lag import (
     Memory,
     PartitionLag,
     SentinelState,
-    expiries_document,
-    exposition,
 )
 from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
-from tests.unit.ops.helpers import outputs
+from tests.unit.ops.helpers import ServedState, outputs, serving
 
 NAMES = ["mm2-primary-to-dr-source", "mm2-primary-to-dr-checkpoint", "mm2-primary-to-dr-heartbeat"]
 
@@ -276,32 +274,11 @@ def _with_workers(exports: Any, urls: tuple[str, ...] = ("http://127.0.0.1:18083
 AT_MS = 1_795_000_000_000  # 2026-11-18T11:06:40Z
 
 
-class ServedState:
-    """What `lag_exporter.serve` asks of an Exporter, from a sentinel state given whole."""
-
-    def __init__(self, state: SentinelState, lags: tuple[PartitionLag, ...] = ()) -> None:
-        self.state, self.ready, self.url = state, True, ""
-        self.flows = [FlowLag("primary->dr", "primary", "dr", 60, lags, read_at_s=AT_MS / 1000)]
-
-    def metrics(self) -> str:
-        return exposition(self.flows, self.state)
-
-    def expired(self) -> dict[str, Any]:
-        return expiries_document(self.state)
-
-
 @pytest.fixture
-def exporter() -> Iterator[Any]:
-    """Serves a ServedState (set `.state` on what it yields) at `.url`, as the exporter serves."""
-    from components.ops.lag_exporter import serve
-
-    served = ServedState(SentinelState({}))
-    server = serve(served, "127.0.0.1:0")  # type: ignore[arg-type]
-    try:
+def exporter() -> Iterator[ServedState]:
+    """A lag exporter's server: set `.state` (and `.flows`) on what it yields."""
+    with serving(SentinelState({})) as served:
         yield served
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _with_lag(url: str) -> Any:
