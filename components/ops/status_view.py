@@ -7,8 +7,16 @@ A flow is unhealthy when any of these holds (each gives one plain reason):
   the stack declares for it (`mm2:flows.<flow>.state` / `connectorStates`, RUNNING by default);
 - a task of a connector is FAILED (or a declared-RUNNING connector has a task not RUNNING);
 - its heartbeat connector is declared RUNNING and the newest heartbeat it wrote into the target
-  is older than `heartbeat_max_age_s` (or there is none).
+  is older than `heartbeat_max_age_s` (or there is none);
+- its worker group's lag exporter (the data-loss sentinel, components/watch/lag.py) found source
+  records deleted before MM2 copied them (by retention, or with a topic deleted and created
+  again), or a replicated source topic created again: each partition is listed with its offsets,
+  count and reason. The exporter keeps what it found across restarts, so the flow stays unhealthy
+  as long as the exporter keeps it (docs/day2-operations.md, "Records lost before replication").
 Lag, checkpoint age and heartbeat latency are shown, not judged: a catching-up flow is not broken.
+A lag exporter that does not answer within `LAG_EXPORTER_TIMEOUT_S` is a note, not a reason: it
+observes replication and takes no part in it, and its silence says nothing about the flow (its
+own staleness is what `mm2_lag_last_read_timestamp_seconds` is for).
 
 A worker group with autoRestart connectors runs a watcher; its status file (what it restarted and
 when, docs/day2-operations.md) is shown under the flows, not judged: the connectors' own states
@@ -22,12 +30,14 @@ make it high by that many.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from components.mm2_records import OffsetSync
+from components.watch.lag import RECREATED, Expiry, expiries_from_document, merged
 
 HEARTBEAT_MAX_AGE_S = 60.0
 WATCHER_EVENTS_SHOWN = 5
@@ -39,6 +49,9 @@ STATE_UNREACHABLE = "UNREACHABLE"
 # How long each worker of a group is given to answer `GET /` (connect and read); all are asked at
 # once, so a dead group is told in about this long instead of a client's whole retry budget.
 WORKER_PROBE_TIMEOUT_S = 2.0
+# How long a worker group's lag exporter is given for each of /expired and /metrics; it is asked
+# while the workers are probed, so a silent one costs no time beyond the probe's.
+LAG_EXPORTER_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,33 @@ class HeartbeatView:
 
 
 @dataclass(frozen=True)
+class ExporterReading:
+    """What a worker group's lag exporter answered: its /expired document (None when it did not
+    answer) and its /metrics text (None when not read), or why not."""
+
+    url: str
+    expired: Mapping[str, Any] | None = None
+    metrics: str | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class SentinelView:
+    """One flow as its worker group's lag exporter sees it."""
+
+    url: str
+    expired: tuple[Expiry, ...] = ()
+    recreated: tuple[tuple[str, int], ...] = ()  # (source topic, times created again)
+    lag_records: int | None = None  # the flow's largest partition lag (mm2_flow_lag_records)
+    lag_seconds: float | None = None
+    error: str = ""  # why the exporter was not read (a note, not a problem)
+
+    @property
+    def found(self) -> bool:
+        return bool(self.expired or self.recreated)
+
+
+@dataclass(frozen=True)
 class FlowStatus:
     name: str
     worker_group: str
@@ -88,6 +128,7 @@ class FlowStatus:
     heartbeat: HeartbeatView | None = None
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    sentinel: SentinelView | None = None  # None: the worker group exports no lag exporter
 
     @property
     def healthy(self) -> bool:
@@ -176,6 +217,98 @@ def problems_of(
     return tuple(found)
 
 
+_FLOW_LAG = re.compile(r"^(mm2_flow_lag_records|mm2_flow_lag_seconds)\{(.*)\}\s+(\S+)$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def flow_lag(metrics: str | None, flow: str) -> tuple[int | None, float | None]:
+    """The flow's largest partition lag in records and seconds from the exporter's /metrics text
+    (None each when it is not there: no reading of the flow yet)."""
+    found: dict[str, float] = {}
+    for line in (metrics or "").splitlines():
+        m = _FLOW_LAG.match(line.strip())
+        if m is None:
+            continue
+        labels = {k: re.sub(r"\\(.)", lambda e: "\n" if e[1] == "n" else e[1], v) for k, v in _LABEL.findall(m[2])}
+        if labels.get("flow") == flow:
+            try:
+                found[m[1]] = float(m[3])
+            except ValueError:
+                continue
+    records = found.get("mm2_flow_lag_records")
+    return (None if records is None else int(records)), found.get("mm2_flow_lag_seconds")
+
+
+def sentinel_view(reading: ExporterReading, flow: str) -> SentinelView:
+    """What the exporter found for one flow (it serves every flow of its worker group); ranges of a
+    partition found one reading after another as one (`merged`)."""
+    if reading.expired is None:
+        return SentinelView(reading.url, error=reading.error or "no answer")
+    expired = tuple(merged(e for e in expiries_from_document(reading.expired) if e.flow == flow))
+    recreated = tuple(
+        (str(r["topic"]), int(r["count"]))
+        for r in reading.expired.get("recreated") or ()
+        if r.get("flow") == flow and int(r.get("count", 0)) > 0
+    )
+    records, seconds = flow_lag(reading.metrics, flow)
+    return SentinelView(reading.url, expired, recreated, records, seconds)
+
+
+def sentinel_problems(view: SentinelView | None) -> tuple[str, ...]:
+    """Why the sentinel makes a flow unhealthy (module docstring); the partitions are listed apart."""
+    if view is None or view.error:
+        return ()
+    found = []
+    lost = [e for e in view.expired if e.reason != RECREATED]
+    if lost:
+        parts = len({(e.topic, e.partition) for e in lost})
+        found.append(
+            f"{sum(e.count for e in lost)} source record(s) in {parts} partition(s) were deleted by retention "
+            "before MM2 copied them (listed under `expired`). Next step: raise the source topics' retention.ms "
+            "above the flow's outage budget; the records are gone from the source"
+        )
+    for topic, times in view.recreated:
+        with_it = sum(e.count for e in view.expired if e.reason == RECREATED and e.topic == topic)
+        found.append(
+            f"source topic {topic} was deleted and created again ({times} time(s)): {with_it} record(s) MM2 had "
+            "not copied by the exporter's reading before were lost with it (records written after that reading "
+            "are not known)"
+        )
+    return tuple(found)
+
+
+def sentinel_lines(view: SentinelView | None) -> list[str]:
+    """The table lines of a flow's sentinel: the exporter, the flow's lag, each expiry."""
+    if view is None:
+        return []
+    if view.error:
+        return [
+            f"  note: lag exporter {view.url} did not answer within {LAG_EXPORTER_TIMEOUT_S:g} s ({view.error}): "
+            "expired records not checked (`bin/pulumi up` starts it again)"
+        ]
+    records = "-" if view.lag_records is None else str(view.lag_records)
+    lines = [f"  lag exporter {view.url}: flow lag {records} record(s), {_age(view.lag_seconds)}"]
+    for e in view.expired:
+        at = datetime.fromtimestamp(e.at_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        lines.append(f"  expired: {e.describe()} (first found {at})")
+    lines += [f"  re-created: source topic {topic} ({times} time(s))" for topic, times in view.recreated]
+    return lines
+
+
+def sentinel_json(view: SentinelView | None) -> dict[str, Any] | None:
+    """A flow's sentinel in --json: expiries as the exporter serves them, each with its description."""
+    if view is None:
+        return None
+    return {
+        "url": view.url,
+        "error": view.error,
+        "lag_records": view.lag_records,
+        "lag_seconds": view.lag_seconds,
+        "expired": [{**e.to_json(), "detail": e.describe()} for e in view.expired],
+        "recreated": [{"topic": topic, "count": times} for topic, times in view.recreated],
+    }
+
+
 def _age(value: float | None) -> str:
     if value is None:
         return "-"
@@ -211,6 +344,7 @@ def render_status_table(flows: Sequence[FlowStatus]) -> str:
             "heartbeat -" if hb is None else f"heartbeat age {_age(hb.age_s)} latency {_age(hb.latency_s)} ({hb.topic})"
         )
         lines.append(f"  newest checkpoint age {_age(f.checkpoint_age_s)}; {beat}")
+        lines += sentinel_lines(f.sentinel)
         for note in f.notes:
             lines.append(f"  note: {note}")
         for problem in f.problems:
@@ -221,7 +355,7 @@ def render_status_table(flows: Sequence[FlowStatus]) -> str:
 def to_json(flows: Sequence[FlowStatus]) -> dict[str, Any]:
     return {
         "healthy": all(f.healthy for f in flows),
-        "flows": {f.name: {**asdict(f), "healthy": f.healthy} for f in flows},
+        "flows": {f.name: {**asdict(f), "sentinel": sentinel_json(f.sentinel), "healthy": f.healthy} for f in flows},
     }
 
 

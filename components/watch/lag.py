@@ -333,3 +333,21 @@ def expiries_document(state: SentinelState) -> dict[str, Any]:
 
 def expiries_from_document(doc: Mapping[str, Any]) -> list[Expiry]:
     return [Expiry.from_json(e) for e in doc.get("expired") or ()]
+
+
+def merged(expiries: Iterable[Expiry]) -> list[Expiry]:
+    """Expiries of one flow, partition and reason whose offsets follow on from each other, as one
+    with the first one's time: the exporter finds a range per reading, so retention deleting
+    segment after segment through an outage shows as many. Sorted by flow, topic, partition, offset."""
+    out: list[Expiry] = []
+    for e in sorted(expiries, key=lambda e: (e.flow, e.topic, e.partition, e.first, e.end)):
+        last = out[-1] if out else None
+        if last is not None and _where(last) == _where(e) and e.first <= last.end:
+            out[-1] = replace(last, end=max(last.end, e.end), at_ms=min(last.at_ms, e.at_ms))
+        else:
+            out.append(e)
+    return out
+
+
+def _where(e: Expiry) -> tuple[str, str, int, str]:
+    return (e.flow, e.topic, e.partition, e.reason)

@@ -18,8 +18,17 @@ from components.ops import clients
 from components.ops import status as st
 from components.outputs.contract import OutputsError
 from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
+from components.watch.lag import (
+    RECREATED,
+    RETENTION,
+    Expiry,
+    FlowLag,
+    Memory,
+    PartitionLag,
+    SentinelState,
+)
 from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
-from tests.unit.ops.helpers import outputs
+from tests.unit.ops.helpers import ServedState, outputs, serving
 
 NAMES = ["mm2-primary-to-dr-source", "mm2-primary-to-dr-checkpoint", "mm2-primary-to-dr-heartbeat"]
 
@@ -258,3 +267,146 @@ def _with_workers(exports: Any, urls: tuple[str, ...] = ("http://127.0.0.1:18083
 
     group = replace(exports.connect["mm2"], worker_urls=urls)
     return replace(exports, connect={**exports.connect, "mm2": group})
+
+
+# -- the data-loss sentinel: the worker group's lag exporter (a real server of components/ops/lag_exporter.py) --
+
+AT_MS = 1_795_000_000_000  # 2026-11-18T11:06:40Z
+
+
+@pytest.fixture
+def exporter() -> Iterator[ServedState]:
+    """A lag exporter's server: set `.state` (and `.flows`) on what it yields."""
+    with serving(SentinelState({})) as served:
+        yield served
+
+
+def _with_lag(url: str) -> Any:
+    from dataclasses import replace
+
+    exports = outputs()
+    return replace(exports, connect={"mm2": replace(exports.connect["mm2"], lag_url=url)})
+
+
+def _memory() -> dict[tuple[str, str, int], Memory]:
+    return {("primary->dr", "orders", p): Memory(None, 300, 299) for p in (0, 1)}
+
+
+def test_records_deleted_before_mm2_copied_them_are_listed_per_partition_and_the_flow_is_unhealthy(
+    connect: FakeConnect, exporter: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exporter.state = SentinelState(
+        _memory(),
+        (
+            Expiry("primary->dr", "orders", 0, 100, 180, RETENTION, AT_MS),
+            Expiry("primary->dr", "orders", 1, 7, 12, RETENTION, AT_MS),
+            Expiry("primary->dr", "orders", 0, 180, 300, RETENTION, AT_MS + 5000),  # the next reading's
+            Expiry("dr->primary", "orders", 0, 1, 999, RETENTION, AT_MS),  # another flow of the group
+        ),
+    )
+    exporter.flows = [FlowLag("primary->dr", "primary", "dr", 60, (PartitionLag("orders", 0, 42, 12.5),))]
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(exporter.url))
+    assert st.main(["--stack", "dev"]) == 3
+    out = capsys.readouterr().out
+    assert "flow primary->dr  (worker group mm2)  UNHEALTHY" in out
+    assert f"lag exporter {exporter.url}: flow lag 42 record(s), 12.5s" in out
+    assert (
+        "expired: orders[0] offsets 100..299: 200 record(s) deleted by retention before MM2 copied them "
+        "(first found 2026-11-18T11:06:40Z)" in out
+    )
+    assert "expired: orders[1] offsets 7..11: 5 record(s) deleted by retention" in out
+    assert "998 record(s)" not in out  # the other flow's expiry is not this flow's
+    assert "why unhealthy: 205 source record(s) in 2 partition(s) were deleted by retention" in out
+    assert st.main(["--stack", "dev", "--json"]) == 3
+    sentinel = json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"]
+    assert [(e["partition"], e["first"], e["end"], e["count"], e["reason"]) for e in sentinel["expired"]] == [
+        (0, 100, 300, 200, "retention"),
+        (1, 7, 12, 5, "retention"),
+    ]
+    assert sentinel["expired"][0]["detail"].startswith("orders[0] offsets 100..299: 200 record(s)")
+    assert sentinel["lag_records"] == 42 and sentinel["lag_seconds"] == 12.5 and sentinel["error"] == ""
+
+
+def test_a_source_topic_created_again_is_reported_with_what_was_lost_with_it(
+    connect: FakeConnect, exporter: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exporter.state = SentinelState(
+        _memory(),
+        (Expiry("primary->dr", "orders", 1, 250, 300, RECREATED, AT_MS),),
+        {("primary->dr", "orders"): 1, ("primary->dr", "payments"): 0},
+    )
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(exporter.url))
+    assert st.main(["--stack", "dev"]) == 3
+    out = capsys.readouterr().out
+    assert "expired: orders[1] offsets 250..299: 50 record(s) lost with the topic when it was created again" in out
+    assert "re-created: source topic orders (1 time(s))" in out and "source topic payments" not in out
+    assert "why unhealthy: source topic orders was deleted and created again (1 time(s)): 50 record(s)" in out
+    assert "deleted by retention" not in out
+
+
+def test_an_exporter_that_found_nothing_shows_the_lag_and_leaves_the_flow_healthy(
+    connect: FakeConnect, exporter: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exporter.state = SentinelState(_memory())
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(exporter.url))
+    assert st.main(["--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert f"lag exporter {exporter.url}: flow lag - record(s), -" in out  # no partition read yet
+    assert "expired:" not in out and "UNHEALTHY" not in out
+
+
+def test_an_exporter_not_answering_is_a_note_not_a_verdict(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: refused
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        use_clusters(monkeypatch, clusters())
+        monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(url))
+        assert st.main(["--stack", "dev"]) == 0
+        out = capsys.readouterr().out
+        assert st.main(["--stack", "dev", "--json"]) == 0
+        sentinel = json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"]
+    assert f"note: lag exporter {url} did not answer within 2 s (" in out and "refused" in out
+    assert "expired records not checked" in out and "healthy" in out
+    assert "refused" in sentinel["error"] and sentinel["expired"] == []
+
+
+def test_a_silent_exporter_costs_no_more_than_the_worker_probe(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    monkeypatch.setattr(st, "LAG_EXPORTER_TIMEOUT_S", 1.0)
+
+    def slow_probe(url: str, _ca: Any) -> None:
+        time.sleep(1.0)  # the workers' probe: the exporter is asked meanwhile
+
+    monkeypatch.setattr(st, "_answers", slow_probe)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # accepts, never answers
+        exports = _with_lag(f"http://127.0.0.1:{silent.getsockname()[1]}")
+        use_clusters(monkeypatch, clusters())
+        started = time.monotonic()
+        [flow] = st.collect(exports)
+        took = time.monotonic() - started
+    assert flow.sentinel is not None and "timed out" in flow.sentinel.error
+    # One timeout, beside the probe: 2 s or more would be the probe and the exporter one after the
+    # other, or /expired and then /metrics each waited out.
+    assert flow.healthy and took < 1.7, took
+
+
+def test_a_group_without_a_lag_exporter_shows_no_sentinel(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())  # outputs() exports no lagUrl, as outputs before the exporter
+    assert st.main(["--stack", "dev", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"] is None
+    assert st.main(["--stack", "dev"]) == 0
+    assert "lag exporter" not in capsys.readouterr().out

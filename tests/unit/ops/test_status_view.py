@@ -7,16 +7,23 @@ import json
 from components.mm2_records import OffsetSync
 from components.ops.status_view import (
     ConnectorView,
+    ExporterReading,
     FlowStatus,
     HeartbeatView,
     TaskView,
+    flow_lag,
     newest_syncs,
     partition_lag,
     problems_of,
     render_status_table,
+    sentinel_json,
+    sentinel_lines,
+    sentinel_problems,
+    sentinel_view,
     to_json,
     topic_view,
 )
+from components.watch.lag import RETENTION, Expiry, FlowLag, PartitionLag, SentinelState, expiries_document, exposition
 
 RUNNING = (
     ConnectorView("source", "mm2-a-to-b-source", "RUNNING", "RUNNING", "w1", "", (TaskView(0, "RUNNING", "w1"),)),
@@ -109,3 +116,43 @@ def test_table_and_json_say_why() -> None:
     data = json.loads(json.dumps(to_json([bad, good])))
     assert data["healthy"] is False
     assert data["flows"]["a->b"]["topics"][0]["lag"] == 5 and data["flows"]["b->a"]["healthy"] is True
+
+
+# -- the data-loss sentinel (what the worker group's lag exporter found) ---------------------
+
+
+def _exposition(flow: str, records: int, seconds: float) -> str:
+    lags = (PartitionLag("orders", 0, records, seconds), PartitionLag("orders", 1, 1, 0.5))
+    other = FlowLag("b->a", "b", "a", 60, (PartitionLag("orders", 0, 999, 99.0),))
+    return exposition([FlowLag(flow, "a", "b", 60, lags), other], SentinelState({}))
+
+
+def test_the_flow_lag_is_read_from_the_exporters_own_metrics_text() -> None:
+    assert flow_lag(_exposition("a->b", 40, 12.25), "a->b") == (40, 12.25)
+    assert flow_lag(_exposition('a"x\\->b', 7, 3.0), 'a"x\\->b') == (7, 3.0)  # label escapes undone
+    assert flow_lag(_exposition("a->b", 40, 12.25), "c->d") == (None, None)
+    assert flow_lag(None, "a->b") == (None, None)
+
+
+def test_the_sentinel_view_keeps_the_flows_own_findings() -> None:
+    state = SentinelState(
+        {},
+        (Expiry("a->b", "o", 0, 10, 30, RETENTION, 1), Expiry("b->a", "o", 0, 1, 2, RETENTION, 1)),
+        {("a->b", "o"): 2, ("a->b", "p"): 0, ("b->a", "o"): 1},
+    )
+    view = sentinel_view(ExporterReading("http://x", expiries_document(state), _exposition("a->b", 3, 1.0)), "a->b")
+    assert [(e.topic, e.first, e.end) for e in view.expired] == [("o", 10, 30)]
+    assert view.recreated == (("o", 2),) and (view.lag_records, view.lag_seconds) == (3, 1.0)
+    [retention, recreated] = sentinel_problems(view)
+    assert retention.startswith("20 source record(s) in 1 partition(s) were deleted by retention")
+    assert recreated.startswith("source topic o was deleted and created again (2 time(s)): 0 record(s)")
+
+
+def test_an_exporter_without_findings_or_without_an_answer_gives_no_reason() -> None:
+    quiet = sentinel_view(ExporterReading("http://x", {"expired": [], "recreated": []}), "a->b")
+    assert sentinel_problems(quiet) == () and not quiet.found and quiet.error == ""
+    silent = sentinel_view(ExporterReading("http://x", error="timed out"), "a->b")
+    assert sentinel_problems(silent) == () and silent.error == "timed out"
+    [line] = sentinel_lines(silent)
+    assert "lag exporter http://x did not answer within 2 s (timed out)" in line
+    assert sentinel_problems(None) == () and sentinel_lines(None) == [] and sentinel_json(None) is None

@@ -7,6 +7,7 @@ import re
 from components.watch.lag import (
     RECREATED,
     RETENTION,
+    Expiry,
     FlowLag,
     Memory,
     Reading,
@@ -14,6 +15,7 @@ from components.watch.lag import (
     expiries_document,
     expiries_from_document,
     exposition,
+    merged,
     observe,
     observe_flow,
     state_document,
@@ -143,3 +145,22 @@ def test_label_values_are_escaped() -> None:
     flow = FlowLag('a"b->c', "a", "c", 60)
     text = exposition([flow], SentinelState({}))
     assert 'flow="a\\"b->c"' in text
+
+
+def test_ranges_one_reading_after_another_merge_into_one_with_the_first_time() -> None:
+    found = [
+        Expiry("a->b", "o", 0, 200, 350, RETENTION, 20),
+        Expiry("a->b", "o", 0, 100, 200, RETENTION, 10),
+        Expiry("a->b", "o", 0, 400, 410, RETENTION, 30),  # a gap: MM2 copied 350..399
+        Expiry("a->b", "o", 1, 350, 360, RETENTION, 20),  # another partition
+        Expiry("a->b", "o", 0, 410, 420, RECREATED, 40),  # another reason
+        Expiry("b->a", "o", 0, 350, 360, RETENTION, 20),  # another flow
+    ]
+    assert [(e.flow, e.partition, e.first, e.end, e.reason, e.at_ms) for e in merged(found)] == [
+        ("a->b", 0, 100, 350, RETENTION, 10),
+        ("a->b", 0, 400, 410, RETENTION, 30),
+        ("a->b", 0, 410, 420, RECREATED, 40),
+        ("a->b", 1, 350, 360, RETENTION, 20),
+        ("b->a", 0, 350, 360, RETENTION, 20),
+    ]
+    assert merged(found)[0].count == 250
