@@ -16,13 +16,20 @@ from components.topology.model import Topology, WorkerGroup
 METRICS_PORT = 9404
 
 
-def alert_rules(group: WorkerGroup, topology: Topology, namespace: str, alerts: AlertSettings) -> list[dict[str, Any]]:
+def alert_rules(
+    group: WorkerGroup, topology: Topology, namespace: str, alerts: AlertSettings, *, lag_exporter: bool = False
+) -> list[dict[str, Any]]:
     """The PrometheusRule groups: the shared MM2 alert rules, selecting this group's Service
-    (and brokers by an `mm2_cluster` label, where a cluster is scraped with one)."""
-    service = ConnectNames(group.name).service
+    (and brokers by an `mm2_cluster` label, where a cluster is scraped with one).
+
+    `lag_exporter`: the group's lag exporter runs as a workload behind the Service
+    `<group>-lag-exporter`, scraped by a ServiceMonitor: then the lag and data-loss rules join,
+    selecting that Service. Off while no such workload is rendered: its down alert would never clear."""
+    names = ConnectNames(group.name)
     selectors = Selectors(
-        workers=f'namespace="{namespace}",service="{service}"',
+        workers=f'namespace="{namespace}",service="{names.service}"',
         brokers=f'namespace="{namespace}",mm2_cluster="{{cluster}}"',
+        lag=f'namespace="{namespace}",service="{names.lag_exporter}"' if lag_exporter else None,
     )
     thresholds = Thresholds(
         replication_latency_ms=alerts.replication_latency_ms,

@@ -65,6 +65,11 @@ class ConnectNames:
     def rule(self) -> str:
         return f"{self.group}-connect-mm2-alerts"
 
+    @property
+    def lag_exporter(self) -> str:
+        # The group's lag exporter workload and its Service (components/ops/lag_exporter.py).
+        return f"{self.group}-lag-exporter"
+
 
 def connect_secret_names(group: WorkerGroup, pod: ConnectPodSettings) -> tuple[str, str, str]:
     """(secrets-file Secret, REST users Secret, client TLS Secret) names of a worker group."""

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from components.platform.kubernetes.monitoring import alert_rules
+from components.platform.settings import AlertSettings
+
+from ..helpers import SASL_KUBERNETES, topology
 from .objects import connect
+
+LAG_ALERTS = {
+    "MM2LagExporterDown",
+    "MM2FlowLagAboveRPO",
+    "MM2RecordsExpiredBeforeReplication",
+    "MM2SourceTopicRecreated",
+}
 
 
 def test_prometheus_rule_alerts() -> None:
@@ -33,3 +44,18 @@ def test_prometheus_rule_alerts() -> None:
     assert set(stale) == {"a.heartbeats", "b.heartbeats"}
     assert 'topic="a.heartbeats"' in stale["a.heartbeats"]["expr"]
     assert 'service="mm2-connect-api"' in stale["a.heartbeats"]["expr"]
+
+
+def test_lag_rules_select_the_lag_exporter_service_once_it_runs() -> None:
+    workers = connect()
+    assert workers.prometheus_rule is not None
+    [group] = workers.prometheus_rule["spec"]["groups"]
+    # No lag exporter workload is rendered yet: no rule that could never fire or never clear.
+    assert not [r for r in group["rules"] if "mm2_lag" in r["expr"] or r["alert"] == "MM2LagExporterDown"]
+    topo = topology(SASL_KUBERNETES)
+    [group] = alert_rules(topo.worker_groups["mm2"], topo, "kafka", AlertSettings(), lag_exporter=True)
+    lag = [r for r in group["rules"] if r["alert"] in LAG_ALERTS]
+    assert {r["alert"] for r in lag} == LAG_ALERTS
+    assert all('namespace="kafka",service="mm2-lag-exporter"' in r["expr"] for r in lag)
+    [down] = [r for r in lag if r["alert"] == "MM2LagExporterDown"]
+    assert down["expr"] == '(max(up{namespace="kafka",service="mm2-lag-exporter"}) or on() vector(0)) < 1'
