@@ -366,9 +366,11 @@ def example_config_with_free_ports(example: str, settings: dict[str, str] | None
     return cfg
 
 
-def run_validator(stack: TestStack, outputs: dict[str, Any], tmp: Path, *extra: str) -> dict[str, Any]:
+def run_validator(
+    stack: TestStack, outputs: dict[str, Any], tmp: Path, *extra: str, expect_exit: int = 0
+) -> dict[str, Any]:
     """bin/validate (the Spark stage) on the stack's outputs, as a user runs it after `pulumi up`;
-    asserts exit code 0 and returns the JSON report."""
+    asserts its exit code (0: every check passed) and returns the JSON report."""
     outputs_file = tmp / "outputs.json"
     outputs_file.write_text(json.dumps(outputs))
     outputs_file.chmod(0o600)
@@ -391,7 +393,7 @@ def run_validator(stack: TestStack, outputs: dict[str, Any], tmp: Path, *extra: 
     # Shown with `pytest -s`: where the stage spent its time (catch-up waits, per flow).
     print("\n".join(line for line in run.stderr.splitlines() if "caught up" in line or "behind after" in line))
     detail = json.loads(report.read_text()).get("failedChecks") if report.exists() else "no report"
-    assert run.returncode == 0, f"bin/validate exit {run.returncode}, failed: {detail}\n{run.stdout[-3000:]}"
+    assert run.returncode == expect_exit, f"bin/validate exit {run.returncode}, failed: {detail}\n{run.stdout[-3000:]}"
     return dict(json.loads(report.read_text()))
 
 
