@@ -30,7 +30,14 @@ from components.connect.client import ConnectClient
 from components.ops.clients import connect_auth, kafka_config
 from components.outputs.contract import StackExports
 from components.platform.local import process as proc
-from components.platform.local.layout import LOGS_DIR, broker_path, process_marker, watcher_path, worker_path
+from components.platform.local.layout import (
+    LOGS_DIR,
+    broker_path,
+    lag_exporter_path,
+    process_marker,
+    watcher_path,
+    worker_path,
+)
 from tests.integration.harness import ROOT, TestStack, deployed, running, wait_until
 from tests.integration.validation_stage import run_stage, write_outputs
 
@@ -74,6 +81,7 @@ def _expected_markers(s: TestStack) -> list[str]:
         for i in range(g["workers"])
     ]
     found += [process_marker(s.name, watcher_path(name)) for name in cfg["mm2:workerGroups"]]
+    found += [process_marker(s.name, lag_exporter_path(name)) for name in cfg["mm2:workerGroups"]]  # each runs flows
     return sorted(found)
 
 
