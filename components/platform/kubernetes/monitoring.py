@@ -9,7 +9,7 @@ from typing import Any
 
 from components.monitoring.jmx_exporter import jmx_exporter_config
 from components.monitoring.rules import Selectors, Thresholds, alert_groups
-from components.platform.kubernetes.names import ConnectNames
+from components.platform.kubernetes.names import ConnectNames, LagExporterNames
 from components.platform.settings import AlertSettings
 from components.topology.model import Topology, WorkerGroup
 
@@ -33,4 +33,10 @@ def alert_rules(group: WorkerGroup, topology: Topology, namespace: str, alerts: 
     return alert_groups(topology, group, selectors, thresholds)
 
 
-__all__ = ["METRICS_PORT", "alert_rules", "jmx_exporter_config"]
+def lag_selector(group: str, namespace: str) -> str:
+    """PromQL matchers of the group's lag exporter (`Selectors.lag` on Kubernetes): its
+    ServiceMonitor's targets carry the namespace and the Service's name, as the workers' do."""
+    return f'namespace="{namespace}",service="{LagExporterNames(group).service}"'
+
+
+__all__ = ["METRICS_PORT", "alert_rules", "jmx_exporter_config", "lag_selector"]

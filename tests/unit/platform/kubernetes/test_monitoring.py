@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from components.platform.kubernetes.monitoring import lag_selector
+
 from .objects import connect
 
 
@@ -33,3 +35,15 @@ def test_prometheus_rule_alerts() -> None:
     assert set(stale) == {"a.heartbeats", "b.heartbeats"}
     assert 'topic="a.heartbeats"' in stale["a.heartbeats"]["expr"]
     assert 'service="mm2-connect-api"' in stale["a.heartbeats"]["expr"]
+
+
+def test_lag_alerts_select_the_lag_exporters_service() -> None:
+    """Whatever rules read the lag exporter's metrics select its Service, as its ServiceMonitor
+    labels the targets (monitoring.lag_selector), never the local platform's label."""
+    rule = connect().prometheus_rule
+    assert rule is not None
+    [group] = rule["spec"]["groups"]
+    lag_rules = [r for r in group["rules"] if "mm2_lag_exporter" in r["expr"] or "lag-exporter" in r["expr"]]
+    lag_rules += [r for r in group["rules"] if any(m in r["expr"] for m in ("mm2_flow_lag", "mm2_expired_records"))]
+    for r in lag_rules:
+        assert lag_selector("mm2", "kafka") in r["expr"], r["alert"]
