@@ -48,10 +48,8 @@ from components.watch.lag import (
     state_document,
     state_from_document,
 )
-from components.watch.lag_plan import LagFlow, LagPlan, plan_from_document
+from components.watch.lag_plan import SECRETS_ENV, LagFlow, LagPlan, plan_from_document
 
-# Environment variable a rendered workload passes the clients' secret settings in (JSON), never a file in an image.
-SECRETS_ENV = "MM2_LAG_EXPORTER_SECRETS"
 _TIMEOUT_S = 10.0
 _OLDEST_BUDGET_S = 2.0
 

@@ -71,7 +71,9 @@ class ConnectGroupExport:
     # Empty for one URL in front of the group (Kubernetes Service, external) and in older outputs.
     worker_urls: tuple[str, ...] = ()
     # the group's lag exporter (GET /metrics, /expired; components/ops/lag_exporter.py), where the
-    # stack runs one and this machine reaches it; empty otherwise and in older outputs
+    # stack runs one: on local a loopback URL this machine reaches; on Kubernetes the in-cluster
+    # Service URL (http://<group>-lag-exporter.<namespace>.svc:9404), reachable from inside the
+    # cluster or through `kubectl port-forward`; empty otherwise and in older outputs
     lag_url: str = ""
 
     def to_json(self) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from typing import Any
 PLAN_VERSION = 1
 SECRET_CLIENT_KEYS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password"})
 DEFAULT_POLL_S = 10.0
+# Environment variable a rendered workload passes the clients' secret settings in (JSON), never a file in an image.
+SECRETS_ENV = "MM2_LAG_EXPORTER_SECRETS"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from components.monitoring.jmx_exporter import jmx_exporter_config
 from components.monitoring.rules import Selectors, Thresholds, alert_groups
-from components.platform.kubernetes.names import ConnectNames
+from components.platform.kubernetes.names import ConnectNames, LagExporterNames
 from components.platform.settings import AlertSettings
 from components.topology.model import Topology, WorkerGroup
 
@@ -23,13 +23,14 @@ def alert_rules(
     (and brokers by an `mm2_cluster` label, where a cluster is scraped with one).
 
     `lag_exporter`: the group's lag exporter runs as a workload behind the Service
-    `<group>-lag-exporter`, scraped by a ServiceMonitor: then the lag and data-loss rules join,
-    selecting that Service. Off while no such workload is rendered: its down alert would never clear."""
+    `<group>-lag-exporter` (lag_exporter_objects.py, a group with an enabled flow), scraped by a
+    ServiceMonitor: then the lag and data-loss rules join, selecting that Service. Off without
+    that workload: its down alert would never clear."""
     names = ConnectNames(group.name)
     selectors = Selectors(
         workers=f'namespace="{namespace}",service="{names.service}"',
         brokers=f'namespace="{namespace}",mm2_cluster="{{cluster}}"',
-        lag=f'namespace="{namespace}",service="{names.lag_exporter}"' if lag_exporter else None,
+        lag=lag_selector(group.name, namespace) if lag_exporter else None,
     )
     thresholds = Thresholds(
         replication_latency_ms=alerts.replication_latency_ms,
@@ -40,4 +41,10 @@ def alert_rules(
     return alert_groups(topology, group, selectors, thresholds)
 
 
-__all__ = ["METRICS_PORT", "alert_rules", "jmx_exporter_config"]
+def lag_selector(group: str, namespace: str) -> str:
+    """PromQL matchers of the group's lag exporter (`Selectors.lag` on Kubernetes): its
+    ServiceMonitor's targets carry the namespace and the Service's name, as the workers' do."""
+    return f'namespace="{namespace}",service="{LagExporterNames(group).service}"'
+
+
+__all__ = ["METRICS_PORT", "alert_rules", "jmx_exporter_config", "lag_selector"]

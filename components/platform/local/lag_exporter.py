@@ -25,13 +25,11 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import Resource
 
-from components.platform.lag_exporter import plan_for, secret_clients
+from components.platform.lag_exporter import POLL_S, plan_for, secret_clients
 from components.platform.local.layout import LAG_EXPORTER_STATE_FILE, LocalPlatform, lag_exporter_path
 from components.platform.local.service import ServiceProvider
 from components.topology import Topology
 from components.watch.lag_plan import plan_document, split_client
-
-POLL_S = 5.0  # a reading every 5 s: lag alerts see a paused flow within one evaluation
 
 
 class LagExporterProvider(ServiceProvider):

@@ -13,6 +13,7 @@ import pytest
 from pulumi.runtime import rpc
 
 from components.platform.secret_files import container_secret_keys
+from components.program import group_export, program
 from components.rpc_values import plain
 from components.topology import Topology, parse_topology
 from tests.unit.topology.helpers import external_target_config
@@ -218,8 +219,39 @@ def test_prod_stack_builds_kubernetes_clusters_and_groups(monitor: RecordingMoni
         for alias in topology.clusters:
             sts = next(r for r in regs if r.type == "kubernetes:apps/v1:StatefulSet" and alias in r.name)
             assert sts.parent == urn_of(monitor, f"kafka-{alias}")
+        # Each group with flows runs its lag exporter: objects under the group, no local process.
+        assert "pulumi-python:dynamic/local:LagExporter" not in types
+        named = by_name(monitor)
+        for group in topology.worker_groups:
+            exporter = {
+                suffix: named[f"connect-{group}-lag-exporter{suffix}"].type
+                for suffix in ("", "-config", "-state", "-clients", "-svc", "-servicemonitor")
+            }
+            assert exporter == {
+                "": "kubernetes:apps/v1:Deployment",
+                "-config": "kubernetes:core/v1:ConfigMap",
+                "-state": "kubernetes:core/v1:PersistentVolumeClaim",
+                "-clients": "kubernetes:core/v1:Secret",
+                "-svc": "kubernetes:core/v1:Service",
+                "-servicemonitor": "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
+            }
+            assert named[f"connect-{group}-lag-exporter"].parent == urn_of(monitor, f"connect-{group}")
 
     return build(config, tmp_path, given=given).apply(check)
+
+
+@pulumi.runtime.test
+def test_prod_exports_each_groups_in_cluster_lag_url(monitor: RecordingMonitor, tmp_path: Path) -> Any:
+    config = yaml_config(ROOT / "Pulumi.prod.yaml")
+    given = {key: f"given-{key}" for key in container_secret_keys(topology_of(config))}
+    deployed = program(stack_config(config, tmp_path, given=given))
+    lag_urls = {name: group_export(name, deployed).to_json()["lagUrl"] for name in deployed.groups}
+    # The exporter's Service, even for groups whose workers are reached through an ingress `url`.
+    assert lag_urls == {
+        "to-eu-west": "http://to-eu-west-lag-exporter.mm2.svc:9404",
+        "to-us-east": "http://to-us-east-lag-exporter.mm2.svc:9404",
+    }
+    return pulumi.Output.all(*[g.url for g in deployed.groups.values()])
 
 
 def test_tls_example_issues_certificates_and_restarts_processes_on_renewal(

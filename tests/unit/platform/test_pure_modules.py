@@ -22,6 +22,8 @@ PURE = (
     "components.platform.kubernetes.kafka_objects",
     "components.platform.kubernetes.connect_objects",
     "components.platform.kubernetes.watcher_objects",
+    "components.platform.kubernetes.shipped_code",
+    "components.platform.kubernetes.lag_exporter_objects",
     "components.platform.docker.specs",
     "components.platform.local.layout",
 )
