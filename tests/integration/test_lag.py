@@ -13,6 +13,7 @@ is scraped by a real Prometheus loaded with the stack's rules.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 import uuid
