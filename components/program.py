@@ -15,6 +15,7 @@ Pulumi's mocks with a `StackConfig` they build (no `pulumi.Config`, no environme
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +94,8 @@ class StackConfig:
     """`mm2:rotate`: secret key -> a token; changing the token generates that password anew."""
     image_problems: Callable[[Sequence[str]], list[str]] = lambda images: []
     """A problem per image the docker platform's engine lacks (the program asks the engine)."""
+    clock: Callable[[], float] = time.time
+    """Now, in seconds since the epoch: a flow's `lossAcknowledged` may not be later."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def validate(config: StackConfig) -> ValidStack:
     problems: list[str] = []
     topology: Topology | None = None
     try:
-        topology = parse_topology(dict(config.mm2))
+        topology = parse_topology(dict(config.mm2), now_ms=int(config.clock() * 1000))
     except TopologyError as exc:
         problems.append(str(exc))
     if topology is not None:

@@ -10,8 +10,11 @@ counts, as a verdict of its own, apart from records MM2 lost (completeness):
 
 - FAIL: the exporter found records of this flow gone before replication, or a replicated source
   topic created again (what was written to the old topic after the exporter's last reading of it
-  is not known, so a re-creation fails even when no record is counted);
-- PASS: it found none;
+  is not known, so a re-creation fails even when no record is counted), after the flow's loss
+  acknowledgement (`mm2:flows.<flow>.lossAcknowledged`, exported as `lossAcknowledgedAt`; none
+  by default);
+- PASS: it found none, or only ones found at or before the acknowledgement (the detail names
+  those ranges, acknowledged);
 - SKIP, with the reason: the exporter did not answer, or the outputs carry no lagUrl for the
   flow's worker group (an external group, outputs written before the exporter).
 
@@ -26,11 +29,12 @@ import http.client
 import json
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from components.connect.stdlib_client import send
-from components.watch.lag import RETENTION, Expiry, expiries_from_document, merged
+from components.outputs.contract import FlowExport
+from components.watch.lag import RETENTION, Expiry, FlowFindings, flow_findings
 from spark.report import Check, Status
 
 CHECK = "source_records_expired"
@@ -47,16 +51,21 @@ class SentinelReading:
     """What the flow's worker group's lag exporter answered for this flow."""
 
     url: str  # "": the outputs carry no lagUrl for the group
-    expired: tuple[Expiry, ...] = ()
-    recreated: tuple[tuple[str, int], ...] = ()  # (source topic, times created again)
+    findings: FlowFindings = field(default_factory=FlowFindings)  # against the flow's lossAcknowledged
+    acknowledged_at: str = ""  # the flow's lossAcknowledgedAt as the outputs write it; "": none
     error: str = ""  # why the exporter was not read
 
     def to_json(self) -> dict[str, Any]:
+        f = self.findings
         return {
             "lagUrl": self.url,
             "error": self.error,
-            "expired": [{**e.to_json(), "detail": describe(e)} for e in self.expired],
-            "recreated": [{"topic": t, "count": n} for t, n in self.recreated],
+            "lossAcknowledgedAt": self.acknowledged_at or None,
+            "expired": [{**e.to_json(), "detail": describe(e), "acknowledged": f.acknowledged(e)} for e in f.expired],
+            "recreated": [
+                {"topic": r.topic, "count": r.count, "lastAtMs": r.last_at_ms, "acknowledged": f.acknowledged(r)}
+                for r in f.recreated
+            ],
         }
 
 
@@ -65,15 +74,11 @@ def describe(e: Expiry) -> str:
     return f"{e.topic}[{e.partition}] offsets {e.first}..{e.end - 1}: {e.count} record(s) {why}"
 
 
-def from_document(url: str, doc: Mapping[str, Any], flow: str) -> SentinelReading:
-    """This flow's findings in the exporter's /expired document (it serves every flow of its group)."""
-    expired = merged(e for e in expiries_from_document(doc) if e.flow == flow)
-    recreated = tuple(
-        (str(r["topic"]), int(r["count"]))
-        for r in doc.get("recreated") or ()
-        if r.get("flow") == flow and int(r.get("count", 0)) > 0
-    )
-    return SentinelReading(url, tuple(expired), recreated)
+def from_document(url: str, doc: Mapping[str, Any], flow: FlowExport) -> SentinelReading:
+    """This flow's findings in the exporter's /expired document (it serves every flow of its group),
+    against the flow's loss acknowledgement."""
+    findings = flow_findings(doc, flow.name, flow.loss_acknowledged_at_ms)
+    return SentinelReading(url, findings, flow.loss_acknowledged_at or "")
 
 
 def _fetch(url: str, timeout: float) -> bytes:
@@ -83,10 +88,10 @@ def _fetch(url: str, timeout: float) -> bytes:
     return body
 
 
-def read_sentinel(url: str, flow: str, timeout: float = TIMEOUT_S, fetch: Fetch = _fetch) -> SentinelReading:
+def read_sentinel(url: str, flow: FlowExport, timeout: float = TIMEOUT_S, fetch: Fetch = _fetch) -> SentinelReading:
     """`GET <url>/expired` once; a reading with `error` when it does not answer as the exporter does."""
     if not url:
-        return SentinelReading("")
+        return SentinelReading("", acknowledged_at=flow.loss_acknowledged_at or "")
     try:
         doc = json.loads(fetch(f"{url.rstrip('/')}/expired", timeout))
         if not isinstance(doc, dict):
@@ -94,7 +99,11 @@ def read_sentinel(url: str, flow: str, timeout: float = TIMEOUT_S, fetch: Fetch 
         return from_document(url, doc, flow)
     except (OSError, ValueError, KeyError, TypeError, http.client.HTTPException) as exc:
         why = str(getattr(exc, "reason", None) or exc) or type(exc).__name__
-        return SentinelReading(url, error=f"did not answer within {timeout:g} s as the exporter does ({why})")
+        return SentinelReading(
+            url,
+            acknowledged_at=flow.loss_acknowledged_at or "",
+            error=f"did not answer within {timeout:g} s as the exporter does ({why})",
+        )
 
 
 def check(reading: SentinelReading, group: str) -> Check:
@@ -108,31 +117,53 @@ def check(reading: SentinelReading, group: str) -> Check:
         )
     if reading.error:
         return Check(CHECK, Status.SKIP, f"lag exporter {reading.url} {reading.error}: not checked")
-    if not reading.expired and not reading.recreated:
+    if not reading.findings.found:
         return Check(CHECK, Status.PASS, f"lag exporter {reading.url}: no source record gone before replication")
+    if not reading.findings.open:
+        return Check(CHECK, Status.PASS, _acknowledged_detail(reading))
     return Check(CHECK, Status.FAIL, _detail(reading))
 
 
 def headline(reading: SentinelReading) -> str:
-    """What a failed check found, in one clause (the console's line; the detail goes on from it)."""
-    if not reading.expired:
+    """What a failed check found, in one clause (the console's line; the detail goes on from it):
+    the findings the flow's loss acknowledgement does not cover."""
+    expired = reading.findings.open_expired
+    if not expired:
         return "source topic(s) deleted and created again: records MM2 had not copied went with them"
-    total = sum(e.count for e in reading.expired)
-    retention = sum(e.count for e in reading.expired if e.reason == RETENTION)
+    total = sum(e.count for e in expired)
+    retention = sum(e.count for e in expired if e.reason == RETENTION)
     reasons = [f"{n} {why}" for n, why in ((retention, RETENTION_WHY), (total - retention, RECREATED_WHY)) if n]
-    parts = len({(e.topic, e.partition) for e in reading.expired})
+    parts = len({(e.topic, e.partition) for e in expired})
+    since = f" after the loss acknowledged at {reading.acknowledged_at}" if reading.acknowledged_at else ""
     return (
-        f"{total} source record(s) in {parts} partition(s) gone before MM2 copied them ({', '.join(reasons)}), "
-        "apart from records MM2 lost (completeness)"
+        f"{total} source record(s) in {parts} partition(s) gone before MM2 copied them{since} "
+        f"({', '.join(reasons)}), apart from records MM2 lost (completeness)"
     )
 
 
+def _named(expired: tuple[Expiry, ...], recreated: list[tuple[str, int]]) -> list[str]:
+    named = [describe(e) for e in expired[:SHOWN]]
+    if len(expired) > SHOWN:
+        named.append(f"{len(expired) - SHOWN} more range(s) in the report's sentinel")
+    return named + [f"source topic {t} deleted and created again {n} time(s)" for t, n in recreated]
+
+
 def _detail(reading: SentinelReading) -> str:
-    named = [describe(e) for e in reading.expired[:SHOWN]]
-    if len(reading.expired) > SHOWN:
-        named.append(f"{len(reading.expired) - SHOWN} more range(s) in the report's sentinel")
-    named += [f"source topic {t} deleted and created again {n} time(s)" for t, n in reading.recreated]
-    return f"{headline(reading)}: {'; '.join(named)} (lag exporter {reading.url})"
+    f = reading.findings
+    named = _named(f.open_expired, [(r.topic, r.count) for r in f.open_recreated])
+    covered = len(f.expired) - len(f.open_expired) + len(f.recreated) - len(f.open_recreated)
+    also = f"; {covered} finding(s) acknowledged (lossAcknowledged {reading.acknowledged_at})" if covered else ""
+    return f"{headline(reading)}: {'; '.join(named)}{also} (lag exporter {reading.url})"
+
+
+def _acknowledged_detail(reading: SentinelReading) -> str:
+    """A pass on acknowledged findings alone: they stay named."""
+    f = reading.findings
+    named = _named(f.expired, [(r.topic, r.count) for r in f.recreated])
+    return (
+        f"lag exporter {reading.url}: no source record gone before replication since the loss acknowledged at "
+        f"{reading.acknowledged_at} (lossAcknowledged); acknowledged: {'; '.join(named)}"
+    )
 
 
 def console_line(flow: str, reading: SentinelReading, result: Check) -> str:

@@ -382,7 +382,7 @@ def flow_level_checks(run: FlowRun, args: argparse.Namespace, skip: set[str], sy
     heartbeats = None
     groups: set[str] = set()
     if expired.CHECK not in skip:
-        run.sentinel = expired.read_sentinel(run.lag_url, run.flow.name)
+        run.sentinel = expired.read_sentinel(run.lag_url, run.flow)
         out.append(expired.check(run.sentinel, run.flow.worker_group))
         log(expired.console_line(run.flow.name, run.sentinel, out[-1]))
     if "checkpoints" not in skip:

@@ -183,16 +183,21 @@ def _sentinel(sentinel: Mapping[str, Any]) -> str:
     recreated = [r for r in sentinel.get("recreated") or [] if isinstance(r, Mapping)]
     if not expired and not recreated:
         return ""
+    acknowledged_at = _text(sentinel.get("lossAcknowledgedAt"))
     rows = [
         [_text(e.get(k)) for k in ("topic", "partition", "first")]
         + [_text(int(e.get("end", 0)) - 1), _text(e.get("count")), _text(e.get("reason"))]
+        + [f"acknowledged ({acknowledged_at})" if e.get("acknowledged") else ""]
         for e in expired
     ]
     out = ["<h3>Source records gone before replication</h3>"]
     if rows:
-        out.append(_table(["topic", "partition", "first offset", "last offset", "records", "reason"], rows))
+        header = ["topic", "partition", "first offset", "last offset", "records", "reason", "lossAcknowledged"]
+        out.append(_table(header, rows))
     out += [
-        f"<p>Source topic {_e(r.get('topic'))} deleted and created again {_e(_text(r.get('count')))} time(s).</p>"
+        f"<p>Source topic {_e(r.get('topic'))} deleted and created again {_e(_text(r.get('count')))} time(s)"
+        + (f" (acknowledged: lossAcknowledged {_e(acknowledged_at)})" if r.get("acknowledged") else "")
+        + ".</p>"
         for r in recreated
     ]
     return "\n".join(out)

@@ -290,7 +290,8 @@ def _expired(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds) -> d
         "back to its RPO, then raise the "
         f"topic's retention.ms above the flow's outage budget ({budget}): the policy "
         "`dr-retention-outlasts-outage-budget` checks it. This alert resolves after "
-        f"{t.window}; the loss stays listed.",
+        f"{t.window}; the loss stays listed, and keeps `bin/status` and the Spark stage failing the flow until "
+        f"it is reviewed and acknowledged: mm2:flows.{flow.name}.lossAcknowledged.",
     )
 
 
@@ -305,7 +306,8 @@ def _recreated(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds) ->
         f"under the same name. Records of the old topic MM2 had not copied are lost (counted by "
         "MM2RecordsExpiredBeforeReplication with reason recreated), and the remote topic on "
         f"{flow.target} holds the old topic's records followed by the new one's. Next step: `bin/status`; "
-        "check who re-created the topic and whether consumers on the target must be reset.",
+        "check who re-created the topic and whether consumers on the target must be reset; then acknowledge it: "
+        f"mm2:flows.{flow.name}.lossAcknowledged.",
     )
 
 

@@ -230,7 +230,8 @@ def _load_state(path: str | None) -> SentinelState:
     if not path or not Path(path).exists():
         return SentinelState({})
     try:
-        return state_from_document(json.loads(Path(path).read_text()))
+        # A re-creation an older exporter kept no time of was found by now at the latest.
+        return state_from_document(json.loads(Path(path).read_text()), loaded_at_ms=int(time.time() * 1000))
     except (OSError, ValueError) as exc:
         raise SystemExit(f"lag-exporter: cannot read its state {path}: {exc}. Next step: move it aside.") from exc
 

@@ -18,9 +18,11 @@ in --json.
 A flow whose worker group runs a lag exporter (`connect.<group>.lagUrl`) also shows what the
 exporter found: the flow's lag (records and seconds, from its /metrics) and every source record
 deleted before MM2 copied it, by partition with offsets, count and reason, and every replicated
-source topic deleted and created again (from its /expired): those make the flow unhealthy. An
-exporter not answering within `LAG_EXPORTER_TIMEOUT_S` (2 s, asked while the workers are probed)
-is a note under the flow and changes no exit code.
+source topic deleted and created again (from its /expired): those make the flow unhealthy, unless
+found at or before the flow's loss acknowledgement (`mm2:flows.<flow>.lossAcknowledged`, exported
+as `flows.<flow>.lossAcknowledgedAt`): those are listed, marked acknowledged. An exporter not
+answering within `LAG_EXPORTER_TIMEOUT_S` (2 s, asked while the workers are probed) is a note
+under the flow and changes no exit code.
 
 Every worker of each worker group is asked first, all at once, with a short timeout
 (`WORKER_PROBE_TIMEOUT_S`, 2 s): a group none of whose workers answers is named in the flows it
@@ -34,7 +36,7 @@ Exit codes:
   2  wrong arguments (argparse)
   3  unhealthy: a flow is unhealthy, including every flow of a worker group with no worker
      answering and every flow with source records deleted before MM2 copied them or a source
-     topic created again (the reasons are printed)
+     topic created again that its loss acknowledgement does not cover (the reasons are printed)
 """
 
 from __future__ import annotations
@@ -338,7 +340,7 @@ def flow_status(
         )
     if checkpoint_age is None:
         notes.append("no checkpoint yet (MM2 writes them once a matching consumer group commits on the source)")
-    sentinel = None if exporter is None else sentinel_view(exporter, f.name)
+    sentinel = None if exporter is None else sentinel_view(exporter, f.name, f.loss_acknowledged_at_ms)
     return FlowStatus(
         name=f.name,
         worker_group=f.worker_group,

@@ -10,9 +10,11 @@ A flow is unhealthy when any of these holds (each gives one plain reason):
   is older than `heartbeat_max_age_s` (or there is none);
 - its worker group's lag exporter (the data-loss sentinel, components/watch/lag.py) found source
   records deleted before MM2 copied them (by retention, or with a topic deleted and created
-  again), or a replicated source topic created again: each partition is listed with its offsets,
-  count and reason. The exporter keeps what it found across restarts, so the flow stays unhealthy
-  as long as the exporter keeps it (docs/day2-operations.md, "Records lost before replication").
+  again), or a replicated source topic created again, after the flow's loss acknowledgement
+  (`mm2:flows.<flow>.lossAcknowledged`, none by default): each partition is listed with its
+  offsets, count and reason. The exporter keeps what it found across restarts; what was found at
+  or before the acknowledgement stays listed, marked acknowledged, and is no reason
+  (docs/day2-operations.md, "Records lost before replication").
 Lag, checkpoint age and heartbeat latency are shown, not judged: a catching-up flow is not broken.
 A lag exporter that does not answer within `LAG_EXPORTER_TIMEOUT_S` is a note, not a reason: it
 observes replication and takes no part in it, and its silence says nothing about the flow (its
@@ -33,11 +35,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from components.mm2_records import OffsetSync
-from components.watch.lag import RECREATED, Expiry, expiries_from_document, merged
+from components.topology.acknowledgement import instant_text
+from components.watch.lag import RECREATED, Expiry, FlowFindings, Recreation, flow_findings
 
 HEARTBEAT_MAX_AGE_S = 60.0
 WATCHER_EVENTS_SHOWN = 5
@@ -107,15 +110,15 @@ class SentinelView:
     """One flow as its worker group's lag exporter sees it."""
 
     url: str
-    expired: tuple[Expiry, ...] = ()
-    recreated: tuple[tuple[str, int], ...] = ()  # (source topic, times created again)
+    flow: str = ""
+    findings: FlowFindings = field(default_factory=FlowFindings)  # against the flow's lossAcknowledged
     lag_records: int | None = None  # the flow's largest partition lag (mm2_flow_lag_records)
     lag_seconds: float | None = None
     error: str = ""  # why the exporter was not read (a note, not a problem)
 
     @property
     def found(self) -> bool:
-        return bool(self.expired or self.recreated)
+        return self.findings.found
 
 
 @dataclass(frozen=True)
@@ -239,27 +242,24 @@ def flow_lag(metrics: str | None, flow: str) -> tuple[int | None, float | None]:
     return (None if records is None else int(records)), found.get("mm2_flow_lag_seconds")
 
 
-def sentinel_view(reading: ExporterReading, flow: str) -> SentinelView:
-    """What the exporter found for one flow (it serves every flow of its worker group); ranges of a
-    partition found one reading after another as one (`merged`)."""
+def sentinel_view(reading: ExporterReading, flow: str, acknowledged_at_ms: int | None = None) -> SentinelView:
+    """What the exporter found for one flow (it serves every flow of its worker group), against the
+    flow's loss acknowledgement; ranges of a partition found one reading after another as one."""
     if reading.expired is None:
-        return SentinelView(reading.url, error=reading.error or "no answer")
-    expired = tuple(merged(e for e in expiries_from_document(reading.expired) if e.flow == flow))
-    recreated = tuple(
-        (str(r["topic"]), int(r["count"]))
-        for r in reading.expired.get("recreated") or ()
-        if r.get("flow") == flow and int(r.get("count", 0)) > 0
-    )
+        return SentinelView(reading.url, flow, error=reading.error or "no answer")
+    findings = flow_findings(reading.expired, flow, acknowledged_at_ms)
     records, seconds = flow_lag(reading.metrics, flow)
-    return SentinelView(reading.url, expired, recreated, records, seconds)
+    return SentinelView(reading.url, flow, findings, records, seconds)
 
 
 def sentinel_problems(view: SentinelView | None) -> tuple[str, ...]:
-    """Why the sentinel makes a flow unhealthy (module docstring); the partitions are listed apart."""
+    """Why the sentinel makes a flow unhealthy (module docstring): the findings its loss
+    acknowledgement does not cover; the partitions are listed apart."""
     if view is None or view.error:
         return ()
     found = []
-    lost = [e for e in view.expired if e.reason != RECREATED]
+    open_expired = view.findings.open_expired
+    lost = [e for e in open_expired if e.reason != RECREATED]
     if lost:
         parts = len({(e.topic, e.partition) for e in lost})
         found.append(
@@ -267,18 +267,50 @@ def sentinel_problems(view: SentinelView | None) -> tuple[str, ...]:
             "before MM2 copied them (listed under `expired`). Next step: raise the source topics' retention.ms "
             "above the flow's outage budget; the records are gone from the source"
         )
-    for topic, times in view.recreated:
-        with_it = sum(e.count for e in view.expired if e.reason == RECREATED and e.topic == topic)
+    for r in view.findings.open_recreated:
+        with_it = sum(e.count for e in open_expired if e.reason == RECREATED and e.topic == r.topic)
         found.append(
-            f"source topic {topic} was deleted and created again ({times} time(s)): {with_it} record(s) MM2 had "
-            "not copied by the exporter's reading before were lost with it (records written after that reading "
-            "are not known)"
+            f"source topic {r.topic} was deleted and created again ({r.count} time(s)): {with_it} record(s) MM2 "
+            "had not copied by the exporter's reading before were lost with it (records written after that "
+            "reading are not known)"
         )
     return tuple(found)
 
 
+def _how_to_acknowledge(view: SentinelView) -> str:
+    times = [e.at_ms for e in view.findings.open_expired]
+    times += [r.last_at_ms for r in view.findings.open_recreated if r.last_at_ms is not None]
+    unknown = any(r.last_at_ms is None for r in view.findings.open_recreated)
+    if unknown or not times:
+        # Served by an exporter started before re-creations carried a time: a restarted one
+        # stamps them with the time it loaded its state.
+        when = "an instant after the lag exporter is restarted (it does not say when a re-creation was found)"
+    else:
+        last = -(-max(times) // 1000) * 1000  # the whole second at or after the last finding
+        when = f'"{instant_text(last)}" (when the last was found) or later'
+    return (
+        f"to acknowledge: once the losses above are reviewed, declare mm2:flows.{view.flow}.lossAcknowledged "
+        f"{when} and `bin/pulumi up`: what was found by then stays listed, marked acknowledged, and no longer "
+        "makes the flow unhealthy"
+    )
+
+
+def _found_at(ms: int | None) -> str:
+    return "not known" if ms is None else instant_text(ms - ms % 1000)
+
+
+def _acknowledged_mark(view: SentinelView, finding: Expiry | Recreation) -> str:
+    at = view.findings.acknowledged_at_ms
+    return (
+        f"; acknowledged by lossAcknowledged {instant_text(at)}"
+        if at is not None and view.findings.acknowledged(finding)
+        else ""
+    )
+
+
 def sentinel_lines(view: SentinelView | None) -> list[str]:
-    """The table lines of a flow's sentinel: the exporter, the flow's lag, each expiry."""
+    """The table lines of a flow's sentinel: the exporter, the flow's lag, each finding (marked
+    when the flow's loss acknowledgement covers it)."""
     if view is None:
         return []
     if view.error:
@@ -288,24 +320,38 @@ def sentinel_lines(view: SentinelView | None) -> list[str]:
         ]
     records = "-" if view.lag_records is None else str(view.lag_records)
     lines = [f"  lag exporter {view.url}: flow lag {records} record(s), {_age(view.lag_seconds)}"]
-    for e in view.expired:
-        at = datetime.fromtimestamp(e.at_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        lines.append(f"  expired: {e.describe()} (first found {at})")
-    lines += [f"  re-created: source topic {topic} ({times} time(s))" for topic, times in view.recreated]
+    for e in view.findings.expired:
+        lines.append(f"  expired: {e.describe()} (first found {_found_at(e.at_ms)}{_acknowledged_mark(view, e)})")
+    lines += [
+        f"  re-created: source topic {r.topic} ({r.count} time(s), last found {_found_at(r.last_at_ms)}"
+        f"{_acknowledged_mark(view, r)})"
+        for r in view.findings.recreated
+    ]
+    if view.findings.open:
+        lines.append(f"  {_how_to_acknowledge(view)}")
     return lines
 
 
 def sentinel_json(view: SentinelView | None) -> dict[str, Any] | None:
-    """A flow's sentinel in --json: expiries as the exporter serves them, each with its description."""
+    """A flow's sentinel in --json: expiries as the exporter serves them, each with its description
+    and whether the flow's loss acknowledgement covers it."""
     if view is None:
         return None
+    findings = view.findings
+    at = findings.acknowledged_at_ms
     return {
         "url": view.url,
         "error": view.error,
         "lag_records": view.lag_records,
         "lag_seconds": view.lag_seconds,
-        "expired": [{**e.to_json(), "detail": e.describe()} for e in view.expired],
-        "recreated": [{"topic": topic, "count": times} for topic, times in view.recreated],
+        "loss_acknowledged_at": None if at is None else instant_text(at),
+        "expired": [
+            {**e.to_json(), "detail": e.describe(), "acknowledged": findings.acknowledged(e)} for e in findings.expired
+        ],
+        "recreated": [
+            {"topic": r.topic, "count": r.count, "lastAtMs": r.last_at_ms, "acknowledged": findings.acknowledged(r)}
+            for r in findings.recreated
+        ],
     }
 
 

@@ -24,6 +24,11 @@ committed nothing (it starts from the earliest record):
 MM2's committed offset trails what it copied by at most one offset flush (5 s on the platforms'
 workers), so a count can include records copied within that flush when retention deletes right
 at MM2's position: never the other way round, nothing deleted uncopied goes uncounted.
+
+Every finding carries the time the exporter found it: an expiry its `atMs`, a re-created topic
+`lastAtMs` (when its last re-creation was found). A flow's loss acknowledgement
+(`mm2:flows.<flow>.lossAcknowledged`, components/topology/acknowledgement.py) covers the findings
+found at or before it (`flow_findings`); one whose time is not known is never covered.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ from typing import Any
 
 RETENTION = "retention"
 RECREATED = "recreated"
+# The state file's layout. `lastAtMs` of a re-creation came later within version 1 (an additive,
+# optional field: an exporter without it ignores it); a state without it is read as re-created
+# at or before the moment it is loaded (`state_from_document`).
 STATE_VERSION = 1
 
 # The exporter's metrics (docs/monitoring.md lists them): name -> (type, help).
@@ -120,12 +128,40 @@ class Expiry:
             at_ms=int(doc["atMs"]),
         )
 
+    def acknowledged_by(self, acknowledged_at_ms: int | None) -> bool:
+        """Found at or before the flow's loss acknowledgement."""
+        return acknowledged_at_ms is not None and self.at_ms <= acknowledged_at_ms
+
     def describe(self) -> str:
         why = "deleted by retention" if self.reason == RETENTION else "lost with the topic when it was created again"
         return (
             f"{self.topic}[{self.partition}] offsets {self.first}..{self.end - 1}: "
             f"{self.count} record(s) {why} before MM2 copied them"
         )
+
+
+@dataclass(frozen=True)
+class Recreation:
+    """A replicated source topic deleted and created again, `count` times; `last_at_ms`: when the
+    exporter found the last of them (None: served by an exporter that did not say)."""
+
+    flow: str
+    topic: str
+    count: int
+    last_at_ms: int | None = None
+
+    def acknowledged_by(self, acknowledged_at_ms: int | None) -> bool:
+        """Its last re-creation was found at or before the flow's loss acknowledgement (an unknown
+        time never is: it may be later)."""
+        return acknowledged_at_ms is not None and self.last_at_ms is not None and self.last_at_ms <= acknowledged_at_ms
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flow": self.flow, "topic": self.topic, "count": self.count, "lastAtMs": self.last_at_ms}
+
+    @staticmethod
+    def from_json(doc: Mapping[str, Any]) -> Recreation:
+        last = doc.get("lastAtMs")
+        return Recreation(str(doc["flow"]), str(doc["topic"]), int(doc["count"]), None if last is None else int(last))
 
 
 @dataclass(frozen=True)
@@ -192,6 +228,11 @@ class SentinelState:
     memories: Mapping[tuple[str, str, int], Memory]  # (flow, topic, partition)
     expiries: tuple[Expiry, ...] = ()
     recreations: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (flow, topic) -> times
+    # (flow, topic) -> when the last re-creation was found (ms); absent: not known
+    recreated_at: Mapping[tuple[str, str], int] = field(default_factory=dict)
+
+    def recreation_list(self) -> list[Recreation]:
+        return [Recreation(f, t, n, self.recreated_at.get((f, t))) for (f, t), n in sorted(self.recreations.items())]
 
 
 def observe_flow(
@@ -208,10 +249,17 @@ def observe_flow(
         lag, memories[key], expiries = observe(flow, reading, before, now_ms)
         lags.append(lag)
         found += expiries
-    recreations = dict(state.recreations)
+    recreations, recreated_at = dict(state.recreations), dict(state.recreated_at)
     for topic in recreated:  # once per topic and reading, however many partitions show it
         recreations[(flow, topic)] = recreations.get((flow, topic), 0) + 1
-    new = replace(state, memories=memories, expiries=state.expiries + tuple(found), recreations=recreations)
+        recreated_at[(flow, topic)] = now_ms
+    new = replace(
+        state,
+        memories=memories,
+        expiries=state.expiries + tuple(found),
+        recreations=recreations,
+        recreated_at=recreated_at,
+    )
     return new, lags, found
 
 
@@ -232,11 +280,13 @@ def state_document(state: SentinelState) -> dict[str, Any]:
             for (flow, topic, partition), m in sorted(state.memories.items())
         ],
         "expiries": [e.to_json() for e in state.expiries],
-        "recreations": [{"flow": f, "topic": t, "count": n} for (f, t), n in sorted(state.recreations.items())],
+        "recreations": [r.to_json() for r in state.recreation_list()],
     }
 
 
-def state_from_document(doc: Mapping[str, Any] | None) -> SentinelState:
+def state_from_document(doc: Mapping[str, Any] | None, loaded_at_ms: int | None = None) -> SentinelState:
+    """The state a document holds; a re-creation it keeps no time of (a file an older exporter
+    wrote) as found at `loaded_at_ms`, which it was at the latest (None: left unknown)."""
     if not doc or doc.get("version") != STATE_VERSION:
         return SentinelState({})
     memories = {
@@ -250,8 +300,10 @@ def state_from_document(doc: Mapping[str, Any] | None) -> SentinelState:
         for p in doc.get("partitions") or ()
     }
     expiries = tuple(Expiry.from_json(e) for e in doc.get("expiries") or ())
-    recreations = {(str(r["flow"]), str(r["topic"])): int(r["count"]) for r in doc.get("recreations") or ()}
-    return SentinelState(memories, expiries, recreations)
+    found = [Recreation.from_json(r) for r in doc.get("recreations") or ()]
+    recreations = {(r.flow, r.topic): r.count for r in found}
+    at = {(r.flow, r.topic): r.last_at_ms if r.last_at_ms is not None else loaded_at_ms for r in found}
+    return SentinelState(memories, expiries, recreations, {k: v for k, v in at.items() if v is not None})
 
 
 # --- Prometheus text exposition ----------------------------------------------------------------
@@ -327,12 +379,56 @@ def expiries_document(state: SentinelState) -> dict[str, Any]:
     """The /expired JSON: every expiry the sentinel found, and the re-created topics."""
     return {
         "expired": [e.to_json() for e in state.expiries],
-        "recreated": [{"flow": f, "topic": t, "count": n} for (f, t), n in sorted(state.recreations.items())],
+        "recreated": [r.to_json() for r in state.recreation_list()],
     }
 
 
 def expiries_from_document(doc: Mapping[str, Any]) -> list[Expiry]:
     return [Expiry.from_json(e) for e in doc.get("expired") or ()]
+
+
+@dataclass(frozen=True)
+class FlowFindings:
+    """What the sentinel found for one flow (an exporter serves every flow of its worker group),
+    each finding acknowledged or not by the flow's loss acknowledgement."""
+
+    expired: tuple[Expiry, ...] = ()  # by topic, partition and offset; see `flow_findings`
+    recreated: tuple[Recreation, ...] = ()  # the topics created again at least once
+    acknowledged_at_ms: int | None = None  # the flow's loss acknowledgement; None: none declared
+
+    def acknowledged(self, finding: Expiry | Recreation) -> bool:
+        return finding.acknowledged_by(self.acknowledged_at_ms)
+
+    @property
+    def open_expired(self) -> tuple[Expiry, ...]:
+        """The expiries no acknowledgement covers: each one is data loss nobody has reviewed."""
+        return tuple(e for e in self.expired if not self.acknowledged(e))
+
+    @property
+    def open_recreated(self) -> tuple[Recreation, ...]:
+        return tuple(r for r in self.recreated if not self.acknowledged(r))
+
+    @property
+    def found(self) -> bool:
+        return bool(self.expired or self.recreated)
+
+    @property
+    def open(self) -> bool:
+        return bool(self.open_expired or self.open_recreated)
+
+
+def flow_findings(doc: Mapping[str, Any], flow: str, acknowledged_at_ms: int | None = None) -> FlowFindings:
+    """One flow's findings in an /expired document. Ranges are merged (`merged`) among the
+    acknowledged ones and among the others, never across: a range found after the
+    acknowledgement stays open even when it follows on from one found before it."""
+    mine = [e for e in expiries_from_document(doc) if e.flow == flow]
+    covered = merged(e for e in mine if e.acknowledged_by(acknowledged_at_ms))
+    uncovered = merged(e for e in mine if not e.acknowledged_by(acknowledged_at_ms))
+    expired = sorted(covered + uncovered, key=lambda e: (e.topic, e.partition, e.first, e.end))
+    recreated = tuple(
+        r for r in (Recreation.from_json(d) for d in doc.get("recreated") or ()) if r.flow == flow and r.count > 0
+    )
+    return FlowFindings(tuple(expired), recreated, acknowledged_at_ms)
 
 
 def merged(expiries: Iterable[Expiry]) -> list[Expiry]:

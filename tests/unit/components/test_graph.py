@@ -162,6 +162,17 @@ def test_declared_connector_states_reach_the_connectors_and_the_flow_summary(
     return build(dev_config(), tmp_path, mm2=mm2).apply(check)
 
 
+@pulumi.runtime.test
+def test_a_loss_acknowledgement_reaches_the_flow_summary(monitor: RecordingMonitor, tmp_path: Path) -> Any:
+    mm2 = copy.deepcopy(namespace(dev_config(), "mm2"))
+    mm2["flows"]["primary->dr"]["lossAcknowledged"] = "2026-11-18T12:06:40+01:00"
+
+    def check(values: list[Any]) -> None:
+        assert values[0]["lossAcknowledgedAt"] == "2026-11-18T11:06:40Z"  # the same instant, in UTC
+
+    return build(dev_config(), tmp_path, mm2=mm2).apply(check)
+
+
 EXAMPLES = ["active-passive", "active-active", "fan-out", "aggregation", "six-cluster-mesh", "active-passive-tls"]
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from components.mm2_records import Checkpoint
 from components.outputs.contract import StackExports
-from components.watch.lag import FlowLag, SentinelState, expiries_document, exposition
+from components.watch.lag import RECREATED, RETENTION, Expiry, FlowLag, SentinelState, expiries_document, exposition
 
 
 def outputs(*, client: dict[str, str] | None = None, auth: str = "") -> StackExports:
@@ -43,6 +43,23 @@ def outputs(*, client: dict[str, str] | None = None, auth: str = "") -> StackExp
                 }
             },
         }
+    )
+
+
+def incident(
+    flow: str, topic: str, retention: tuple[int, int, int], recreated: tuple[int, int, int], at_ms: int, later_ms: int
+) -> SentinelState:
+    """What a lag exporter keeps after one incident: `retention` (partition, first, end) deleted
+    unreplicated, found at `at_ms`; then the topic created again, found `later_ms` after, with
+    the `recreated` range lost with it."""
+    return SentinelState(
+        {},
+        (
+            Expiry(flow, topic, *retention, RETENTION, at_ms),
+            Expiry(flow, topic, *recreated, RECREATED, at_ms + later_ms),
+        ),
+        {(flow, topic): 1},
+        {(flow, topic): at_ms + later_ms},
     )
 
 

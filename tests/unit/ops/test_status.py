@@ -341,9 +341,34 @@ def test_a_source_topic_created_again_is_reported_with_what_was_lost_with_it(
     assert st.main(["--stack", "dev"]) == 3
     out = capsys.readouterr().out
     assert "expired: orders[1] offsets 250..299: 50 record(s) lost with the topic when it was created again" in out
-    assert "re-created: source topic orders (1 time(s))" in out and "source topic payments" not in out
+    assert "re-created: source topic orders (1 time(s), last found not known)" in out
+    assert "source topic payments" not in out
     assert "why unhealthy: source topic orders was deleted and created again (1 time(s)): 50 record(s)" in out
     assert "deleted by retention" not in out
+
+
+def test_a_loss_acknowledged_in_the_outputs_leaves_the_flow_healthy_until_something_new_is_found(
+    connect: FakeConnect, exporter: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dataclasses import replace
+
+    exporter.state = SentinelState(_memory(), (Expiry("primary->dr", "orders", 0, 100, 300, RETENTION, AT_MS),))
+    exports = _with_lag(exporter.url)
+    flow = replace(exports.flows["primary->dr"], loss_acknowledged_at_ms=AT_MS)
+    acknowledged = replace(exports, flows={"primary->dr": flow})
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: acknowledged)
+    assert st.main(["--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "flow primary->dr  (worker group mm2)  healthy" in out
+    assert "acknowledged by lossAcknowledged 2026-11-18T11:06:40Z)" in out and "why unhealthy" not in out
+    exporter.state = SentinelState(
+        _memory(), (*exporter.state.expiries, Expiry("primary->dr", "orders", 1, 7, 12, RETENTION, AT_MS + 1))
+    )
+    assert st.main(["--stack", "dev", "--json"]) == 3
+    sentinel = json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"]
+    assert [(e["partition"], e["acknowledged"]) for e in sentinel["expired"]] == [(0, True), (1, False)]
+    assert sentinel["loss_acknowledged_at"] == "2026-11-18T11:06:40Z"
 
 
 def test_an_exporter_that_found_nothing_shows_the_lag_and_leaves_the_flow_healthy(

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
+from components.outputs.contract import FlowExport
 from components.watch.lag import RECREATED, RETENTION, Expiry, SentinelState, expiries_document
 from spark import checks, expired, flow_validation, html_report
 from spark.report import FlowReport, Report, Status, render_table
 from spark.topic_checks import partition_rows, record_checks
-from tests.unit.ops.helpers import ServedState, serving
+from tests.unit.ops.helpers import ServedState, incident, serving
 from tests.unit.spark.helpers import projection, rec
 from tests.unit.spark.test_flow_checks import FLOW
 
@@ -32,8 +34,10 @@ FOUND = SentinelState(
 OTHER_CHECKS = {"checkpoints", "group_offsets", "heartbeats"}
 
 
-def _reading(state: SentinelState = FOUND, url: str = "http://127.0.0.1:9") -> expired.SentinelReading:
-    return expired.from_document(url, expiries_document(state), "primary->dr")
+def _reading(
+    state: SentinelState = FOUND, url: str = "http://127.0.0.1:9", flow: FlowExport = FLOW
+) -> expired.SentinelReading:
+    return expired.from_document(url, expiries_document(state), flow)
 
 
 def test_records_gone_before_replication_fail_a_check_naming_partitions_offsets_and_counts() -> None:
@@ -63,8 +67,86 @@ def test_nothing_found_passes_and_another_flows_findings_are_not_this_ones() -> 
     assert result.detail == "lag exporter http://127.0.0.1:9: no source record gone before replication"
 
 
+# -- the flow's loss acknowledgement (mm2:flows.<flow>.lossAcknowledged, exported lossAcknowledgedAt) --
+
+AT = 1_795_000_000_000  # 2026-11-18T11:06:40Z
+INCIDENT = incident("primary->dr", "orders", (0, 100, 180), (2, 40, 90), AT, 1000)
+
+
+def _acknowledged(at_ms: int | None) -> FlowExport:
+    return replace(FLOW, loss_acknowledged_at_ms=at_ms)
+
+
+def test_findings_at_or_before_the_acknowledgement_pass_and_stay_named() -> None:
+    result = expired.check(_reading(INCIDENT, flow=_acknowledged(AT + 1000)), "mm2")
+    assert result.status is Status.PASS
+    assert result.detail == (
+        "lag exporter http://127.0.0.1:9: no source record gone before replication since the loss acknowledged at "
+        "2026-11-18T11:06:41Z (lossAcknowledged); acknowledged: orders[0] offsets 100..179: 80 record(s) expired "
+        "on the source before replication (retention); orders[2] offsets 40..89: 50 record(s) lost with a "
+        "re-created topic; source topic orders deleted and created again 1 time(s)"
+    )
+
+
+def test_an_acknowledgement_before_a_finding_leaves_it_failing() -> None:
+    # A millisecond short of the re-creation: the retention range is acknowledged, the rest is not.
+    reading = _reading(INCIDENT, flow=_acknowledged(AT + 999))
+    result = expired.check(reading, "mm2")
+    assert result.status is Status.FAIL
+    assert result.detail == (
+        "50 source record(s) in 1 partition(s) gone before MM2 copied them after the loss acknowledged at "
+        "2026-11-18T11:06:40.999Z (50 lost with a re-created topic), apart from records MM2 lost (completeness): "
+        "orders[2] offsets 40..89: 50 record(s) lost with a re-created topic; source topic orders deleted and "
+        "created again 1 time(s); 1 finding(s) acknowledged (lossAcknowledged 2026-11-18T11:06:40.999Z) "
+        "(lag exporter http://127.0.0.1:9)"
+    )
+    assert [(e["first"], e["acknowledged"]) for e in reading.to_json()["expired"]] == [(100, True), (40, False)]
+    assert expired.check(_reading(INCIDENT, flow=_acknowledged(None)), "mm2").status is Status.FAIL
+
+
+def test_a_range_found_after_the_acknowledgement_is_not_merged_into_an_acknowledged_one() -> None:
+    state = SentinelState(
+        {},
+        (
+            Expiry("primary->dr", "orders", 0, 100, 180, RETENTION, AT),
+            Expiry("primary->dr", "orders", 0, 180, 300, RETENTION, AT + 5000),  # follows on, found later
+        ),
+    )
+    result = expired.check(_reading(state, flow=_acknowledged(AT)), "mm2")
+    assert result.status is Status.FAIL
+    assert "orders[0] offsets 180..299: 120 record(s) expired" in result.detail and "100..299" not in result.detail
+
+
+def test_a_recreation_of_unknown_time_is_never_acknowledged() -> None:
+    # An exporter that kept no time of the re-creation (lastAtMs absent) cannot show it came before.
+    doc = {"expired": [], "recreated": [{"flow": "primary->dr", "topic": "orders", "count": 1}]}
+    reading = expired.from_document("http://127.0.0.1:9", doc, _acknowledged(AT))
+    assert expired.check(reading, "mm2").status is Status.FAIL
+    dated = {"expired": [], "recreated": [{**doc["recreated"][0], "lastAtMs": AT}]}
+    assert expired.check(expired.from_document("http://x", dated, _acknowledged(AT)), "mm2").status is Status.PASS
+
+
+def test_the_report_and_the_page_mark_what_was_acknowledged() -> None:
+    reading = _reading(INCIDENT, flow=_acknowledged(AT))
+    doc = reading.to_json()
+    assert doc["lossAcknowledgedAt"] == "2026-11-18T11:06:40Z"
+    assert doc["recreated"] == [{"topic": "orders", "count": 1, "lastAtMs": AT + 1000, "acknowledged": False}]
+    page = html_report.render(
+        Report(meta={}, flows=[_flow_report(reading)]).to_dict()  # the check fails on the re-creation
+    )
+    assert "<td>retention</td><td>acknowledged (2026-11-18T11:06:40Z)</td>" in page
+    assert "<td>recreated</td><td></td>" in page
+
+
+def _flow_report(reading: expired.SentinelReading) -> FlowReport:
+    flow = FlowReport("primary->dr", "primary", "dr", exactly_once=False)
+    flow.checks.append(expired.check(reading, "mm2"))
+    flow.sentinel = reading.to_json()
+    return flow
+
+
 def test_without_a_lag_url_the_check_is_not_run_and_says_why() -> None:
-    reading = expired.read_sentinel("", "primary->dr", fetch=_no_fetch)
+    reading = expired.read_sentinel("", FLOW, fetch=_no_fetch)
     result = expired.check(reading, "mm2")
     assert result.status is Status.SKIP
     assert result.detail.startswith("no lag exporter in the outputs (worker group mm2 exports no lagUrl")
@@ -74,12 +156,12 @@ def test_an_exporter_not_answering_is_not_run_with_the_reason_not_failed() -> No
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, not listening: refused
         url = f"http://127.0.0.1:{closed.getsockname()[1]}"
-        reading = expired.read_sentinel(url, "primary->dr", timeout=1.0)
+        reading = expired.read_sentinel(url, FLOW, timeout=1.0)
     result = expired.check(reading, "mm2")
     assert result.status is Status.SKIP
     assert result.detail.startswith(f"lag exporter {url} did not answer within 1 s as the exporter does (")
     assert "refused" in result.detail and result.detail.endswith(": not checked")
-    garbled = expired.read_sentinel(url, "primary->dr", fetch=lambda u, t: b"<html>")
+    garbled = expired.read_sentinel(url, FLOW, fetch=lambda u, t: b"<html>")
     assert expired.check(garbled, "mm2").status is Status.SKIP
 
 
@@ -127,7 +209,9 @@ def test_the_report_lists_the_ranges_and_fails_on_this_check_alone(tmp_path: Any
         ("orders", 0, 100, 300, 200, "retention"),
         ("orders", 2, 40, 90, 50, "recreated"),
     ]
-    assert data["flows"]["primary->dr"]["sentinel"]["recreated"] == [{"topic": "orders", "count": 1}]
+    assert data["flows"]["primary->dr"]["sentinel"]["recreated"] == [
+        {"topic": "orders", "count": 1, "lastAtMs": None, "acknowledged": False}
+    ]
     assert "FAIL  source_records_expired 250 source record(s)" in render_table(report)
     page = html_report.render(data)
     assert "Source records gone before replication" in page

@@ -11,10 +11,12 @@ from components.watch.lag import (
     FlowLag,
     Memory,
     Reading,
+    Recreation,
     SentinelState,
     expiries_document,
     expiries_from_document,
     exposition,
+    flow_findings,
     merged,
     observe,
     observe_flow,
@@ -74,9 +76,10 @@ def test_mm2_resuming_past_the_gap_keeps_the_count_and_finds_no_more() -> None:
 def test_a_recreated_topic_counts_what_mm2_had_not_copied_and_starts_over() -> None:
     state, _l, _f = observe_flow(SentinelState({}), FLOW, [reading(end=500, committed=449, topic_id="A")], NOW)
     # Deleted and created again: a new ID, offsets from 0; MM2's committed offset is the old topic's.
-    state, lags, found = observe_flow(state, FLOW, [reading(end=20, committed=449, topic_id="B")], NOW)
+    state, lags, found = observe_flow(state, FLOW, [reading(end=20, committed=449, topic_id="B")], NOW + 5)
     assert [(e.first, e.end, e.count, e.reason) for e in found] == [(450, 500, 50, RECREATED)]
     assert state.recreations == {(FLOW, "orders"): 1}
+    assert state.recreated_at == {(FLOW, "orders"): NOW + 5}  # when it was found: what an acknowledgement covers
     assert lags[0].records == 20  # the new topic from its start, not "MM2 is past the end"
     # MM2 commits for the new topic: normal lag again, no second re-creation.
     state, lags, found = observe_flow(state, FLOW, [reading(end=25, committed=19, topic_id="B")], NOW)
@@ -97,6 +100,50 @@ def test_state_survives_a_restart_through_its_document() -> None:
     assert again == state
     _s, _l, found = observe_flow(again, FLOW, [reading(log_start=300, end=500, committed=99)], NOW)
     assert found == []  # not counted twice after the restart
+
+
+def test_a_recreation_keeps_when_it_was_found_across_restarts() -> None:
+    state, _l, _f = observe_flow(SentinelState({}), FLOW, [reading(end=500, committed=449, topic_id="A")], NOW)
+    state, _l, _f = observe_flow(state, FLOW, [reading(end=20, committed=449, topic_id="B")], NOW + 7)
+    doc = state_document(state)
+    assert doc["version"] == 1 and doc["recreations"] == [
+        {"flow": FLOW, "topic": "orders", "count": 1, "lastAtMs": NOW + 7}
+    ]
+    assert state_from_document(doc, loaded_at_ms=NOW + 99) == state
+    assert expiries_document(state)["recreated"] == doc["recreations"]
+
+
+def test_a_state_file_kept_before_recreation_times_reads_them_as_found_when_loaded() -> None:
+    # Written by an exporter that kept no lastAtMs: the re-creation was found by the load at the latest.
+    older = {"version": 1, "partitions": [], "expiries": [], "recreations": [{"flow": FLOW, "topic": "o", "count": 2}]}
+    assert state_from_document(older, loaded_at_ms=NOW).recreated_at == {(FLOW, "o"): NOW}
+    unknown = state_from_document(older)
+    assert unknown.recreations == {(FLOW, "o"): 2} and unknown.recreated_at == {}
+    assert expiries_document(unknown)["recreated"] == [{"flow": FLOW, "topic": "o", "count": 2, "lastAtMs": None}]
+
+
+def test_flow_findings_split_by_the_acknowledgement_and_merge_only_within_each_side() -> None:
+    state = SentinelState(
+        {},
+        (
+            Expiry(FLOW, "orders", 0, 100, 180, RETENTION, NOW),
+            Expiry(FLOW, "orders", 0, 180, 300, RETENTION, NOW + 1),  # follows on, one ms later
+            Expiry(FLOW, "orders", 0, 300, 310, RETENTION, NOW + 2),
+            Expiry("other->dr", "orders", 0, 1, 9, RETENTION, NOW),
+        ),
+        {(FLOW, "orders"): 1, (FLOW, "payments"): 0},
+        {(FLOW, "orders"): NOW + 2},
+    )
+    doc = expiries_document(state)
+    covered = flow_findings(doc, FLOW, NOW)
+    assert [(e.first, e.end, covered.acknowledged(e)) for e in covered.expired] == [(100, 180, True), (180, 310, False)]
+    assert [(e.first, e.end) for e in covered.open_expired] == [(180, 310)]
+    assert covered.recreated == (Recreation(FLOW, "orders", 1, NOW + 2),) and covered.open
+    everything = flow_findings(doc, FLOW, NOW + 2)
+    assert [(e.first, e.end) for e in everything.expired] == [(100, 310)] and not everything.open
+    assert everything.found and everything.open_recreated == ()
+    nothing = flow_findings(doc, FLOW)
+    assert nothing.open_expired == nothing.expired and len(nothing.open_recreated) == 1
 
 
 def test_unknown_state_versions_start_empty() -> None:
