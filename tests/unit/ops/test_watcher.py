@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -169,7 +170,9 @@ def test_restart_dead_starts_only_what_died_on_its_own(tmp_path: Path) -> None:
 
     from components.platform.local import process as proc
 
-    marker = f"unit-test/{tmp_path.name}/worker-0"
+    # Unique per run: tmp_path's name repeats across concurrent pytest runs on one machine, and
+    # another run's process with the same marker would count as this one alive.
+    marker = f"unit-test/{uuid.uuid4().hex}/worker-0"
     cmd = [sys.executable, "-c", "import time; time.sleep(60)", f"{proc.MARKER_FLAG}{marker}"]
     (tmp_path / proc.COMMAND_FILE).write_text(
         json.dumps({"cmd": cmd, "log": str(tmp_path / "out.log"), "marker": marker, "component": "t"})
