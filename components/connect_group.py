@@ -20,6 +20,8 @@ import pulumi
 from components.kafka_cluster import KafkaCluster
 from components.platform.backends import platform_backend
 from components.platform.contract import ContainerPlatforms, WorkerRequest
+from components.platform.lag_exporter import lag_flows, plan_clusters
+from components.platform.local.lag_exporter import deploy_local_lag_exporter
 from components.platform.local.layout import PROCESS_PROPERTIES, LocalPlatform, worker_path
 from components.platform.local.tls import StackTls
 from components.platform.local.watcher import deploy_local_watcher
@@ -77,6 +79,9 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
             user, key = group.rest_username, group.rest_password.key
             self.auth = pulumi.Output.secret(secrets.apply(lambda v: {"username": user, "password": str(v[key])}))
         endpoint: pulumi.Input[str] = group.url or worker_rest_urls(group)[0]
+        # Where the group's lag exporter serves /metrics and /expired (components/ops/lag_exporter.py):
+        # a loopback URL locally, the in-cluster Service URL on Kubernetes.
+        self.lag_url: pulumi.Input[str] | None = None
         # The model derives the group's platform: external whenever it only has a URL, else the
         # platform of its storage cluster (a kubernetes group may also carry the URL the
         # deployer reaches it through).
@@ -86,11 +91,19 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
             deployed = backend.deploy_workers(self, name, request)
             self.workers = list(deployed.resources)
             endpoint = deployed.url if deployed.url is not None else endpoint
+            self.lag_url = deployed.lag_url
         if group.platform is Platform.LOCAL:
-            # autoRestart: the group's watcher, a process of the stack like its workers.
+            # The group's watcher, a process of the stack like its workers: restarts dead workers
+            # (and autoRestart connectors).
             self.watcher = deploy_local_watcher(
                 self, name, topology, group.name, local, self.auth, self.ca_pem, self.workers
             )
+        if group.platform is Platform.LOCAL and lag_flows(topology, group.name):
+            clients = {alias: clusters[alias].client for alias in plan_clusters(topology, group.name)}
+            self.lag_exporter = deploy_local_lag_exporter(
+                self, name, topology, group.name, local, clients, self.workers
+            )
+            self.lag_url = self.lag_exporter.url
         self.url = pulumi.Output.from_input(endpoint)
         # The other workers of a group the stack runs on this host: connector calls fail over to them.
         self.other_urls: list[str] = (

@@ -11,6 +11,7 @@ heartbeat tails and offset syncs with it on the driver (its Spark SQL twin for e
 
 from __future__ import annotations
 
+import json
 import struct
 from dataclasses import dataclass
 
@@ -140,3 +141,29 @@ def encode_offset_sync(s: OffsetSync) -> tuple[bytes, bytes]:
 
 def encode_heartbeat(h: Heartbeat) -> tuple[bytes, bytes]:
     return _string(h.source_alias) + _string(h.target_alias), struct.pack(">hq", SUPPORTED_VERSION, h.timestamp_ms)
+
+
+def decode_source_offset(
+    key: bytes | None, value: bytes | None, connector: str, source: str
+) -> tuple[tuple[str, int], int | None] | None:
+    """A record of a worker group's offsets topic (Connect's source offsets, keyed
+    `["<connector>", {"cluster": <source alias>, "partition": p, "topic": t}]`, valued `{"offset": o}`,
+    o the last source record the MirrorSourceConnector processed):
+    ((topic, partition), offset) for a record of `connector` replicating from `source`;
+    offset None for a reset (tombstone); None for any other record."""
+    try:
+        name, part = json.loads(key or b"")
+    except (ValueError, TypeError):
+        return None
+    if name != connector or not isinstance(part, dict) or part.get("cluster") != source:
+        return None
+    topic, partition = part.get("topic"), part.get("partition")
+    if not isinstance(topic, str) or not isinstance(partition, int):
+        return None
+    if value is None:
+        return (topic, partition), None
+    try:
+        offset = json.loads(value).get("offset")
+    except (ValueError, AttributeError):
+        return None
+    return ((topic, partition), offset) if isinstance(offset, int) else None

@@ -15,6 +15,7 @@ Pulumi's mocks with a `StackConfig` they build (no `pulumi.Config`, no environme
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ from components.topology import (
     bootstrap_servers,
     parse_topology,
     with_secrets_file,
+    worker_rest_urls,
 )
 from components.topology.jaas import quotable_password_keys
 from components.topology.security import (
@@ -92,6 +94,8 @@ class StackConfig:
     """`mm2:rotate`: secret key -> a token; changing the token generates that password anew."""
     image_problems: Callable[[Sequence[str]], list[str]] = lambda images: []
     """A problem per image the docker platform's engine lacks (the program asks the engine)."""
+    clock: Callable[[], float] = time.time
+    """Now, in seconds since the epoch: a flow's `lossAcknowledged` may not be later."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,7 @@ def validate(config: StackConfig) -> ValidStack:
     problems: list[str] = []
     topology: Topology | None = None
     try:
-        topology = parse_topology(dict(config.mm2))
+        topology = parse_topology(dict(config.mm2), now_ms=int(config.clock() * 1000))
     except TopologyError as exc:
         problems.append(str(exc))
     if topology is not None:
@@ -276,7 +280,13 @@ def group_export(name: str, deployed: Deployed) -> ConnectGroupExport:
         auth=_resolved_on_export(group.auth),
         ca_pem=_resolved_on_export(group.ca_pem),
         offset_topic=declared.offset_topic,
+        worker_urls=worker_rest_urls(declared) if declared.platform in _OWN_WORKER_URLS and not declared.url else (),
+        lag_url=_resolved_on_export(group.lag_url) or "",
     )
+
+
+# Platforms where every worker has its own REST URL on this machine (others: one URL for the group).
+_OWN_WORKER_URLS = frozenset({Platform.LOCAL, Platform.DOCKER})
 
 
 def _resolved_on_export(value: pulumi.Input[Any] | None) -> Any:

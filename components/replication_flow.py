@@ -190,4 +190,5 @@ def flow_export(flow: Flow, topology: Topology, specs: FlowConnectors, states: M
         transforms=transform_aliases(specs.source.config),
         rpo_seconds=flow.rpo_seconds,
         outage_budget_seconds=flow.outage_budget_seconds,
+        loss_acknowledged_at_ms=flow.loss_acknowledged_at_ms,
     ).to_json()

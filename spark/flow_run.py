@@ -20,6 +20,7 @@ from spark.report import Check
 
 if TYPE_CHECKING:
     from spark.checks import FindingSummary
+    from spark.expired import SentinelReading
 
 Summaries = dict[str, dict[str, "FindingSummary"]]  # {topic: {status: summary}}
 FlowLevel = tuple[list[Check], dict[str, Any] | None]  # flow-level checks, heartbeat details
@@ -85,6 +86,8 @@ class FlowRun:
         self.internal: InternalTopics | None = None  # offset syncs and checkpoints, once read
         self.flow_level: Future[FlowLevel] | None = None  # flow-level checks under way
         self.sync_cluster = self.src if flow.offset_syncs_cluster == flow.source else self.tgt
+        self.lag_url = outputs.lag_urls.get(flow.worker_group, "")  # its worker group's lag exporter
+        self.sentinel: SentinelReading | None = None  # what that exporter found, once asked (spark.expired)
         store = outputs.offset_stores.get(flow.worker_group)
         self.offset_store = (
             (outputs.clusters[store.cluster], store.topic) if store and store.cluster in outputs.clusters else None

@@ -15,7 +15,7 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from spark import alignment, catchup, checks, fast_path, flow_checks, kafka_io, progress
+from spark import alignment, catchup, checks, expired, fast_path, flow_checks, kafka_io, progress
 from spark.catchup import Range
 from spark.console import log
 from spark.fast_path import EXACT, FAST, SideRead
@@ -369,15 +369,22 @@ def validate_flow(
     rep.checks += level_checks
     if heartbeats is not None:
         rep.heartbeats = heartbeats
+    if run.sentinel is not None:
+        rep.sentinel = run.sentinel.to_json()
     rep.catch_up["validationSeconds"] = round(time.monotonic() - started, 1)
     return rep
 
 
 def flow_level_checks(run: FlowRun, args: argparse.Namespace, skip: set[str], sync_enabled: bool | None) -> FlowLevel:
-    """Checkpoints emitted, group offsets, heartbeats: Kafka reads only, so they run beside Spark's jobs."""
+    """Records gone before replication (the lag exporter), checkpoints emitted, group offsets,
+    heartbeats: Kafka and HTTP reads only, so they run beside Spark's jobs."""
     out: list[Check] = []
     heartbeats = None
     groups: set[str] = set()
+    if expired.CHECK not in skip:
+        run.sentinel = expired.read_sentinel(run.lag_url, run.flow)
+        out.append(expired.check(run.sentinel, run.flow.worker_group))
+        log(expired.console_line(run.flow.name, run.sentinel, out[-1]))
     if "checkpoints" not in skip:
         check, groups = flow_checks.check_checkpoints_emitted(run, args.checkpoint_wait)
         out.append(check)

@@ -103,6 +103,7 @@ def _flow_section(name: str, flow: Mapping[str, Any]) -> str:
         head,
         "<h3>Flow checks</h3>",
         _checks_table(_mapping(flow.get("checks"))),
+        _sentinel(_mapping(flow.get("sentinel"))),
         _catch_up(_mapping(flow.get("catchUp"))),
         "<h3>Replication latency</h3>",
         _latency_table(_mapping(_mapping(flow.get("heartbeats")).get("latencyMs"))),
@@ -173,6 +174,33 @@ def _latency_table(latency: Mapping[str, Any]) -> str:
         v = _mapping(v)
         rows.append([topic, *(_text(v.get(k)) for k in ("samples", "p50", "p99", "max")), _text(v.get("measures"))])
     return _table(["topic", "samples", "p50 ms", "p99 ms", "max ms", "measures"], rows)
+
+
+def _sentinel(sentinel: Mapping[str, Any]) -> str:
+    """The source records gone before MM2 copied them (spark.expired), one row per range; nothing
+    when there are none (the check's row says whether it ran)."""
+    expired = [e for e in sentinel.get("expired") or [] if isinstance(e, Mapping)]
+    recreated = [r for r in sentinel.get("recreated") or [] if isinstance(r, Mapping)]
+    if not expired and not recreated:
+        return ""
+    acknowledged_at = _text(sentinel.get("lossAcknowledgedAt"))
+    rows = [
+        [_text(e.get(k)) for k in ("topic", "partition", "first")]
+        + [_text(int(e.get("end", 0)) - 1), _text(e.get("count")), _text(e.get("reason"))]
+        + [f"acknowledged ({acknowledged_at})" if e.get("acknowledged") else ""]
+        for e in expired
+    ]
+    out = ["<h3>Source records gone before replication</h3>"]
+    if rows:
+        header = ["topic", "partition", "first offset", "last offset", "records", "reason", "lossAcknowledged"]
+        out.append(_table(header, rows))
+    out += [
+        f"<p>Source topic {_e(r.get('topic'))} deleted and created again {_e(_text(r.get('count')))} time(s)"
+        + (f" (acknowledged: lossAcknowledged {_e(acknowledged_at)})" if r.get("acknowledged") else "")
+        + ".</p>"
+        for r in recreated
+    ]
+    return "\n".join(out)
 
 
 def _catch_up(catch_up: Mapping[str, Any]) -> str:

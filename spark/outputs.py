@@ -141,6 +141,8 @@ class ValidationScope:
     flows: tuple[FlowExport, ...]
     # worker group -> where it keeps its connectors' source offsets (MM2's progress, spark.progress)
     offset_stores: Mapping[str, OffsetStore] = field(default_factory=dict)
+    # worker group -> its lag exporter's URL (`connect.<group>.lagUrl`; spark.expired), where it has one
+    lag_urls: Mapping[str, str] = field(default_factory=dict)
 
 
 def offset_stores(exports: StackExports) -> dict[str, OffsetStore]:
@@ -179,6 +181,7 @@ def validation_view(exports: StackExports) -> ValidationScope:
         clusters={alias: _cluster_access(c) for alias, c in exports.clusters.items()},
         flows=tuple(sorted(flows, key=lambda fl: fl.name)),
         offset_stores=offset_stores(exports),
+        lag_urls={name: g.lag_url for name, g in exports.connect.items() if g.lag_url},
     )
 
 

@@ -11,35 +11,12 @@ before the cut reached the target. The topic is compacted; a null value resets t
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable
 from typing import Any
 
+from components.mm2_records import decode_source_offset
 from spark.outputs import ClusterAccess
-
-
-def decode_source_offset(
-    key: bytes | None, value: bytes | None, connector: str, source: str
-) -> tuple[tuple[str, int], int | None] | None:
-    """((topic, partition), offset) for a record of `connector` replicating from `source`;
-    offset None for a reset (tombstone); None for any other record."""
-    try:
-        name, part = json.loads(key or b"")
-    except (ValueError, TypeError):
-        return None
-    if name != connector or not isinstance(part, dict) or part.get("cluster") != source:
-        return None
-    topic, partition = part.get("topic"), part.get("partition")
-    if not isinstance(topic, str) or not isinstance(partition, int):
-        return None
-    if value is None:
-        return (topic, partition), None
-    try:
-        offset = json.loads(value).get("offset")
-    except (ValueError, AttributeError):
-        return None
-    return ((topic, partition), offset) if isinstance(offset, int) else None
 
 
 class SourceOffsetTracker:

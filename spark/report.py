@@ -51,6 +51,8 @@ class FlowReport:
     heartbeats: dict[str, Any] = field(default_factory=dict)
     # The isolation level each side was read with ({"source": ..., "target": ...}).
     isolation: dict[str, str] = field(default_factory=dict)
+    # What the worker group's lag exporter found for the flow (spark.expired.SentinelReading.to_json).
+    sentinel: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -92,6 +94,7 @@ class Report:
                     "catchUp": f.catch_up,
                     "groupOffsets": f.group_offsets,
                     "heartbeats": f.heartbeats,
+                    "sentinel": f.sentinel,
                     "topics": {
                         t.source_topic: {
                             "remoteTopic": t.remote_topic,

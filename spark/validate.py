@@ -8,7 +8,8 @@
 Reads the stack outputs (docs/architecture.md), captures a consistent cut of every replicated
 source topic, waits (bounded) for the targets to cover it, then checks with Spark, per flow and
 topic: completeness, partitioning, integrity, order, duplicates, unexpected records, catch-up,
-offset syncs and checkpoints; per flow: group offsets and heartbeats; across the stack: loops.
+offset syncs and checkpoints; per flow: group offsets, heartbeats and source records gone before
+MM2 copied them (the worker group's lag exporter, spark/expired.py); across the stack: loops.
 Writes a JSON report and prints a table. Exit status: 0 all checks pass, 1 some check failed
 (named at the end), 2 the run itself could not proceed (bad outputs, unreachable cluster, jars).
 """
@@ -56,6 +57,7 @@ CHECK_NAMES = (
     "checkpoints",
     "group_offsets",
     "heartbeats",
+    "source_records_expired",
     "loops",
 )
 

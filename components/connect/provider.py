@@ -46,8 +46,12 @@ from .errors import (
 from .health import failed_instances, unassigned_tasks
 from .inputs import DEFAULT_STATE, DEFAULT_TIMEOUT_S, DESIRED_STATES, ConnectorInputs, input_failures, state_outputs
 from .plugin_validation import unresolvable_config_text, validate_config, validation_failure_text
+from .stdlib_client import unanswered
 
 __all__ = ["TYPE_TOKEN", "Connector", "ConnectorArgs", "ConnectorProvider"]
+
+# How long each worker of the group is given to answer at all before a read calls it unreachable.
+GROUP_PROBE_TIMEOUT_S = 2.0
 
 TYPE_TOKEN = "pulumi-python:dynamic/connect:Connector"
 # The property a check failure names; none: the engine then prints the reason alone instead of
@@ -386,6 +390,12 @@ class ConnectorProvider(ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         spec = ConnectorInputs.from_props(props, id_)
+        urls = [spec.connect_url, *spec.other_urls]
+        # (Over the network only: an injected transport is a test's whole Connect.)
+        if self.transport_factory is None and len(unanswered(urls, spec.ca_pem, GROUP_PROBE_TIMEOUT_S)) == len(urls):
+            # No worker of the group answers at all: say so now instead of spending the client's
+            # retry budget (60 s) on every connector of a dead group.
+            return ReadResult(id_, {**spec.outputs(None), "state": "UNREACHABLE"})
         try:
             with self._client(spec) as client:
                 live = client.get_config(spec.name)

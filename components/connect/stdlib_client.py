@@ -143,3 +143,26 @@ def _message(body: bytes) -> str:
     except ValueError:
         return body.decode(errors="replace").strip()[:500]
     return str(answer.get("message")) if isinstance(answer, dict) and "message" in answer else str(answer)[:500]
+
+
+def unanswered(urls: Sequence[str], ca_pem: str | None, timeout: float, transport: Send = send) -> dict[str, str]:
+    """Why each of `urls` (workers of one or more groups) did not answer `GET /` within `timeout`
+    (connect and read, one try); a worker that answers at all, any HTTP status, is left out. All
+    are asked at once, so a dead group is told in one `timeout`, not in a client's retry budget."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    context = ssl.create_default_context(cadata=ca_pem) if ca_pem else None
+
+    def why(url: str) -> str | None:
+        request = urllib.request.Request(f"{url.rstrip('/')}/", method="GET")
+        try:
+            transport(request, timeout, context if url.startswith("https") else None)
+        except OSError as exc:
+            return str(getattr(exc, "reason", None) or exc)
+        return None
+
+    if not urls:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(urls)) as pool:
+        reasons = list(pool.map(why, urls))
+    return {url: reason for url, reason in zip(urls, reasons, strict=True) if reason is not None}

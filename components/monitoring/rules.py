@@ -1,14 +1,28 @@
 """The alert rules for MM2, one set for every platform: only the label matchers that select a
-worker group's and a cluster's scrape targets differ (`Selectors`). Pure: no pulumi, no I/O.
+worker group's, a cluster's and a lag exporter's scrape targets differ (`Selectors`). Pure: no
+pulumi, no I/O.
 
 Alerts (Prometheus rule-group format, as `promtool test rules` and PrometheusRule take them):
 - MM2ReplicationLatencyHigh: a replicated topic's records arrive late.
 - MM2CheckpointLatencyHigh: consumer-group checkpoints are late.
+- MM2WorkerGroupDown: no worker of the group is scraped as up (`up` is 0 for every worker target,
+  or the group has no target left: a Kubernetes Service with no ready pod drops its endpoints).
 - MM2ConnectorFailed / MM2ConnectorTasksFailed: a connector or one of its tasks is FAILED.
 - MM2HeartbeatStale: per flow, its heartbeat connector emitted none in the window (every flow,
   one-way ones included), and per replicated `<source>.heartbeats` topic, none arrived.
 - MM2NoRecordsWhileSourceProducing: per flow, the source cluster took records into the flow's
   topics in the window but MM2 replicated none.
+
+From the worker group's lag exporter (components/watch/lag.py `METRICS`; only where the platform
+runs one, `Selectors.lag`, and the group has enabled flows):
+- MM2FlowLagAboveRPO: per flow, its oldest record not yet copied is older than the flow's
+  declared RPO (`mm2:flows.<flow>.rpo`, a constant in the expression).
+- MM2RecordsExpiredBeforeReplication: per flow, at once: records of a source partition were
+  deleted before MM2 copied them (data loss), by retention or with a re-created topic.
+- MM2SourceTopicRecreated: per flow, at once: a replicated source topic was deleted and created
+  again under the same name.
+- MM2LagExporterDown: the exporter is not scraped as up (or has no target): lag and data loss
+  are invisible.
 A series that is absent counts as zero (`or vector(0)`): a stopped task exports nothing.
 """
 
@@ -28,6 +42,12 @@ from components.monitoring.jmx_exporter import (
 )
 from components.topology.connectors import connector_name, heartbeat_topics, remote_topic
 from components.topology.model import ConnectorRole, Flow, Topology, WorkerGroup
+from components.topology.objectives import format_duration
+
+# The lag exporter's metrics the rules read (components/watch/lag.py METRICS; a test pins them).
+FLOW_LAG_SECONDS = "mm2_flow_lag_seconds"
+EXPIRED_RECORDS = "mm2_expired_records_total"
+TOPIC_RECREATIONS = "mm2_source_topic_recreations_total"
 
 HEARTBEATS_RE = r"(.+\.)?heartbeats"
 INTERNAL_RE = r"__.*|.*[.-]internal|(.+\.)?heartbeats"
@@ -42,15 +62,27 @@ class Thresholds:
     window: str = "5m"
     latency_for: str = "5m"
     failure_for: str = "2m"
+    # A group with no live worker replicates nothing: say so sooner than a connector failure,
+    # after enough scrapes (every 15 s or less) that one missed scrape is not an outage.
+    down_for: str = "1m"
+    # How long a flow's lag may stay above its RPO before the alert fires: long enough that one
+    # slow reading (the exporter reads every 5 s) is not a breach, short beside any sane RPO.
+    lag_for: str = "1m"
+    # How far back a data-loss counter's last value is looked up, so a counter that comes back
+    # after a scrape gap is compared with what was seen before the gap, not taken as new.
+    counter_lookback: str = "1d"
 
 
 @dataclass(frozen=True)
 class Selectors:
-    """PromQL label matchers (without braces) of a worker group's and a cluster's targets;
-    `{group}` and `{cluster}` are filled in."""
+    """PromQL label matchers (without braces) of a worker group's, a cluster's and the group's lag
+    exporter's targets; `{group}` and `{cluster}` are filled in. `lag` is None where the platform
+    runs no lag exporter: then the group gets no lag rules (they could never fire, and the
+    exporter-down rule would never clear)."""
 
     workers: str = 'mm2_worker_group="{group}"'
     brokers: str = 'mm2_cluster="{cluster}"'
+    lag: str | None = 'mm2_lag_exporter="{group}"'
 
 
 def quote(text: str) -> str:
@@ -63,6 +95,17 @@ def alert_groups(topology: Topology, group: WorkerGroup, selectors: Selectors, t
     sel = selectors.workers.format(group=group.name)
     base = {"mm2_worker_group": group.name}
     rules: list[dict[str, Any]] = [
+        _rule(
+            "MM2WorkerGroupDown",
+            # `or on() vector(0)`: no target at all is as dead as every target down.
+            f"(max(up{{{sel}}}) or on() vector(0)) < 1",
+            t.down_for,
+            {**base, "severity": "critical"},
+            f"MM2 worker group {group.name} has no live worker",
+            f"No worker of {group.name} has answered a scrape for {t.down_for}: nothing of its flows is replicated. "
+            "See `bin/status` (names the group in seconds); locally the watcher restarts dead workers, "
+            "on Kubernetes check the pods.",
+        ),
         _rule(
             "MM2ReplicationLatencyHigh",
             f'max by (source, target, topic) ({REPLICATION_LATENCY_MAX}{{{sel},topic!~"{quote(HEARTBEATS_RE)}"}})'
@@ -108,6 +151,8 @@ def alert_groups(topology: Topology, group: WorkerGroup, selectors: Selectors, t
         rules.append(_replicated_heartbeats(target, topic, sel, base, t))
     for flow in flows:
         rules.append(_no_records(flow, sel, selectors.brokers.format(cluster=flow.source), base, t))
+    if selectors.lag is not None and flows:
+        rules += _lag_rules(group, flows, selectors.lag.format(group=group.name), base, t)
     return [{"name": f"mm2-{group.name}", "rules": rules}]
 
 
@@ -174,3 +219,105 @@ def _no_records(flow: Flow, sel: str, broker_sel: str, base: dict[str, str], t: 
 
 def _escape_regex(text: str) -> str:
     return "".join(f"\\{c}" if c in r".^$*+?()[]{}|\\" else c for c in text)
+
+
+# --- from the lag exporter --------------------------------------------------------------------
+
+
+def _lag_rules(
+    group: WorkerGroup, flows: list[Flow], lag_sel: str, base: dict[str, str], t: Thresholds
+) -> list[dict[str, Any]]:
+    """The rules on the group's lag exporter: its being up, and per flow lag and data loss."""
+    rules = [
+        _rule(
+            "MM2LagExporterDown",
+            f"(max(up{{{lag_sel}}}) or on() vector(0)) < 1",
+            t.down_for,
+            {**base, "severity": "warning"},
+            f"The lag exporter of MM2 worker group {group.name} is down",
+            f"The lag exporter of {group.name} has not answered a scrape for {t.down_for}: the lag of its flows "
+            "and records expired before replication are invisible (MM2FlowLagAboveRPO and "
+            "MM2RecordsExpiredBeforeReplication cannot fire). Locally `bin/pulumi up --refresh` starts it again "
+            "on a new port: then run `bin/prometheus-config --stack <stack> --deployed` again; its log is "
+            f"lag-exporter-{group.name}/lag-exporter.log in the stack's run directory.",
+        )
+    ]
+    for flow in flows:
+        rules += [
+            _lag_above_rpo(flow, lag_sel, base, t),
+            _expired(flow, lag_sel, base, t),
+            _recreated(flow, lag_sel, base, t),
+        ]
+    return rules
+
+
+def _flow_labels(flow: Flow) -> dict[str, str]:
+    return {"flow": flow.name, "source": flow.source, "target": flow.target}
+
+
+def _flow_sel(flow: Flow, lag_sel: str) -> str:
+    return f'{lag_sel},flow="{quote(flow.name)}"'
+
+
+def _lag_above_rpo(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds) -> dict[str, Any]:
+    rpo = format_duration(flow.rpo_seconds)
+    return _rule(
+        "MM2FlowLagAboveRPO",
+        f"max by (flow, source, target) ({FLOW_LAG_SECONDS}{{{_flow_sel(flow, lag_sel)}}}) > {flow.rpo_seconds}",
+        t.lag_for,
+        {**base, "severity": "critical", **_flow_labels(flow)},
+        f"Flow {flow.name} is behind its RPO {rpo}",
+        f"The oldest record of flow {flow.name} not yet copied from {flow.source} to {flow.target} is "
+        f"{{{{ $value }}}} s old, above the flow's RPO {rpo} ({flow.rpo_seconds} s) for {t.lag_for}: a failover "
+        "now would lose more than the RPO allows. Next step: `bin/status` (is the flow paused or stopped, a "
+        "connector or task FAILED, its worker group down?); a backlog that is catching up clears it.",
+    )
+
+
+def _expired(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds) -> dict[str, Any]:
+    budget = format_duration(flow.outage_budget_seconds)
+    return _rule(
+        "MM2RecordsExpiredBeforeReplication",
+        counter_grew(EXPIRED_RECORDS, _flow_sel(flow, lag_sel), "flow, source, target, topic, partition, reason", t),
+        "0s",
+        {**base, "severity": "critical", **_flow_labels(flow)},
+        f"Flow {flow.name}: records of {{{{ $labels.topic }}}}[{{{{ $labels.partition }}}}] were deleted on "
+        f"{flow.source} before MM2 copied them",
+        f"Records of {{{{ $labels.topic }}}} partition {{{{ $labels.partition }}}} were deleted on {flow.source} "
+        f"(reason: {{{{ $labels.reason }}}}) before MM2 copied them to {flow.target}: data loss, they are "
+        "not on the target and cannot be replicated any more. The exporter's /expired (stack output "
+        "connect.<group>.lagUrl) and `bin/status` name the offsets and the count. Next step: bring the flow "
+        "back to its RPO, then raise the "
+        f"topic's retention.ms above the flow's outage budget ({budget}): the policy "
+        "`dr-retention-outlasts-outage-budget` checks it. This alert resolves after "
+        f"{t.window}; the loss stays listed, and keeps `bin/status` and the Spark stage failing the flow until "
+        f"it is reviewed and acknowledged: mm2:flows.{flow.name}.lossAcknowledged.",
+    )
+
+
+def _recreated(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds) -> dict[str, Any]:
+    return _rule(
+        "MM2SourceTopicRecreated",
+        counter_grew(TOPIC_RECREATIONS, _flow_sel(flow, lag_sel), "flow, source, target, topic", t),
+        "0s",
+        {**base, "severity": "critical", **_flow_labels(flow)},
+        f"Flow {flow.name}: source topic {{{{ $labels.topic }}}} was deleted and created again",
+        f"Topic {{{{ $labels.topic }}}} on {flow.source} has a new topic ID: it was deleted and created again "
+        f"under the same name. Records of the old topic MM2 had not copied are lost (counted by "
+        "MM2RecordsExpiredBeforeReplication with reason recreated), and the remote topic on "
+        f"{flow.target} holds the old topic's records followed by the new one's. Next step: `bin/status`; "
+        "check who re-created the topic and whether consumers on the target must be reset; then acknowledge it: "
+        f"mm2:flows.{flow.name}.lossAcknowledged.",
+    )
+
+
+def counter_grew(metric: str, sel: str, by: str, t: Thresholds) -> str:
+    """PromQL: the series of counter `metric` (aggregated `by`, so a new exporter instance or port
+    continues the same series) that grew: within the window (`increase`, through a reset), above
+    the last value seen before the window (so growth during a scrape gap counts), or that were
+    never seen before the window and are above 0 (a counter whose first sample already counts
+    something: the exporter found the loss in its first reading)."""
+    now = f"max by ({by}) ({metric}{{{sel}}})"
+    before = f"max by ({by}) (last_over_time({metric}{{{sel}}}[{t.counter_lookback}] offset {t.window}))"
+    grew = f"max by ({by}) (increase({metric}{{{sel}}}[{t.window}])) > 0"
+    return f"({grew}) or ({now} > ({before} or {now} * 0))"

@@ -15,17 +15,41 @@ With --stack, a worker group whose auto-restart watcher runs as a local process 
 shows that watcher's status file (what it restarted and when), in the table and under `watchers`
 in --json.
 
-Exit codes: 0 every flow healthy, 1 an error (no deployment, a cluster or worker group not
-answering), 3 a flow is unhealthy (the reasons are printed).
+A flow whose worker group runs a lag exporter (`connect.<group>.lagUrl`) also shows what the
+exporter found: the flow's lag (records and seconds, from its /metrics) and every source record
+deleted before MM2 copied it, by partition with offsets, count and reason, and every replicated
+source topic deleted and created again (from its /expired): those make the flow unhealthy, unless
+found at or before the flow's loss acknowledgement (`mm2:flows.<flow>.lossAcknowledged`, exported
+as `flows.<flow>.lossAcknowledgedAt`): those are listed, marked acknowledged. An exporter not
+answering within `LAG_EXPORTER_TIMEOUT_S` (2 s, asked while the workers are probed) is a note
+under the flow and changes no exit code.
+
+Every worker of each worker group is asked first, all at once, with a short timeout
+(`WORKER_PROBE_TIMEOUT_S`, 2 s): a group none of whose workers answers is named in the flows it
+runs ("worker group mm2: no worker answered within 2 s") and its connectors are not read, so a
+dead group is reported in seconds instead of after a client's whole retry budget.
+
+Exit codes:
+  0  every flow healthy
+  1  an error: no deployment to show (no outputs), a cluster not answering, a worker group that
+     answered the probe and then failed mid-read
+  2  wrong arguments (argparse)
+  3  unhealthy: a flow is unhealthy, including every flow of a worker group with no worker
+     answering and every flow with source records deleted before MM2 copied them or a source
+     topic created again that its loss acknowledgement does not cover (the reasons are printed)
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
+import ssl
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,15 +59,22 @@ from components.ops.clients import connect_client, flow, kafka_config
 from components.ops.errors import OpsError
 from components.ops.status_view import (
     HEARTBEAT_MAX_AGE_S,
+    LAG_EXPORTER_TIMEOUT_S,
+    WORKER_PROBE_TIMEOUT_S,
     ConnectorView,
+    ExporterReading,
     FlowStatus,
     HeartbeatView,
     TaskView,
+    group_down_problem,
     newest_syncs,
     problems_of,
     render_status_table,
+    sentinel_problems,
+    sentinel_view,
     to_json,
     topic_view,
+    unreachable_views,
     watcher_lines,
 )
 from components.outputs.contract import FlowExport, OutputsError, StackExports
@@ -209,10 +240,89 @@ def heartbeat_view(readers: Mapping[str, ClusterReader], f: FlowExport) -> Heart
     return HeartbeatView(f.heartbeats_topic, None if own is None else age_s(own))
 
 
+def _answers(url: str, ca_pem: str | None) -> str | None:
+    """None when the worker at `url` answers `GET /` at all (any HTTP status: a 401 is a live
+    worker); else why not. One try, WORKER_PROBE_TIMEOUT_S for connect and read."""
+    from components.connect.stdlib_client import send
+
+    context = ssl.create_default_context(cadata=ca_pem) if ca_pem and url.startswith("https") else None
+    try:
+        send(urllib.request.Request(f"{url.rstrip('/')}/", method="GET"), WORKER_PROBE_TIMEOUT_S, context)
+    except OSError as exc:
+        return str(getattr(exc, "reason", None) or exc)
+    return None
+
+
+def dead_groups(outputs: StackExports, groups: Sequence[str]) -> dict[str, dict[str, str]]:
+    """The groups none of whose workers answered, each with why per worker URL. Every worker of
+    every group is asked at once, so this takes one probe timeout however many there are."""
+    asked = [
+        (group, url, outputs.connect[group].ca_pem)
+        for group in groups
+        if group in outputs.connect
+        for url in outputs.connect[group].probe_urls
+    ]
+    if not asked:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(asked)) as pool:
+        answers = list(pool.map(lambda a: _answers(a[1], a[2]), asked))
+    why: dict[str, dict[str, str]] = {}
+    answered = set()
+    for (group, url, _ca), reason in zip(asked, answers, strict=True):
+        if reason is None:
+            answered.add(group)
+        else:
+            why.setdefault(group, {})[url] = reason
+    return {group: urls for group, urls in why.items() if group not in answered}
+
+
+def _get(url: str) -> bytes:
+    """The body of a 200 answer to `GET url` within LAG_EXPORTER_TIMEOUT_S; OSError otherwise."""
+    from components.connect.stdlib_client import send
+
+    status, body = send(urllib.request.Request(url, method="GET"), LAG_EXPORTER_TIMEOUT_S, None)
+    if status != 200:
+        raise OSError(f"HTTP {status} from {url}")
+    return body
+
+
+def read_exporter(url: str) -> ExporterReading:
+    """A lag exporter's /expired and /metrics; why not, when /expired does not answer. /metrics
+    is asked only once /expired answered (a silent exporter costs one timeout, not two)."""
+    base = url.rstrip("/")
+    try:
+        expired = json.loads(_get(f"{base}/expired"))
+    except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timed out, not HTTP, not JSON
+        return ExporterReading(url, error=str(getattr(exc, "reason", None) or exc))
+    if not isinstance(expired, dict):
+        return ExporterReading(url, error="/expired is not a JSON object")
+    try:
+        metrics: str | None = _get(f"{base}/metrics").decode("utf-8", "replace")
+    except (OSError, http.client.HTTPException):
+        metrics = None  # the lag is then shown as unknown; the expiries stand
+    return ExporterReading(url, expired, metrics)
+
+
+def exporter_readings(outputs: StackExports, groups: Sequence[str]) -> dict[str, ExporterReading]:
+    """Each of `groups` that exports a lagUrl: what its exporter answered, all asked at once."""
+    asked = [(g, outputs.connect[g].lag_url) for g in groups if g in outputs.connect and outputs.connect[g].lag_url]
+    if not asked:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(asked)) as pool:
+        return dict(zip((g for g, _ in asked), pool.map(lambda a: read_exporter(a[1]), asked), strict=True))
+
+
 def flow_status(
-    outputs: StackExports, f: FlowExport, readers: Mapping[str, ClusterReader], heartbeat_max_age_s: float
+    outputs: StackExports,
+    f: FlowExport,
+    readers: Mapping[str, ClusterReader],
+    heartbeat_max_age_s: float,
+    group_down: Mapping[str, str] | None = None,
+    exporter: ExporterReading | None = None,
 ) -> FlowStatus:
-    connectors = connector_views(outputs, f)
+    """One flow; `group_down` (worker URL -> why) when its worker group did not answer the probe;
+    `exporter`: what the group's lag exporter answered (None: the group has none)."""
+    connectors = unreachable_views(f.connectors, f.desired_states) if group_down else connector_views(outputs, f)
     source, target = readers[f.source], readers[f.target]
     syncs = offset_syncs(readers[f.offset_syncs_cluster or f.source], f)
     topics = tuple(
@@ -230,6 +340,7 @@ def flow_status(
         )
     if checkpoint_age is None:
         notes.append("no checkpoint yet (MM2 writes them once a matching consumer group commits on the source)")
+    sentinel = None if exporter is None else sentinel_view(exporter, f.name, f.loss_acknowledged_at_ms)
     return FlowStatus(
         name=f.name,
         worker_group=f.worker_group,
@@ -237,8 +348,13 @@ def flow_status(
         topics=topics,
         checkpoint_age_s=checkpoint_age,
         heartbeat=heartbeat,
-        problems=problems_of(connectors, heartbeat, heartbeat_max_age_s),
+        problems=(
+            *([group_down_problem(f.worker_group, group_down)] if group_down else []),
+            *problems_of(connectors, heartbeat, heartbeat_max_age_s),
+            *sentinel_problems(sentinel),
+        ),
         notes=tuple(notes),
+        sentinel=sentinel,
     )
 
 
@@ -265,9 +381,19 @@ def collect(
     flows = [flow(outputs, name) for name in (flow_names or sorted(outputs.flows))]
     if not flows:
         raise OpsError("the stack exports no flows. Next step: declare one under mm2:flows and `bin/pulumi up`.")
+    groups = sorted({f.worker_group for f in flows})
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the exporters are asked while the workers are probed
+        asked = pool.submit(exporter_readings, outputs, groups)
+        down = dead_groups(outputs, groups)
+        exporters = asked.result()
     aliases = sorted({a for f in flows for a in (f.source, f.target, f.offset_syncs_cluster or f.source)})
     with cluster_readers(outputs, aliases) as readers:
-        return [flow_status(outputs, f, readers, heartbeat_max_age_s) for f in flows]
+        return [
+            flow_status(
+                outputs, f, readers, heartbeat_max_age_s, down.get(f.worker_group), exporters.get(f.worker_group)
+            )
+            for f in flows
+        ]
 
 
 def watcher_statuses(stack: str, groups: Sequence[str], root: Path) -> dict[str, dict[str, Any] | None]:

@@ -1,12 +1,24 @@
 """What `bin/status` shows and when a flow is unhealthy. Pure: values in, values and text out.
 
 A flow is unhealthy when any of these holds (each gives one plain reason):
+- its worker group has no worker answering (every worker asked at once, each for
+  `WORKER_PROBE_TIMEOUT_S`): its connectors are shown UNREACHABLE, not read;
 - a connector is missing on its worker group, FAILED or UNASSIGNED, or its state is not the state
   the stack declares for it (`mm2:flows.<flow>.state` / `connectorStates`, RUNNING by default);
 - a task of a connector is FAILED (or a declared-RUNNING connector has a task not RUNNING);
 - its heartbeat connector is declared RUNNING and the newest heartbeat it wrote into the target
-  is older than `heartbeat_max_age_s` (or there is none).
+  is older than `heartbeat_max_age_s` (or there is none);
+- its worker group's lag exporter (the data-loss sentinel, components/watch/lag.py) found source
+  records deleted before MM2 copied them (by retention, or with a topic deleted and created
+  again), or a replicated source topic created again, after the flow's loss acknowledgement
+  (`mm2:flows.<flow>.lossAcknowledged`, none by default): each partition is listed with its
+  offsets, count and reason. The exporter keeps what it found across restarts; what was found at
+  or before the acknowledgement stays listed, marked acknowledged, and is no reason
+  (docs/day2-operations.md, "Records lost before replication").
 Lag, checkpoint age and heartbeat latency are shown, not judged: a catching-up flow is not broken.
+A lag exporter that does not answer within `LAG_EXPORTER_TIMEOUT_S` is a note, not a reason: it
+observes replication and takes no part in it, and its silence says nothing about the flow (its
+own staleness is what `mm2_lag_last_read_timestamp_seconds` is for).
 
 A worker group with autoRestart connectors runs a watcher; its status file (what it restarted and
 when, docs/day2-operations.md) is shown under the flows, not judged: the connectors' own states
@@ -20,18 +32,29 @@ make it high by that many.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
 from components.mm2_records import OffsetSync
+from components.topology.acknowledgement import instant_text
+from components.watch.lag import RECREATED, Expiry, FlowFindings, Recreation, flow_findings
 
 HEARTBEAT_MAX_AGE_S = 60.0
 WATCHER_EVENTS_SHOWN = 5
 # A status file not replaced for this long: the watcher (polling every 2 s) has likely stopped.
 WATCHER_STALE_S = 30.0
 STATE_OK = "RUNNING"
+# Shown for the connectors of a worker group none of whose workers answered: not read, not judged.
+STATE_UNREACHABLE = "UNREACHABLE"
+# How long each worker of a group is given to answer `GET /` (connect and read); all are asked at
+# once, so a dead group is told in about this long instead of a client's whole retry budget.
+WORKER_PROBE_TIMEOUT_S = 2.0
+# How long a worker group's lag exporter is given for each of /expired and /metrics; it is asked
+# while the workers are probed, so a silent one costs no time beyond the probe's.
+LAG_EXPORTER_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -72,6 +95,33 @@ class HeartbeatView:
 
 
 @dataclass(frozen=True)
+class ExporterReading:
+    """What a worker group's lag exporter answered: its /expired document (None when it did not
+    answer) and its /metrics text (None when not read), or why not."""
+
+    url: str
+    expired: Mapping[str, Any] | None = None
+    metrics: str | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class SentinelView:
+    """One flow as its worker group's lag exporter sees it."""
+
+    url: str
+    flow: str = ""
+    findings: FlowFindings = field(default_factory=FlowFindings)  # against the flow's lossAcknowledged
+    lag_records: int | None = None  # the flow's largest partition lag (mm2_flow_lag_records)
+    lag_seconds: float | None = None
+    error: str = ""  # why the exporter was not read (a note, not a problem)
+
+    @property
+    def found(self) -> bool:
+        return self.findings.found
+
+
+@dataclass(frozen=True)
 class FlowStatus:
     name: str
     worker_group: str
@@ -81,6 +131,7 @@ class FlowStatus:
     heartbeat: HeartbeatView | None = None
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    sentinel: SentinelView | None = None  # None: the worker group exports no lag exporter
 
     @property
     def healthy(self) -> bool:
@@ -122,12 +173,30 @@ def topic_view(
     return TopicView(topic, remote, len(source_ends), sum(lag for lag in lags if lag is not None))
 
 
+def group_down_problem(group: str, unanswered: Mapping[str, str]) -> str:
+    """The reason a flow on a worker group none of whose workers answered is unhealthy."""
+    tried = "; ".join(f"{url}: {why}" for url, why in sorted(unanswered.items()))
+    return (
+        f"worker group {group}: no worker answered within {WORKER_PROBE_TIMEOUT_S:g} s ({tried}). "
+        "Next step: check its worker processes (locally the watcher restarts them; `bin/pulumi up --refresh` does too)"
+    )
+
+
+def unreachable_views(roles: Mapping[str, str], desired: Mapping[str, str]) -> tuple[ConnectorView, ...]:
+    """The connectors of a flow whose worker group did not answer: named, state unknown."""
+    return tuple(
+        ConnectorView(role, name, STATE_UNREACHABLE, desired.get(role, STATE_OK)) for role, name in roles.items()
+    )
+
+
 def problems_of(
     connectors: Sequence[ConnectorView], heartbeat: HeartbeatView | None, heartbeat_max_age_s: float
 ) -> tuple[str, ...]:
     """Why the flow is unhealthy (module docstring); empty when it is healthy."""
     found: list[str] = []
     for c in connectors:
+        if c.state == STATE_UNREACHABLE:
+            continue  # the group's own problem says it once
         if c.state == "MISSING":
             found.append(f"{c.role} connector {c.name} does not exist on its worker group (run `bin/pulumi up`)")
         elif c.state == "FAILED":
@@ -149,6 +218,141 @@ def problems_of(
                 f"(more than {heartbeat_max_age_s:.0f} s)"
             )
     return tuple(found)
+
+
+_FLOW_LAG = re.compile(r"^(mm2_flow_lag_records|mm2_flow_lag_seconds)\{(.*)\}\s+(\S+)$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def flow_lag(metrics: str | None, flow: str) -> tuple[int | None, float | None]:
+    """The flow's largest partition lag in records and seconds from the exporter's /metrics text
+    (None each when it is not there: no reading of the flow yet)."""
+    found: dict[str, float] = {}
+    for line in (metrics or "").splitlines():
+        m = _FLOW_LAG.match(line.strip())
+        if m is None:
+            continue
+        labels = {k: re.sub(r"\\(.)", lambda e: "\n" if e[1] == "n" else e[1], v) for k, v in _LABEL.findall(m[2])}
+        if labels.get("flow") == flow:
+            try:
+                found[m[1]] = float(m[3])
+            except ValueError:
+                continue
+    records = found.get("mm2_flow_lag_records")
+    return (None if records is None else int(records)), found.get("mm2_flow_lag_seconds")
+
+
+def sentinel_view(reading: ExporterReading, flow: str, acknowledged_at_ms: int | None = None) -> SentinelView:
+    """What the exporter found for one flow (it serves every flow of its worker group), against the
+    flow's loss acknowledgement; ranges of a partition found one reading after another as one."""
+    if reading.expired is None:
+        return SentinelView(reading.url, flow, error=reading.error or "no answer")
+    findings = flow_findings(reading.expired, flow, acknowledged_at_ms)
+    records, seconds = flow_lag(reading.metrics, flow)
+    return SentinelView(reading.url, flow, findings, records, seconds)
+
+
+def sentinel_problems(view: SentinelView | None) -> tuple[str, ...]:
+    """Why the sentinel makes a flow unhealthy (module docstring): the findings its loss
+    acknowledgement does not cover; the partitions are listed apart."""
+    if view is None or view.error:
+        return ()
+    found = []
+    open_expired = view.findings.open_expired
+    lost = [e for e in open_expired if e.reason != RECREATED]
+    if lost:
+        parts = len({(e.topic, e.partition) for e in lost})
+        found.append(
+            f"{sum(e.count for e in lost)} source record(s) in {parts} partition(s) were deleted by retention "
+            "before MM2 copied them (listed under `expired`). Next step: raise the source topics' retention.ms "
+            "above the flow's outage budget; the records are gone from the source"
+        )
+    for r in view.findings.open_recreated:
+        with_it = sum(e.count for e in open_expired if e.reason == RECREATED and e.topic == r.topic)
+        found.append(
+            f"source topic {r.topic} was deleted and created again ({r.count} time(s)): {with_it} record(s) MM2 "
+            "had not copied by the exporter's reading before were lost with it (records written after that "
+            "reading are not known)"
+        )
+    return tuple(found)
+
+
+def _how_to_acknowledge(view: SentinelView) -> str:
+    times = [e.at_ms for e in view.findings.open_expired]
+    times += [r.last_at_ms for r in view.findings.open_recreated if r.last_at_ms is not None]
+    unknown = any(r.last_at_ms is None for r in view.findings.open_recreated)
+    if unknown or not times:
+        # Served by an exporter started before re-creations carried a time: a restarted one
+        # stamps them with the time it loaded its state.
+        when = "an instant after the lag exporter is restarted (it does not say when a re-creation was found)"
+    else:
+        last = -(-max(times) // 1000) * 1000  # the whole second at or after the last finding
+        when = f'"{instant_text(last)}" (when the last was found) or later'
+    return (
+        f"to acknowledge: once the losses above are reviewed, declare mm2:flows.{view.flow}.lossAcknowledged "
+        f"{when} and `bin/pulumi up`: what was found by then stays listed, marked acknowledged, and no longer "
+        "makes the flow unhealthy"
+    )
+
+
+def _found_at(ms: int | None) -> str:
+    return "not known" if ms is None else instant_text(ms - ms % 1000)
+
+
+def _acknowledged_mark(view: SentinelView, finding: Expiry | Recreation) -> str:
+    at = view.findings.acknowledged_at_ms
+    return (
+        f"; acknowledged by lossAcknowledged {instant_text(at)}"
+        if at is not None and view.findings.acknowledged(finding)
+        else ""
+    )
+
+
+def sentinel_lines(view: SentinelView | None) -> list[str]:
+    """The table lines of a flow's sentinel: the exporter, the flow's lag, each finding (marked
+    when the flow's loss acknowledgement covers it)."""
+    if view is None:
+        return []
+    if view.error:
+        return [
+            f"  note: lag exporter {view.url} did not answer within {LAG_EXPORTER_TIMEOUT_S:g} s ({view.error}): "
+            "expired records not checked (`bin/pulumi up` starts it again)"
+        ]
+    records = "-" if view.lag_records is None else str(view.lag_records)
+    lines = [f"  lag exporter {view.url}: flow lag {records} record(s), {_age(view.lag_seconds)}"]
+    for e in view.findings.expired:
+        lines.append(f"  expired: {e.describe()} (first found {_found_at(e.at_ms)}{_acknowledged_mark(view, e)})")
+    lines += [
+        f"  re-created: source topic {r.topic} ({r.count} time(s), last found {_found_at(r.last_at_ms)}"
+        f"{_acknowledged_mark(view, r)})"
+        for r in view.findings.recreated
+    ]
+    if view.findings.open:
+        lines.append(f"  {_how_to_acknowledge(view)}")
+    return lines
+
+
+def sentinel_json(view: SentinelView | None) -> dict[str, Any] | None:
+    """A flow's sentinel in --json: expiries as the exporter serves them, each with its description
+    and whether the flow's loss acknowledgement covers it."""
+    if view is None:
+        return None
+    findings = view.findings
+    at = findings.acknowledged_at_ms
+    return {
+        "url": view.url,
+        "error": view.error,
+        "lag_records": view.lag_records,
+        "lag_seconds": view.lag_seconds,
+        "loss_acknowledged_at": None if at is None else instant_text(at),
+        "expired": [
+            {**e.to_json(), "detail": e.describe(), "acknowledged": findings.acknowledged(e)} for e in findings.expired
+        ],
+        "recreated": [
+            {"topic": r.topic, "count": r.count, "lastAtMs": r.last_at_ms, "acknowledged": findings.acknowledged(r)}
+            for r in findings.recreated
+        ],
+    }
 
 
 def _age(value: float | None) -> str:
@@ -186,6 +390,7 @@ def render_status_table(flows: Sequence[FlowStatus]) -> str:
             "heartbeat -" if hb is None else f"heartbeat age {_age(hb.age_s)} latency {_age(hb.latency_s)} ({hb.topic})"
         )
         lines.append(f"  newest checkpoint age {_age(f.checkpoint_age_s)}; {beat}")
+        lines += sentinel_lines(f.sentinel)
         for note in f.notes:
             lines.append(f"  note: {note}")
         for problem in f.problems:
@@ -196,7 +401,7 @@ def render_status_table(flows: Sequence[FlowStatus]) -> str:
 def to_json(flows: Sequence[FlowStatus]) -> dict[str, Any]:
     return {
         "healthy": all(f.healthy for f in flows),
-        "flows": {f.name: {**asdict(f), "healthy": f.healthy} for f in flows},
+        "flows": {f.name: {**asdict(f), "sentinel": sentinel_json(f.sentinel), "healthy": f.healthy} for f in flows},
     }
 
 
@@ -226,11 +431,15 @@ def watcher_lines(group: str, doc: Mapping[str, Any] | None, now: float) -> list
         if view.get("nextRestartAt"):
             extra += f"  next restart {view['nextRestartAt']}"
         lines.append(f"  {name:<36} {view.get('state', '-')!s:<10} {restarts}{extra}")
+    for name, view in sorted((doc.get("workers") or {}).items()):
+        state = {True: "alive", False: "DEAD", None: "-"}.get(view.get("alive"), "-")
+        extra = f"  next restart {view['nextRestartAt']}" if view.get("nextRestartAt") else ""
+        lines.append(f"  {name:<36} {state:<10} restarts {view.get('restarts', 0)}{extra}")
     events = list(doc.get("events") or [])[-WATCHER_EVENTS_SHOWN:]
     for e in events:
         what = e.get("action", "?") + (f" {e['restart']}" if e.get("restart") is not None else "")
         cause = f": {e['cause']}" if e.get("cause") else ""
-        lines.append(f"  {e.get('at', '-')}  {e.get('connector') or '-'}  {what}{cause}")
+        lines.append(f"  {e.get('at', '-')}  {e.get('connector') or e.get('worker') or '-'}  {what}{cause}")
     if not events:
         lines.append("  nothing restarted yet")
     return lines

@@ -1,4 +1,5 @@
-"""The auto-restart watcher: restarts FAILED connectors of one worker group, with a back-off.
+"""The auto-restart watcher: restarts FAILED connectors of one worker group, and on the local
+platform the group's worker processes that died, with a back-off.
 
     bin/watcher --plan <run>/watcher-mm2/plan.json       what the stack runs (local process, k8s pod)
     bin/watcher --stack dev --group mm2 [--max-restarts 3] [--connector NAME ...]   by hand, foreground
@@ -9,6 +10,11 @@ or the next one when that one does not answer: components/connect/stdlib_client.
 (`components.watch.backoff.plan`) says it is due; after `maxRestarts` it gives up and says so. It never
 changes a config or a declared state and ignores PAUSED or STOPPED connectors: those belong to
 `pulumi up` (docs/day2-operations.md, "Watcher and pulumi up").
+
+A local plan also lists the group's worker processes: one whose process is gone (killed,
+crashed) while the stack still means it to run is started again with its last command line
+(`components.platform.local.process.restart_dead`), on the same back-off, without limit, as
+Kubernetes restarts a pod.
 
 What it did goes to its log (stdout, one line per event) and to a status file, replaced
 atomically after every poll (format in docs/day2-operations.md):
@@ -91,11 +97,15 @@ class Watcher:
         self.view: dict[str, dict[str, Any]] = {name: {"state": "UNKNOWN"} for name in plan_.connectors}
         self.events: list[dict[str, Any]] = []
         self._unreachable = False
+        self.worker_tracks: dict[str, RestartTrack] = {w.name: RestartTrack() for w in plan_.workers}
+        self.worker_view: dict[str, dict[str, Any]] = {w.name: {"alive": None} for w in plan_.workers}
 
     def tick(self) -> None:
-        """Read every watched connector once, act on what is due, write the status file."""
+        """Restart due dead workers, read every watched connector once, act on what is due, write
+        the status file."""
         from components.connect.errors import ConnectError
 
+        self._workers()
         try:
             with self.client_factory() as client:
                 for name in self.plan.connectors:
@@ -108,6 +118,59 @@ class Watcher:
                 self._event(None, "unreachable", f"{exc}; retrying every {self.plan.poll_s:g}s")
             self._unreachable = True
         self.write_status()
+
+    def _workers(self) -> None:
+        """Each local worker process: alive, or started again when the back-off says it is due."""
+        if not self.plan.workers:
+            return
+        # Local plans only (the Kubernetes pod's plan lists no workers and ships no such module).
+        from components.platform.local import process as proc
+
+        for w in self.plan.workers:
+            alive = bool(proc.find_pids(w.marker))
+            now = self.clock()
+            decision = plan(
+                self.worker_tracks[w.name], failed=not alive, now=now, max_restarts=None, backoff=self.plan.backoff
+            )
+            self.worker_tracks[w.name] = decision.track
+            view = self.worker_view[w.name]
+            view.update(
+                alive=alive,
+                restarts=decision.track.restarts,
+                nextRestartAt=_iso(self.wall() + decision.due - now) if decision.due is not None else None,
+            )
+            if decision.action is RestartAction.RESTART:
+                try:
+                    pid = proc.restart_dead(w.run_dir)
+                except (OSError, ValueError, KeyError) as exc:
+                    self._event(
+                        None,
+                        "worker-restart-failed",
+                        str(exc),
+                        worker=w.name,
+                        text=f"could not start {w.name} again: {exc}",
+                    )
+                    continue
+                if pid is None:
+                    continue  # the stack stopped it, or is acting on it: not ours to start
+                view["alive"] = True
+                self._event(
+                    None,
+                    "worker-restart",
+                    "its process was gone",
+                    restart=decision.track.restarts,
+                    worker=w.name,
+                    text=f"restarted {w.name} (pid {pid}, restart {decision.track.restarts}): its process was gone",
+                )
+            elif decision.action is RestartAction.WAIT and view.get("reported") != decision.track.failed_since:
+                view["reported"] = decision.track.failed_since
+                self._event(
+                    None,
+                    "worker-dead",
+                    "its process is gone",
+                    worker=w.name,
+                    text=f"{w.name} is dead: restart {decision.track.restarts + 1} due at {view['nextRestartAt']}",
+                )
 
     def _one(self, client: Any, name: str) -> None:
         status = client.get_status(name)
@@ -152,12 +215,21 @@ class Watcher:
             )
 
     def _event(
-        self, name: str | None, action: str, cause: str | None, *, restart: int | None = None, text: str | None = None
+        self,
+        name: str | None,
+        action: str,
+        cause: str | None,
+        *,
+        restart: int | None = None,
+        text: str | None = None,
+        worker: str | None = None,
     ) -> None:
         at = self.wall()
         event: dict[str, Any] = {"at": _iso(at), "connector": name, "action": action, "cause": cause}
         if restart is not None:
             event["restart"] = restart
+        if worker is not None:
+            event["worker"] = worker
         self.events = [*self.events, event][-EVENTS_KEPT:]
         self.log(f"{_iso(at)} watcher[{self.plan.group}]: {text or f'{action}: {cause}'}")
 
@@ -169,6 +241,9 @@ class Watcher:
             "updatedAt": _iso(self.wall()),
             "reachable": not self._unreachable,
             "connectors": self.view,
+            "workers": {
+                name: {k: v for k, v in view.items() if k != "reported"} for name, view in self.worker_view.items()
+            },
             "events": self.events,
         }
 
@@ -184,7 +259,8 @@ class Watcher:
     def run(self, should_stop: Callable[[], bool], max_seconds: float | None = None) -> None:
         started = self.clock()
         self.log(
-            f"{_iso(self.wall())} watcher[{self.plan.group}]: watching {', '.join(sorted(self.plan.connectors))} "
+            f"{_iso(self.wall())} watcher[{self.plan.group}]: watching "
+            f"{', '.join([*sorted(self.plan.connectors), *(w.name for w in self.plan.workers)]) or 'nothing'} "
             f"at {self.plan.url} every {self.plan.poll_s:g}s"
         )
         while not should_stop():

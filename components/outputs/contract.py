@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.topology.acknowledgement import InstantError, instant_text, parse_instant
+
 HIDDEN = "[secret]"  # what `pulumi stack output --json` prints for a secret without --show-secrets
 FLOW_KEYS = ("source", "target", "topics", "checkpointsTopic", "offsetSyncsTopic", "heartbeatsTopic")
 
@@ -66,6 +68,15 @@ class ConnectGroupExport:
     # where the workers keep their connectors' source offsets (`workerGroups.<name>.offsetTopic`),
     # on `cluster`; empty in outputs written before it was exported
     offset_topic: str = ""
+    # every worker's own REST URL, first worker first, where the stack runs the workers on this
+    # machine (local, docker): `bin/status` asks each at once to tell a dead group in seconds.
+    # Empty for one URL in front of the group (Kubernetes Service, external) and in older outputs.
+    worker_urls: tuple[str, ...] = ()
+    # the group's lag exporter (GET /metrics, /expired; components/ops/lag_exporter.py), where the
+    # stack runs one: on local a loopback URL this machine reaches; on Kubernetes the in-cluster
+    # Service URL (http://<group>-lag-exporter.<namespace>.svc:9404), reachable from inside the
+    # cluster or through `kubectl port-forward`; empty otherwise and in older outputs
+    lag_url: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,7 +85,14 @@ class ConnectGroupExport:
             "auth": self.auth,
             "caPem": self.ca_pem,
             "offsetTopic": self.offset_topic,
+            "workerUrls": list(self.worker_urls),
+            "lagUrl": self.lag_url,
         }
+
+    @property
+    def probe_urls(self) -> tuple[str, ...]:
+        """The URLs that reach the group's workers: each worker's, else the group's one URL."""
+        return self.worker_urls or ((self.url,) if self.url else ())
 
 
 @dataclass(frozen=True)
@@ -107,6 +125,15 @@ class FlowExport:
     # delay and the longest outage the flow must survive. None in outputs written before them.
     rpo_seconds: int | None = None
     outage_budget_seconds: int | None = None
+    # `lossAcknowledged` (components/topology/acknowledgement.py), ms since the epoch, exported as
+    # `lossAcknowledgedAt`, the UTC instant: what the lag exporter found gone before replication
+    # at or before it is listed, not judged. None: nothing acknowledged (and in older outputs).
+    loss_acknowledged_at_ms: int | None = None
+
+    @property
+    def loss_acknowledged_at(self) -> str | None:
+        """The loss acknowledgement as the outputs write it (2026-11-26T10:00:00Z), or None."""
+        return None if self.loss_acknowledged_at_ms is None else instant_text(self.loss_acknowledged_at_ms)
 
     @property
     def replicated_heartbeats_topic(self) -> str:
@@ -147,6 +174,7 @@ class FlowExport:
             "transforms": list(self.transforms),
             "rpoSeconds": self.rpo_seconds,
             "outageBudgetSeconds": self.outage_budget_seconds,
+            "lossAcknowledgedAt": self.loss_acknowledged_at,
         }
 
 
@@ -233,6 +261,8 @@ def _connect_group(name: str, raw: Any, problems: list[str]) -> ConnectGroupExpo
         auth={"username": str(user), "password": str(password)} if user and password is not None else None,
         ca_pem=str(entry["caPem"]) if entry.get("caPem") else None,
         offset_topic=str(entry.get("offsetTopic") or ""),
+        worker_urls=tuple(str(u) for u in entry.get("workerUrls") or ()),
+        lag_url=str(entry.get("lagUrl") or ""),
     )
 
 
@@ -277,6 +307,9 @@ def _flow(name: str, raw: Any, clusters: Mapping[str, Any], problems: list[str])
         outage_budget_seconds=_seconds(
             f'flows["{name}"].outageBudgetSeconds', raw.get("outageBudgetSeconds"), problems
         ),
+        loss_acknowledged_at_ms=_instant(
+            f'flows["{name}"].lossAcknowledgedAt', raw.get("lossAcknowledgedAt"), problems
+        ),
     )
 
 
@@ -288,6 +321,17 @@ def _seconds(where: str, raw: Any, problems: list[str]) -> int | None:
         problems.append(f"{where} is not a positive whole number of seconds: {raw!r}")
         return None
     return int(raw)
+
+
+def _instant(where: str, raw: Any, problems: list[str]) -> int | None:
+    """An instant with its zone (2026-11-26T10:00:00Z) in ms; absent (older outputs) is None."""
+    if raw is None:
+        return None
+    try:
+        return parse_instant(raw)
+    except InstantError as exc:
+        problems.append(f"{where} is not an ISO-8601 instant with its time zone ({exc}): {raw!r}")
+        return None
 
 
 def _reverse_heartbeats_connector(raw: Any) -> str | None:

@@ -65,6 +65,9 @@ class DeployedWorkers:
 
     resources: tuple[pulumi.Resource, ...] = ()
     url: pulumi.Input[str] | None = None
+    # where the group's lag exporter answers, when the platform runs one as part of the workers
+    # (Kubernetes: its in-cluster Service URL); the local platform's is a process of the group's own
+    lag_url: pulumi.Input[str] | None = None
 
 
 class PlatformBackend(Protocol):

@@ -270,6 +270,10 @@ class Flow:
     # (the source topics' retention must outlast it). Defaults: 5m and 1d.
     rpo_seconds: int = 300
     outage_budget_seconds: int = 86400
+    # `lossAcknowledged` (components/topology/acknowledgement.py), ms since the epoch: records the
+    # lag exporter found gone before replication at or before it no longer make the flow
+    # unhealthy. None: nothing acknowledged.
+    loss_acknowledged_at_ms: int | None = None
 
     @property
     def name(self) -> str:

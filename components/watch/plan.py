@@ -17,6 +17,15 @@ PLAN_VERSION = 1
 
 
 @dataclass(frozen=True)
+class WorkerProcess:
+    """A local worker process the watcher starts again when it dies (as Kubernetes restarts a pod)."""
+
+    name: str  # "worker 0"
+    run_dir: str  # where the stack keeps its command file (components/platform/local/process.py)
+    marker: str  # the stack's process marker on its command line
+
+
+@dataclass(frozen=True)
 class WatchPlan:
     """What one watcher watches: a worker group's endpoint and its connectors' maxRestarts."""
 
@@ -31,6 +40,8 @@ class WatchPlan:
     # The group's other workers, asked when `url` does not answer (a local group's workers; one
     # Service URL on Kubernetes needs none).
     other_urls: tuple[str, ...] = ()
+    # Local platform only: the group's worker processes, restarted with `backoff` when one dies.
+    workers: tuple[WorkerProcess, ...] = ()
 
 
 def plan_document(plan_: WatchPlan, auth_file: str | None = None) -> dict[str, Any]:
@@ -52,6 +63,7 @@ def plan_document(plan_: WatchPlan, auth_file: str | None = None) -> dict[str, A
             "stableSeconds": b.stable_s,
         },
         "connectors": {name: {"maxRestarts": limit} for name, limit in sorted(plan_.connectors.items())},
+        "workers": [{"name": w.name, "runDir": w.run_dir, "marker": w.marker} for w in plan_.workers],
     }
 
 
@@ -76,4 +88,7 @@ def plan_from_document(doc: Mapping[str, Any], auth: tuple[str, str] | None) -> 
         ),
         poll_s=float(doc.get("pollSeconds", 2.0)),
         other_urls=tuple(str(u) for u in doc.get("otherUrls") or ()),
+        workers=tuple(
+            WorkerProcess(str(w["name"]), str(w["runDir"]), str(w["marker"])) for w in doc.get("workers") or ()
+        ),
     )

@@ -12,6 +12,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -171,14 +172,35 @@ class TestStack:
                 ports += [g["restPort"] + i for i in range(int(g.get("workers", 1)))]
         return ports
 
+    def topology(self) -> Any:
+        """The stack's config parsed as the program parses it."""
+        from components.topology import parse_topology
+
+        cfg = self.config["config"]
+        return parse_topology({k.split(":", 1)[1]: v for k, v in cfg.items() if k.startswith("mm2:")})
+
     def markers(self) -> list[str]:
         return proc.running_markers(process_marker(self.name, ""))
+
+    def lose(self, path: str) -> None:
+        """SIGKILL the process at run path `path` (worker_path, broker_path) as a lost host loses
+        it: its watcher, gone with the host, cannot start it again; refresh and up can."""
+        run_dir = str(self.run_dir / path)
+        marker = process_marker(self.name, path)
+        with proc.held(run_dir):
+            (self.run_dir / path / proc.COMMAND_FILE).unlink(missing_ok=True)
+            for pid in proc.find_pids(marker):
+                os.kill(pid, signal.SIGKILL)
+            wait_until(lambda: not proc.find_pids(marker), 30, f"{path} to die", poll_s=0.1)
 
     def destroy(self) -> None:
         try:
             self.pulumi("destroy", "--yes", "--skip-preview", check=False)
         finally:
-            # Safety net: whatever the engine could not stop, stop here.
+            # Safety net: whatever the engine could not stop, stop here, once no watcher can
+            # start a worker again.
+            for command in self.run_dir.rglob(proc.COMMAND_FILE):
+                command.unlink(missing_ok=True)
             for marker in self.markers():
                 proc.stop(marker, grace_s=5)
             shutil.rmtree(self.run_dir, ignore_errors=True)
@@ -344,9 +366,11 @@ def example_config_with_free_ports(example: str, settings: dict[str, str] | None
     return cfg
 
 
-def run_validator(stack: TestStack, outputs: dict[str, Any], tmp: Path, *extra: str) -> dict[str, Any]:
+def run_validator(
+    stack: TestStack, outputs: dict[str, Any], tmp: Path, *extra: str, expect_exit: int = 0
+) -> dict[str, Any]:
     """bin/validate (the Spark stage) on the stack's outputs, as a user runs it after `pulumi up`;
-    asserts exit code 0 and returns the JSON report."""
+    asserts its exit code (0: every check passed) and returns the JSON report."""
     outputs_file = tmp / "outputs.json"
     outputs_file.write_text(json.dumps(outputs))
     outputs_file.chmod(0o600)
@@ -369,7 +393,7 @@ def run_validator(stack: TestStack, outputs: dict[str, Any], tmp: Path, *extra: 
     # Shown with `pytest -s`: where the stage spent its time (catch-up waits, per flow).
     print("\n".join(line for line in run.stderr.splitlines() if "caught up" in line or "behind after" in line))
     detail = json.loads(report.read_text()).get("failedChecks") if report.exists() else "no report"
-    assert run.returncode == 0, f"bin/validate exit {run.returncode}, failed: {detail}\n{run.stdout[-3000:]}"
+    assert run.returncode == expect_exit, f"bin/validate exit {run.returncode}, failed: {detail}\n{run.stdout[-3000:]}"
     return dict(json.loads(report.read_text()))
 
 

@@ -8,8 +8,6 @@ drift on refresh and `pulumi up --refresh` resumes it; then a no-op `up` changes
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -202,8 +200,7 @@ def test_with_its_first_worker_down_up_reaches_the_group_through_the_others(stac
     states still apply: every connector call fails over to worker 1 at once. Run with no retry
     budget, so an `up` that waited on the dead worker instead would fail, not just be slow."""
     worker_0 = process_marker(stack.name, worker_path("mm2", 0))
-    for pid in proc.find_pids(worker_0):
-        os.kill(pid, signal.SIGKILL)
+    stack.lose(worker_path("mm2", 0))
     # The survivor has taken over the group (leader, every connector and task) before the up.
     survivor = f"127.0.0.1:{int(stack.config['config']['mm2:workerGroups']['mm2']['restPort']) + 1}"
     statuses_when(

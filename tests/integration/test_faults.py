@@ -30,7 +30,14 @@ from components.connect.client import ConnectClient
 from components.ops.clients import connect_auth, kafka_config
 from components.outputs.contract import StackExports
 from components.platform.local import process as proc
-from components.platform.local.layout import LOGS_DIR, broker_path, process_marker, worker_path
+from components.platform.local.layout import (
+    LOGS_DIR,
+    broker_path,
+    lag_exporter_path,
+    process_marker,
+    watcher_path,
+    worker_path,
+)
 from tests.integration.harness import ROOT, TestStack, deployed, running, wait_until
 from tests.integration.validation_stage import run_stage, write_outputs
 
@@ -73,6 +80,8 @@ def _expected_markers(s: TestStack) -> list[str]:
         for name, g in cfg["mm2:workerGroups"].items()
         for i in range(g["workers"])
     ]
+    found += [process_marker(s.name, watcher_path(name)) for name in cfg["mm2:workerGroups"]]
+    found += [process_marker(s.name, lag_exporter_path(name)) for name in cfg["mm2:workerGroups"]]  # each runs flows
     return sorted(found)
 
 
@@ -340,13 +349,14 @@ def _restart_worker(s: TestStack, out: dict[str, Any], index: int) -> None:
         if b"=" in line
     )
     run_dir = s.run_dir / worker_path(GROUP, index)
-    os.kill(pids[0], signal.SIGTERM)
-    wait_until(lambda: not proc.find_pids(marker), 120, f"worker-{index} to shut down", poll_s=0.2)
-    with open(run_dir / LOGS_DIR / "stdout.log", "ab") as log:
-        child = subprocess.Popen(
-            argv, cwd=run_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
+    with proc.held(str(run_dir)):  # the supervisor here, not the stack's watcher, starts it again
+        os.kill(pids[0], signal.SIGTERM)
+        wait_until(lambda: not proc.find_pids(marker), 120, f"worker-{index} to shut down", poll_s=0.2)
+        with open(run_dir / LOGS_DIR / "stdout.log", "ab") as log:
+            child = subprocess.Popen(
+                argv, cwd=run_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
     url = _worker_url(s, index)
     auth = connect_auth(StackExports.from_json(out), GROUP)
     wait_until(lambda: child.poll() is None and _probe_connect(url, auth) is None, WAIT_S, f"worker-{index} ready")

@@ -10,24 +10,17 @@ fire within a bound.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-import yaml
 
 from components.monitoring import jmx_exporter as names
 from components.monitoring.prometheus import rule_groups, scrape_configs
 from components.monitoring.rules import Thresholds
-from components.topology import parse_topology
 from tests.integration.harness import (
     TestStack,
     dev_config_with_free_ports,
@@ -36,6 +29,7 @@ from tests.integration.harness import (
     running,
     wait_until,
 )
+from tests.integration.prometheus import Prometheus
 
 pytestmark = pytest.mark.integration
 
@@ -53,70 +47,6 @@ def metrics_config() -> dict[str, Any]:
     for cluster in config["mm2:clusters"].values():
         cluster["metricsPort"] = free_port_block(1)
     return cfg
-
-
-def topology_of(stack: TestStack) -> Any:
-    return parse_topology({k.split(":", 1)[1]: v for k, v in stack.config["config"].items() if k.startswith("mm2:")})
-
-
-class Prometheus:
-    """A real Prometheus on 127.0.0.1 with its own storage directory; always killed."""
-
-    def __init__(self, tmp: Path, stack: TestStack) -> None:
-        binary = shutil.which("prometheus")
-        if binary is None:
-            if os.environ.get("CI"):
-                pytest.fail("prometheus is missing under CI: bin/bootstrap --test-tools installs Debian's package")
-            pytest.skip("prometheus not on PATH: run `bin/bootstrap --test-tools` (Debian's prometheus package)")
-        topology = topology_of(stack)
-        (tmp / "rules.yml").write_text(yaml.safe_dump({"groups": rule_groups(topology, FAST)}, sort_keys=False))
-        config = {
-            "global": {"scrape_interval": SCRAPE, "evaluation_interval": SCRAPE},
-            "rule_files": [str(tmp / "rules.yml")],
-            "scrape_configs": scrape_configs(topology, SCRAPE),
-        }
-        (tmp / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-        self.port = free_port_block(1)
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = (tmp / "prometheus.log").open("w")
-        self.process = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={tmp / 'prometheus.yml'}",
-                f"--storage.tsdb.path={tmp / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-                "--log.level=warn",
-            ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        wait_until(self._ready, 60, "Prometheus to answer /-/ready", poll_s=0.5)
-
-    def _ready(self) -> bool:
-        if self.process.poll() is not None:
-            raise AssertionError(f"prometheus exited ({self.process.returncode}); see {self.log.name}")
-        try:
-            return httpx.get(f"{self.url}/-/ready", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        answer = httpx.get(f"{self.url}/api/v1/query", params={"query": expr}, timeout=10).json()
-        assert answer["status"] == "success", answer
-        return list(answer["data"]["result"])
-
-    def firing(self) -> dict[str, list[dict[str, str]]]:
-        alerts = httpx.get(f"{self.url}/api/v1/alerts", timeout=10).json()["data"]["alerts"]
-        out: dict[str, list[dict[str, str]]] = {}
-        for alert in alerts:
-            if alert["state"] == "firing":
-                out.setdefault(alert["labels"]["alertname"], []).append(alert["labels"])
-        return out
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait(timeout=30)
-        self.log.close()
 
 
 class Producing(threading.Thread):
@@ -144,7 +74,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestStack,
     with running(tmp_path_factory.mktemp("metrics"), metrics_config()) as stack:
         producing = Producing(stack.outputs())
         producing.start()
-        prometheus = Prometheus(tmp_path_factory.mktemp("prometheus"), stack)
+        topology = stack.topology()
+        rules, scrape = rule_groups(topology, FAST), scrape_configs(topology, SCRAPE)
+        prometheus = Prometheus(tmp_path_factory.mktemp("prometheus"), rules, scrape, SCRAPE)
         try:
             yield stack, prometheus, producing
         finally:

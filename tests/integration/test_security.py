@@ -350,7 +350,9 @@ def _leaks(stack: TestStack, out: dict[str, Any]) -> dict[str, int]:
         content = path.read_bytes()
         if any(pw.encode() in content for pw in passwords):
             # Only the stack's own secret files may hold passwords, and only readable by their owner.
-            assert path.name.endswith(("secrets.properties", "rest-users.properties")), f"password in {path}"
+            assert path.name.endswith(("secrets.properties", "secrets.json", "rest-users.properties")), (
+                f"password in {path}"
+            )
             assert path.stat().st_mode & 0o077 == 0, f"{path} is readable by others"
             secret_files.add(path)
         else:

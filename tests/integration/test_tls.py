@@ -301,7 +301,9 @@ def test_no_password_leaks_keystore_and_truststore_passwords_included(
             continue
         content = path.read_bytes()
         if any(pw.encode() in content for pw in passwords):
-            assert path.name.endswith(("secrets.properties", "rest-users.properties")), f"password in {path}"
+            assert path.name.endswith(("secrets.properties", "secrets.json", "rest-users.properties")), (
+                f"password in {path}"
+            )
             assert path.stat().st_mode & 0o077 == 0, f"{path} is readable by others"
             secret_files.append(path.name)
         else:

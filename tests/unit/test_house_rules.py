@@ -197,13 +197,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
 )
 RANK = {unit: i for i, line in enumerate(LAYERS) for unit in line}
-# The Spark stage runs where only pyspark is installed: the outputs contract, the record codec
-# and Connect over urllib (which needs Connect's error classes), nothing that imports pulumi or httpx.
+# The Spark stage runs where only pyspark is installed: the outputs contract, the record codec,
+# Connect over urllib (which needs Connect's error classes) and the lag exporter's pure model (its
+# /expired document), nothing that imports pulumi or httpx.
 SPARK_MAY_IMPORT = (
     "components.outputs.contract",
     "components.outputs.loader",
     "components.mm2_records",
     "components.connect.stdlib_client",
+    "components.watch.lag",
 )
 
 

@@ -93,8 +93,12 @@ def jre_base(suite: str) -> Base:
 
 
 def python_base(suite: str) -> Base:
-    # python-is-python3: the watcher pod runs `python -m ...`, as in a stock Python image.
-    return Base("python", suite, ("python3", "python-is-python3"))
+    # python-is-python3: the watcher and lag exporter pods run `python -m ...`, as in a stock
+    # Python image. python3-confluent-kafka (bookworm: 1.7.0 on librdkafka 2.0.2, with SASL/SCRAM
+    # and TLS): the lag exporter's Kafka client, Debian's build, so the pod installs nothing.
+    # ca-certificates: librdkafka verifies a TLS cluster without a truststoreLocation against the
+    # system CAs, as the workers' JVM does against its own.
+    return Base("python", suite, ("python3", "python-is-python3", "python3-confluent-kafka", "ca-certificates"))
 
 
 def kafka_image(
@@ -138,7 +142,8 @@ def kafka_image(
 
 
 def watcher_image(suite: str) -> Image:
-    """Python's standard library only: the watcher's modules are mounted, nothing is installed."""
+    """Python and Debian's confluent-kafka: the watcher's and the lag exporter's modules are
+    mounted, nothing is installed at start."""
     return Image(
         name="watcher",
         tag=WATCHER_IMAGE,

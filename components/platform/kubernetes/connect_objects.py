@@ -33,6 +33,7 @@ from components.platform.kubernetes.metadata import (
 )
 from components.platform.kubernetes.monitoring import METRICS_PORT, alert_rules, jmx_exporter_config
 from components.platform.kubernetes.names import ConnectNames, connect_secret_names
+from components.platform.lag_exporter import lag_flows
 from components.platform.secret_files import REST_USERS_KEY, SECRETS_KEY, container_group_secret_keys, rest_jaas_text
 from components.platform.settings import ConnectPodSettings, KubernetesSettings
 from components.platform.topology_facts import group_clusters
@@ -292,6 +293,14 @@ def _monitoring(workers: _Workers) -> tuple[dict[str, Any] | None, dict[str, Any
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": object_meta(workers.names.rule, workers.namespace, monitor_labels),
-        "spec": {"groups": alert_rules(workers.group, workers.topology, workers.namespace, pod.alerts)},
+        "spec": {
+            "groups": alert_rules(
+                workers.group,
+                workers.topology,
+                workers.namespace,
+                pod.alerts,
+                lag_exporter=bool(lag_flows(workers.topology, workers.group.name)),  # rendered with the group
+            )
+        },
     }
     return service_monitor, prometheus_rule

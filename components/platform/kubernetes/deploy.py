@@ -6,10 +6,12 @@ registered here, so previews show the same objects tests compare.
 
 Secrets: each cluster's brokers read `secrets.properties` from the Secret `<alias>-kafka-secrets`
 and PKCS12 stores from `<alias>-kafka-tls`; a worker group reads `<group>-connect-secrets`,
-`<group>-connect-rest-users` and `<group>-connect-tls`. Given `secret_values` (the stack's
-`mm2:secrets`, a Pulumi secret), the files Secrets are created by the stack and kept encrypted in
-state; without it they are referenced only and must exist (created by `kubectl`, External
-Secrets, Sealed Secrets, ...). TLS stores are always referenced (cert-manager creates them).
+`<group>-connect-rest-users` and `<group>-connect-tls`, its lag exporter
+`<group>-lag-exporter-clients` (its clients' passwords as JSON) and `<group>-connect-tls`. Given
+`secret_values` (the stack's `mm2:secrets`, a Pulumi secret), the files Secrets are created by
+the stack and kept encrypted in state; without it they are referenced only and must exist
+(created by `kubectl`, External Secrets, Sealed Secrets, ...). TLS stores are always referenced
+(cert-manager creates them).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class KubernetesConnect:
     url: pulumi.Output[str]
     objects: ConnectObjects
     resources: list[pulumi.Resource] = field(default_factory=list)
+    # the group's objects' options (parent, provider): the group's other workloads share them
+    opts: pulumi.ResourceOptions | None = None
 
 
 def _child_opts(
@@ -95,6 +99,8 @@ def register(obj: Mapping[str, Any], resource_name: str, opts: pulumi.ResourceOp
         return k8s.policy.v1.PodDisruptionBudget(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
     if kind == "NetworkPolicy":
         return k8s.networking.v1.NetworkPolicy(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
+    if kind == "PersistentVolumeClaim":
+        return k8s.core.v1.PersistentVolumeClaim(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
     return k8s.apiextensions.CustomResource(
         resource_name, api_version=obj["apiVersion"], kind=kind, metadata=metadata, spec=obj["spec"], opts=opts
     )
@@ -219,7 +225,9 @@ def deploy_connect_kubernetes(
         resources.append(register(objects.service_monitor, f"{name}-servicemonitor", child))
     if objects.prometheus_rule is not None:
         resources.append(register(objects.prometheus_rule, f"{name}-alerts", child))
-    return KubernetesConnect(url=pulumi.Output.from_input(objects.url), objects=objects, resources=resources)
+    return KubernetesConnect(
+        url=pulumi.Output.from_input(objects.url), objects=objects, resources=resources, opts=child
+    )
 
 
 @dataclass(frozen=True)
@@ -251,10 +259,14 @@ class KubernetesBackend:
             settings=self.settings,
             secret_values=self.secret_values,
         )
-        watcher = deploy_watcher_kubernetes(
-            parent, name, request, self.settings or KubernetesSettings(), self.secret_values
+        settings = self.settings or KubernetesSettings()
+        watcher = deploy_watcher_kubernetes(parent, name, request, settings, self.secret_values)
+        lag = deploy_lag_exporter_kubernetes(parent, name, request, settings, self.secret_values, k8s)
+        return DeployedWorkers(
+            resources=(*k8s.resources, *watcher, *lag.resources),
+            url=k8s.url,
+            lag_url=lag.url,
         )
-        return DeployedWorkers(resources=(*k8s.resources, *watcher), url=k8s.url)
 
 
 def deploy_watcher_kubernetes(
@@ -297,3 +309,61 @@ def deploy_watcher_kubernetes(
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(resources)))
     resources.append(register(objects.deployment, f"{name}-watcher", pod_opts))
     return resources
+
+
+@dataclass
+class KubernetesLagExporter:
+    """What `deploy_lag_exporter_kubernetes` registered, and where the exporter answers in the cluster."""
+
+    url: str | None = None
+    resources: list[pulumi.Resource] = field(default_factory=list)
+
+
+def deploy_lag_exporter_kubernetes(
+    parent: pulumi.ComponentResource,
+    name: str,
+    request: WorkerRequest,
+    settings: KubernetesSettings,
+    secret_values: SecretValues | None,
+    workers: KubernetesConnect,
+) -> KubernetesLagExporter:
+    """The group's lag exporter (lag_exporter_objects.py), none without enabled flows.
+
+    Through the workers' provider, after them: its first reading needs the group's offsets topic,
+    which the workers create. With `secret_values` the stack creates the Secret of the clients'
+    secret settings; without, it must exist (docs/kubernetes.md)."""
+    import json
+    from pathlib import Path
+
+    from components.platform.kubernetes.lag_exporter_objects import (
+        CLIENTS_KEY,
+        LAG_EXPORTER_SOURCES,
+        lag_exporter_objects,
+        secret_clients_document,
+    )
+    from components.platform.lag_exporter import lag_flows
+
+    group, topology = request.group, request.topology
+    if not lag_flows(topology, group.name):
+        return KubernetesLagExporter()
+    root = Path(__file__).resolve().parents[3]
+    sources = {path: (root / path).read_text() for path in LAG_EXPORTER_SOURCES}
+    objects = lag_exporter_objects(group, topology, settings, sources)
+    child = _child_opts(parent, f"{name}-lag-exporter", settings.group(group.name).context, settings, workers.opts)
+    resources: list[pulumi.Resource] = []
+    if objects.secret_name and secret_values is not None:
+        document = pulumi.Output.from_input(secret_values).apply(
+            lambda v: json.dumps(secret_clients_document(topology, group.name, v), sort_keys=True)
+        )
+        secret_name = objects.secret_name
+        resources.append(
+            _secret(f"{name}-lag-exporter-clients", secret_name, settings.namespace, CLIENTS_KEY, document, child)
+        )
+    resources.append(register(objects.config_map, f"{name}-lag-exporter-config", child))
+    resources.append(register(objects.state_claim, f"{name}-lag-exporter-state", child))
+    pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, *workers.resources]))
+    resources.append(register(objects.deployment, f"{name}-lag-exporter", pod_opts))
+    resources.append(register(objects.service, f"{name}-lag-exporter-svc", child))
+    if objects.service_monitor is not None:
+        resources.append(register(objects.service_monitor, f"{name}-lag-exporter-servicemonitor", child))
+    return KubernetesLagExporter(url=objects.url, resources=resources)

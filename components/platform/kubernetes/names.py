@@ -73,3 +73,31 @@ def connect_secret_names(group: WorkerGroup, pod: ConnectPodSettings) -> tuple[s
         pod.rest_users_secret or f"{group.name}-connect-rest-users",
         pod.tls_secret or f"{group.name}-connect-tls",
     )
+
+
+@dataclass(frozen=True)
+class LagExporterNames:
+    """The objects of a worker group's lag exporter (lag_exporter_objects.py)."""
+
+    group: str
+
+    @property
+    def deployment(self) -> str:
+        return f"{self.group}-lag-exporter"
+
+    @property
+    def service(self) -> str:
+        # The monitoring selectors name it (monitoring.lag_selector), and the stack exports its URL.
+        return f"{self.group}-lag-exporter"
+
+    @property
+    def config(self) -> str:
+        return f"{self.group}-lag-exporter-config"
+
+    @property
+    def secret(self) -> str:
+        return f"{self.group}-lag-exporter-clients"
+
+    @property
+    def state(self) -> str:
+        return f"{self.group}-lag-exporter-state"

@@ -12,18 +12,20 @@ environment variable, never from the ConfigMap.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from components.platform.kubernetes.metadata import (
     Labelled,
-    config_hash,
-    container_security,
     label_selector,
     object_labels,
-    pod_security,
+)
+from components.platform.kubernetes.shipped_code import (
+    code_volumes,
+    module_container,
+    one_pod_deployment,
+    shipped_code,
 )
 from components.platform.settings import DEFAULT_WATCHER_IMAGE
 
@@ -48,7 +50,6 @@ WATCHER_PACKAGES = (
     "components/watch/__init__.py",
 )
 CODE_DIR = "/opt/mm2-watcher"
-PLAN_KEY = "plan.json"
 PASSWORD_KEY = "password"
 
 
@@ -68,11 +69,6 @@ class WatcherObjects:
         return (self.config_map, self.deployment)
 
 
-def _key(path: str) -> str:
-    # ConfigMap keys may not contain "/".
-    return path.replace("/", "__")
-
-
 def watcher_objects(
     group: str,
     namespace: str,
@@ -84,67 +80,27 @@ def watcher_objects(
 ) -> WatcherObjects:
     """`plan`: `components.ops.watcher.plan_document` of the group (no secret); `sources`: the
     text of every WATCHER_SOURCES path."""
-    missing = [p for p in WATCHER_SOURCES if p not in sources]
-    if missing:
-        raise ValueError(f"watcher of worker group {group}: source files missing: {', '.join(missing)}")
+    code = shipped_code(f"watcher of worker group {group}", WATCHER_SOURCES, WATCHER_PACKAGES, sources, plan)
     deployment_name, config_name, secret_name = watcher_names(group)
     labelled = Labelled(
         namespace,
         object_labels(deployment_name, group, "connect-watcher", image),
         label_selector(deployment_name, group),
     )
-    files = {**{p: sources[p] for p in WATCHER_SOURCES}, **dict.fromkeys(WATCHER_PACKAGES, "")}
-    data = {
-        PLAN_KEY: json.dumps(dict(plan), indent=2, sort_keys=True),
-        **{_key(p): t for p, t in sorted(files.items())},
-    }
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": labelled.meta(config_name),
-        "data": data,
+        "data": code.data,
     }
     container = _container(image, rest_username, secret_name)
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": labelled.meta(deployment_name),
-        "spec": {
-            "replicas": 1,
-            "strategy": {"type": "Recreate"},
-            "selector": labelled.match(),
-            "template": {
-                "metadata": {
-                    "labels": labelled.labels,
-                    "annotations": {"mm2.io/config-hash": config_hash(data)},
-                },
-                "spec": {
-                    "securityContext": pod_security(),
-                    "containers": [container],
-                    "volumes": [
-                        {
-                            "name": "code",
-                            "configMap": {
-                                "name": config_name,
-                                "items": [{"key": PLAN_KEY, "path": PLAN_KEY}]
-                                + [{"key": _key(p), "path": p} for p in sorted(files)],
-                            },
-                        },
-                        {"name": "tmp", "emptyDir": {}},
-                    ],
-                },
-            },
-        },
-    }
+    deployment = one_pod_deployment(labelled, deployment_name, code, container, code_volumes(config_name, code))
     return WatcherObjects(config_map, deployment, secret_name if rest_username else None)
 
 
 def _container(image: str, rest_username: str | None, secret_name: str) -> dict[str, Any]:
     """The watcher container: the plan from the ConfigMap, the REST password from the Secret."""
-    env: list[dict[str, Any]] = [
-        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
-        {"name": "PYTHONUNBUFFERED", "value": "1"},
-    ]
+    env: list[dict[str, Any]] = []
     if rest_username:
         env += [
             {"name": "MM2_WATCHER_REST_USERNAME", "value": rest_username},
@@ -153,17 +109,6 @@ def _container(image: str, rest_username: str | None, secret_name: str) -> dict[
                 "valueFrom": {"secretKeyRef": {"name": secret_name, "key": PASSWORD_KEY}},
             },
         ]
-    return {
-        "name": "watcher",
-        "image": image,
-        # No shell and no installer: the image's python runs the mounted modules as they are.
-        "command": ["python", "-m", "components.ops.watcher", "--plan", f"{CODE_DIR}/{PLAN_KEY}"],
-        "workingDir": CODE_DIR,
-        "env": env,
-        "volumeMounts": [
-            {"name": "code", "mountPath": CODE_DIR, "readOnly": True},
-            {"name": "tmp", "mountPath": "/tmp"},
-        ],
-        "resources": {"requests": {"cpu": "20m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
-        "securityContext": container_security(),
-    }
+    container = module_container("watcher", image, "components.ops.watcher", CODE_DIR, env)
+    container["resources"] = {"requests": {"cpu": "20m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
+    return container

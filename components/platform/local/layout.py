@@ -42,6 +42,15 @@ def watcher_path(group: str) -> str:
     return WATCHER_DIR.format(group=group)
 
 
+LAG_EXPORTER_DIR = "lag-exporter-{group}"
+LAG_EXPORTER_STATE_FILE = "state.json"
+
+
+def lag_exporter_path(group: str) -> str:
+    """The lag exporter's directory relative to the stack's run root (the marker's path part)."""
+    return LAG_EXPORTER_DIR.format(group=group)
+
+
 def run_root(project_dir: str | Path, stack: str) -> str:
     """The stack's run root under the project directory."""
     return f"{project_dir}/.mm2/run/{stack}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -245,6 +246,12 @@ def spawn(cmd: list[str], log_file: str | Path, cwd: str | Path) -> int:
     return child.pid
 
 
+# How a process that dies is started again by the watcher (components/ops/watcher.py): its exact
+# command line (paths only, never a secret: see JvmSpec.jvm_options), written when the stack
+# starts it and removed before the stack stops it, so only a process that died on its own comes back.
+COMMAND_FILE = "command.json"
+
+
 def start(spec: JvmSpec) -> int:
     """Start the JVM in its own session; returns its pid. The caller waits for readiness."""
     cmd = _jvm_command(spec, spec.main_class, [str(spec.properties_file)], spec.heap)
@@ -253,7 +260,53 @@ def start(spec: JvmSpec) -> int:
     except OSError as exc:
         raise ProcessError(f"{spec.component}: could not start `{spec.java}`: {exc}") from exc
     (Path(spec.run_dir) / "pid").write_text(str(pid))
+    command = {"cmd": cmd, "log": str(spec.stdout_file), "marker": spec.marker, "component": spec.component}
+    (Path(spec.run_dir) / COMMAND_FILE).write_text(json.dumps(command, indent=2) + "\n")
     return pid
+
+
+@contextlib.contextmanager
+def held(run_dir: str, *, wait: bool = True) -> Iterator[bool]:
+    """An exclusive flock on a process's own directory, held by the stack while it stops the
+    process and by the watcher while it starts a dead one again, so neither acts on a state the
+    other is changing. Yields False (without the lock) when `wait` is off and it is taken."""
+    try:
+        fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield False  # no directory: nothing to restart
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def stop_for_good(run_dir: str, marker: str, pid: int | None = None, grace_s: float = 30.0) -> None:
+    """Stop a process the stack means to stop (update, delete): forget how to restart it first."""
+    with held(run_dir):
+        (Path(run_dir) / COMMAND_FILE).unlink(missing_ok=True)
+        stop(marker, pid, grace_s)
+
+
+def restart_dead(run_dir: str) -> int | None:
+    """Start again, exactly as the stack last started it, the process of `run_dir` that died on
+    its own; its pid, or None when there is nothing to do (alive, stopped by the stack, or the
+    stack is acting on it right now)."""
+    with held(run_dir, wait=False) as mine:
+        command_file = Path(run_dir) / COMMAND_FILE
+        if not mine or not command_file.exists():
+            return None
+        command = json.loads(command_file.read_text())
+        if find_pids(command["marker"]):
+            return None
+        pid = spawn(list(command["cmd"]), command["log"], run_dir)
+        (Path(run_dir) / "pid").write_text(str(pid))
+        return pid
 
 
 def is_alive(pid: int) -> bool:

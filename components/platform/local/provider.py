@@ -122,7 +122,7 @@ def _launch(props: Mapping[str, Any], *, fresh: bool) -> dict[str, Any]:
         pid = proc.start(spec)
         proc.wait_ready(spec, pid, _probe(props), float(props.get("timeout_seconds") or 180))
     except BaseException:
-        proc.stop(spec.marker, grace_s=5)
+        proc.stop_for_good(spec.run_dir, spec.marker, grace_s=5)  # a failed start is not restarted
         if fresh:
             proc.remove_run_dir(spec.run_dir)
         raise
@@ -142,7 +142,7 @@ class ProcessProvider(ResourceProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         def restart() -> dict[str, Any]:
-            proc.stop(olds["marker"], olds.get("pid"))
+            proc.stop_for_good(olds["run_dir"], olds["marker"], olds.get("pid"))
             return _launch(news, fresh=False)
 
         # `rolling`: one process of its group at a time (components/topology/restarts.py).
@@ -155,7 +155,7 @@ class ProcessProvider(ResourceProvider):
         return ReadResult(id_=id_, outs={**props, "running": running})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        proc.stop(props["marker"], props.get("pid"))
+        proc.stop_for_good(props["run_dir"], props["marker"], props.get("pid"))
         proc.remove_run_dir(props["run_dir"])
 
 

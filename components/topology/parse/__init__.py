@@ -31,10 +31,14 @@ from components.topology.parse.worker_groups import parse_worker_group
 TOP_LEVEL_KEYS = ("defaults", "clusters", "workerGroups", "flows", "secrets", "rotate")
 
 
-def parse_topology(config: Mapping[str, Any]) -> Topology:
-    """Parse the `mm2` stack config namespace (prefix removed); raise TopologyError listing every problem."""
+def parse_topology(config: Mapping[str, Any], now_ms: int | None = None) -> Topology:
+    """Parse the `mm2` stack config namespace (prefix removed); raise TopologyError listing every problem.
+
+    `now_ms`: the clock (ms since the epoch) a `lossAcknowledged` instant may not be ahead of; the
+    program passes the preview's, so the parse itself reads no clock. None judges no instant by it.
+    """
     problems = Problems()
-    topology = _parse(problems, config)
+    topology = _parse(problems, config, now_ms)
     problems.raise_if_any()
     return topology
 
@@ -50,9 +54,9 @@ def with_secrets_file(topology: Topology, group: str, secrets_file: str) -> Topo
     return replace(topology, worker_groups=_frozen_group_map(groups))
 
 
-def _parse(problems: Problems, config: Mapping[str, Any]) -> Topology:
+def _parse(problems: Problems, config: Mapping[str, Any], now_ms: int | None) -> Topology:
     _check_top_level(problems, config)
-    defaults = parse_defaults(problems, config.get("defaults"))
+    defaults = parse_defaults(problems, config.get("defaults"), now_ms)
 
     clusters: dict[str, Cluster] = {}
     raw_clusters = as_mapping(problems, config.get("clusters"), path("clusters")) or {}
@@ -76,6 +80,7 @@ def _parse(problems: Problems, config: Mapping[str, Any]) -> Topology:
         cluster_aliases=set(raw_clusters),
         groups=groups,
         group_names=set(raw_groups),
+        now_ms=now_ms,
     )
     flows: list[Flow] = []
     seen: dict[str, str] = {}

@@ -10,7 +10,7 @@ from components.topology.model import ReplicationPolicy
 from components.topology.objectives import DEFAULT_OUTAGE_BUDGET_SECONDS, DEFAULT_RPO_SECONDS
 from components.topology.parse.mm2_settings import parse_patterns, parse_policy, parse_settings
 from components.topology.parse.problems import Problems, path
-from components.topology.parse.values import as_bool, as_duration, as_int, as_mapping, unknown_fields
+from components.topology.parse.values import as_bool, as_duration, as_instant, as_int, as_mapping, unknown_fields
 
 DEFAULTS_FIELDS = (
     "settings",
@@ -24,6 +24,7 @@ DEFAULTS_FIELDS = (
     "disasterRecovery",
     "rpo",
     "outageBudget",
+    "lossAcknowledged",
 )
 
 
@@ -41,9 +42,12 @@ class Defaults:
     # once; the flows then start from the project default (the preview fails anyway).
     rpo_seconds: int = DEFAULT_RPO_SECONDS
     outage_budget_seconds: int = DEFAULT_OUTAGE_BUDGET_SECONDS
+    # `lossAcknowledged` in ms since the epoch, for flows that declare none; None: none.
+    loss_acknowledged_at_ms: int | None = None
 
 
-def parse_defaults(problems: Problems, raw: Any) -> Defaults:
+def parse_defaults(problems: Problems, raw: Any, now_ms: int | None = None) -> Defaults:
+    """The section; `now_ms`, the clock a `lossAcknowledged` may not be ahead of (None: not judged)."""
     where = path("defaults")
     mapping = as_mapping(problems, raw, where) or {}
     unknown_fields(problems, mapping, DEFAULTS_FIELDS, where)
@@ -64,6 +68,11 @@ def parse_defaults(problems: Problems, raw: Any) -> Defaults:
         disaster_recovery=bool(as_bool(problems, mapping.get("disasterRecovery", False), f"{where}.disasterRecovery")),
         rpo_seconds=_duration(problems, mapping, "rpo", where, DEFAULT_RPO_SECONDS),
         outage_budget_seconds=_duration(problems, mapping, "outageBudget", where, DEFAULT_OUTAGE_BUDGET_SECONDS),
+        loss_acknowledged_at_ms=(
+            as_instant(problems, mapping["lossAcknowledged"], f"{where}.lossAcknowledged", now_ms)
+            if "lossAcknowledged" in mapping
+            else None
+        ),
     )
 
 

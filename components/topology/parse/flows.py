@@ -36,7 +36,15 @@ from components.topology.parse.mm2_settings import (
     parse_settings,
 )
 from components.topology.parse.problems import Problems, path, quoted
-from components.topology.parse.values import as_bool, as_duration, as_int, as_mapping, as_str, unknown_fields
+from components.topology.parse.values import (
+    as_bool,
+    as_duration,
+    as_instant,
+    as_int,
+    as_mapping,
+    as_str,
+    unknown_fields,
+)
 
 FLOW_FIELDS = (
     "enabled",
@@ -57,6 +65,7 @@ FLOW_FIELDS = (
     "connectorSettings",
     "rpo",
     "outageBudget",
+    "lossAcknowledged",
 )
 # Roles as `connectorStates` keys spell them (raw config keys are plain strings).
 _FILTER_FALLBACKS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -76,6 +85,7 @@ class Declared:
     cluster_aliases: set[str]  # every alias under mm2:clusters, parsed or not
     groups: Mapping[str, WorkerGroup]
     group_names: set[str]  # every name under mm2:workerGroups, parsed or not
+    now_ms: int | None = None  # the clock a `lossAcknowledged` may not be ahead of (None: not judged)
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
     reverse = _reverse_heartbeats(problems, mapping, where, source, merged, declared, group_name)
     role_settings = parse_connector_settings(problems, mapping.get("connectorSettings"), f"{where}.connectorSettings")
     objectives = _objectives(problems, mapping, where, defaults)
+    acknowledged, acknowledged_ok = _loss_acknowledged(problems, mapping, where, declared)
     if switches.exactly_once:
         exactly_once_problems(problems, where, merged, declared.clusters.get(target))
     if (
@@ -121,6 +132,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         or states is None
         or auto_restart is None
         or objectives is None
+        or not acknowledged_ok
         or any(v is None for v in lists.values())
     ):
         return None
@@ -144,6 +156,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         role_settings=MappingProxyType({role: frozen_map(v) for role, v in role_settings.items()}),
         rpo_seconds=objectives[0],
         outage_budget_seconds=objectives[1],
+        loss_acknowledged_at_ms=acknowledged,
     )
 
 
@@ -160,6 +173,17 @@ def _objectives(
     if rpo is None or budget is None:
         return None
     return rpo, budget
+
+
+def _loss_acknowledged(
+    problems: Problems, mapping: Mapping[str, Any], where: str, declared: Declared
+) -> tuple[int | None, bool]:
+    """(the flow's `lossAcknowledged` in ms, else the defaults'; whether it was valid). The flow's
+    own value replaces the defaults' whole, as every key of the flow does, earlier or not."""
+    if "lossAcknowledged" not in mapping:
+        return declared.defaults.loss_acknowledged_at_ms, True
+    ms = as_instant(problems, mapping["lossAcknowledged"], f"{where}.lossAcknowledged", declared.now_ms)
+    return ms, ms is not None
 
 
 def _endpoints(

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from components.topology import settings as known
+from components.topology.acknowledgement import CLOCK_SKEW_S, InstantError, instant_text, parse_instant, too_late
 from components.topology.config_provider import is_placeholder
 from components.topology.model import Platform, SecretRef
 from components.topology.objectives import parse_duration
@@ -66,6 +68,38 @@ def as_duration(problems: Problems, value: Any, key: str) -> int | None:
         )
         return None
     return seconds
+
+
+def as_instant(problems: Problems, value: Any, key: str, now_ms: int | None) -> int | None:
+    """An ISO-8601 instant with its time zone, in ms since the epoch; one later than `now_ms` by
+    more than the clock skew is refused (None: the caller keeps no clock, nothing is refused)."""
+    example = instant_text(now_ms - now_ms % 1000) if now_ms is not None else "2026-11-26T10:00:00Z"
+    try:
+        ms = parse_instant(value)
+    except InstantError as exc:
+        if not exc.zoned:
+            text = value.isoformat() if isinstance(value, datetime) else str(value).strip()
+            problems.add(
+                key,
+                f"{text} has no time zone, so it names no instant.",
+                f'Add "Z" for UTC (or an offset such as "+01:00"), quoted: "{text}Z".',
+            )
+        else:
+            problems.add(
+                key,
+                f"expected an ISO-8601 instant, got {value!r}: {exc}.",
+                f'Write the date and time up to which the losses were reviewed, with its zone, e.g. "{example}".',
+            )
+        return None
+    if now_ms is not None and too_late(ms, now_ms):
+        problems.add(
+            key,
+            f"{instant_text(ms)} is in the future (now is {instant_text(now_ms - now_ms % 1000)}, "
+            f"{CLOCK_SKEW_S} s of clock skew allowed): it would acknowledge losses that have not happened yet.",
+            f'Set it to the time you reviewed the losses `bin/status` lists, at the latest now, e.g. "{example}".',
+        )
+        return None
+    return ms
 
 
 def as_bool(problems: Problems, value: Any, key: str) -> bool | None:

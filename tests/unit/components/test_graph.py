@@ -13,6 +13,7 @@ import pytest
 from pulumi.runtime import rpc
 
 from components.platform.secret_files import container_secret_keys
+from components.program import group_export, program
 from components.rpc_values import plain
 from components.topology import Topology, parse_topology
 from tests.unit.topology.helpers import external_target_config
@@ -74,6 +75,10 @@ def test_dev_stack_graph(monitor: RecordingMonitor, tmp_path: Path) -> Any:
             "connect-mm2-secrets": "pulumi-python:dynamic/local:SecretsFile",
             "connect-mm2-worker-0": "pulumi-python:dynamic/local:Process",
             "connect-mm2-worker-1": "pulumi-python:dynamic/local:Process",
+            # every local group has a watcher: it restarts dead workers (autoRestart or not)
+            "connect-mm2-watcher": "pulumi-python:dynamic/local:Watcher",
+            # and, with flows to run, a lag exporter: lag per partition and the data-loss sentinel
+            "connect-mm2-lag-exporter": "pulumi-python:dynamic/local:LagExporter",
             "flow-primary-to-dr": "mm2:index:ReplicationFlow",
             "mm2-primary-to-dr-source": "pulumi-python:dynamic/connect:Connector",
             "mm2-primary-to-dr-checkpoint": "pulumi-python:dynamic/connect:Connector",
@@ -157,6 +162,17 @@ def test_declared_connector_states_reach_the_connectors_and_the_flow_summary(
     return build(dev_config(), tmp_path, mm2=mm2).apply(check)
 
 
+@pulumi.runtime.test
+def test_a_loss_acknowledgement_reaches_the_flow_summary(monitor: RecordingMonitor, tmp_path: Path) -> Any:
+    mm2 = copy.deepcopy(namespace(dev_config(), "mm2"))
+    mm2["flows"]["primary->dr"]["lossAcknowledged"] = "2026-11-18T12:06:40+01:00"
+
+    def check(values: list[Any]) -> None:
+        assert values[0]["lossAcknowledgedAt"] == "2026-11-18T11:06:40Z"  # the same instant, in UTC
+
+    return build(dev_config(), tmp_path, mm2=mm2).apply(check)
+
+
 EXAMPLES = ["active-passive", "active-active", "fan-out", "aggregation", "six-cluster-mesh", "active-passive-tls"]
 
 
@@ -214,8 +230,39 @@ def test_prod_stack_builds_kubernetes_clusters_and_groups(monitor: RecordingMoni
         for alias in topology.clusters:
             sts = next(r for r in regs if r.type == "kubernetes:apps/v1:StatefulSet" and alias in r.name)
             assert sts.parent == urn_of(monitor, f"kafka-{alias}")
+        # Each group with flows runs its lag exporter: objects under the group, no local process.
+        assert "pulumi-python:dynamic/local:LagExporter" not in types
+        named = by_name(monitor)
+        for group in topology.worker_groups:
+            exporter = {
+                suffix: named[f"connect-{group}-lag-exporter{suffix}"].type
+                for suffix in ("", "-config", "-state", "-clients", "-svc", "-servicemonitor")
+            }
+            assert exporter == {
+                "": "kubernetes:apps/v1:Deployment",
+                "-config": "kubernetes:core/v1:ConfigMap",
+                "-state": "kubernetes:core/v1:PersistentVolumeClaim",
+                "-clients": "kubernetes:core/v1:Secret",
+                "-svc": "kubernetes:core/v1:Service",
+                "-servicemonitor": "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
+            }
+            assert named[f"connect-{group}-lag-exporter"].parent == urn_of(monitor, f"connect-{group}")
 
     return build(config, tmp_path, given=given).apply(check)
+
+
+@pulumi.runtime.test
+def test_prod_exports_each_groups_in_cluster_lag_url(monitor: RecordingMonitor, tmp_path: Path) -> Any:
+    config = yaml_config(ROOT / "Pulumi.prod.yaml")
+    given = {key: f"given-{key}" for key in container_secret_keys(topology_of(config))}
+    deployed = program(stack_config(config, tmp_path, given=given))
+    lag_urls = {name: group_export(name, deployed).to_json()["lagUrl"] for name in deployed.groups}
+    # The exporter's Service, even for groups whose workers are reached through an ingress `url`.
+    assert lag_urls == {
+        "to-eu-west": "http://to-eu-west-lag-exporter.mm2.svc:9404",
+        "to-us-east": "http://to-us-east-lag-exporter.mm2.svc:9404",
+    }
+    return pulumi.Output.all(*[g.url for g in deployed.groups.values()])
 
 
 def test_tls_example_issues_certificates_and_restarts_processes_on_renewal(

@@ -5,6 +5,7 @@ The graph it registers on good input is tests/unit/components/test_graph.py."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,18 @@ def test_every_problem_of_every_namespace_is_reported_at_once(tmp_path: Path) ->
     assert "primary->nowhere" in text
     assert "mm2-platform:kubernetes.namespace" in text
     assert "mm2-platform:docker.kafkaUI" in text
+
+
+def test_a_loss_acknowledgement_is_judged_against_the_previews_clock(tmp_path: Path) -> None:
+    mm2 = dev_mm2()
+    mm2["flows"]["primary->dr"]["lossAcknowledged"] = "2026-11-18T11:06:40Z"
+    config = stack_config({}, tmp_path, mm2=mm2)
+    the_day_after = dataclasses.replace(config, clock=lambda: 1_795_086_400.0)
+    assert validate(the_day_after).topology.flows[0].loss_acknowledged_at_ms == 1_795_000_000_000
+    the_day_before = dataclasses.replace(config, clock=lambda: 1_794_913_600.0)
+    with pytest.raises(StackConfigError) as raised:
+        validate(the_day_before)
+    assert "mm2:flows.primary->dr.lossAcknowledged: 2026-11-18T11:06:40Z is in the future" in str(raised.value)
 
 
 def test_security_and_the_local_platform_are_checked_beside_the_platform_settings(tmp_path: Path) -> None:
@@ -98,8 +111,6 @@ def test_the_stack_config_is_read_from_both_namespaces(tmp_path: Path) -> None:
 
 
 def test_a_docker_stack_whose_engine_lacks_the_image_is_refused_with_the_rest(tmp_path: Path) -> None:
-    import dataclasses
-
     from tests.unit.platform.helpers import DOCKER
 
     asked: list[list[str]] = []

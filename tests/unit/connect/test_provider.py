@@ -443,3 +443,21 @@ def test_check_names_a_config_the_workers_cannot_resolve_but_lets_a_busy_group_p
     assert "Connect at http" in failure.reason and "Could not read properties from file" in failure.reason
     assert "secretsFile" in failure.reason
     assert check("busy").failures == []
+
+
+def test_read_of_a_dead_group_asks_each_worker_once_instead_of_spending_the_retry_budget() -> None:
+    import socket
+
+    with socket.socket() as closed, socket.socket() as also_closed:
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: refused at once
+        also_closed.bind(("127.0.0.1", 0))
+        first, second = (f"http://127.0.0.1:{s.getsockname()[1]}" for s in (closed, also_closed))
+        state = {**outputs(props("c1")), "connect_url": first, "other_urls": [second]}
+
+        def slept(_s: float) -> None:
+            raise AssertionError("a dead group is not retried")
+
+        result = ConnectorProvider(sleep=slept).read("c1", state)
+    assert result.id == "c1"
+    assert result.outs is not None and result.outs["state"] == "UNREACHABLE"
+    assert result.outs["config"] == props("c1")["config"]

@@ -26,6 +26,12 @@ W = 'mm2_worker_group="mm2"'
 HEARTBEAT_WRITES = f'kafka_connect_source_task_records_written{{{W},connector="mm2-primary-to-dr-heartbeat",task="0"}}'
 RECORDS = 'kafka_connect_mirror_source_connector_record_count{{{w},target="dr",topic="{topic}",partition="0"}}'
 MESSAGES_IN = 'kafka_server_brokertopicmetrics_messagesin_count{{mm2_cluster="primary",topic="{topic}"}}'
+# The lag exporter's series as a scrape labels them (job and instance included: the rules drop them).
+LAG = 'mm2_lag_exporter="mm2",job="mm2-lag-mm2",instance="127.0.0.1:41234"'
+FLOW = 'flow="primary->dr",source="primary",target="dr"'
+FLOW_LAG = f"mm2_flow_lag_seconds{{{LAG},{FLOW}}}"
+EXPIRED = 'mm2_expired_records_total{{{lag},{flow},topic="orders",partition="{p}",reason="{reason}"}}'
+RECREATIONS = f'mm2_source_topic_recreations_total{{{LAG},{FLOW},topic="orders"}}'
 
 
 def promtool() -> str:
@@ -210,6 +216,186 @@ def test_no_records_fires_only_while_the_source_produces(tmp_path: Path) -> None
     )
 
 
+def test_worker_group_down_fires_when_no_worker_is_up_or_none_is_scraped(tmp_path: Path) -> None:
+    worker = 'up{{job="mm2-workers-mm2",{w},instance="127.0.0.1:{port}"}}'
+    first, second = worker.format(w=W, port=19410), worker.format(w=W, port=19411)
+    other = 'up{job="mm2-workers-other",mm2_worker_group="other",instance="127.0.0.1:19420"}'
+    down = expected("MM2WorkerGroupDown")
+    assert_promtool(
+        tmp_path,
+        [
+            # One worker dies at 2m (the group lives on), the second at 4m: the group is down.
+            case(
+                {first: "1x8 0x30", second: "1x16 0x30", other: "0x40"},
+                [
+                    {"eval_time": "3m", "alertname": "MM2WorkerGroupDown", "exp_alerts": []},
+                    {"eval_time": "4m30s", "alertname": "MM2WorkerGroupDown", "exp_alerts": []},  # not yet `for`
+                    {"eval_time": "6m", "alertname": "MM2WorkerGroupDown", "exp_alerts": [down]},
+                ],
+            ),
+            # Both come back (a restart): it clears.
+            case(
+                {first: "0x8 1x8", second: "0x8 1x8"},
+                [
+                    {"eval_time": "1m30s", "alertname": "MM2WorkerGroupDown", "exp_alerts": [down]},
+                    {"eval_time": "3m", "alertname": "MM2WorkerGroupDown", "exp_alerts": []},
+                ],
+            ),
+            # No target of the group at all (only another group's): down.
+            case(
+                {other: "1x20"},
+                [{"eval_time": "2m", "alertname": "MM2WorkerGroupDown", "exp_alerts": [down]}],
+            ),
+        ],
+    )
+
+
+def test_lag_above_rpo_fires_and_clears(tmp_path: Path) -> None:
+    # The flow pauses at 0: its oldest record not copied ages with the clock (RPO 5m, `for` 1m);
+    # it resumes at 10m15s and catches up.
+    above = expected("MM2FlowLagAboveRPO", "420")
+    assert_promtool(
+        tmp_path,
+        [
+            case(
+                {FLOW_LAG: "0+15x40 0x20"},
+                [
+                    {"eval_time": "5m", "alertname": "MM2FlowLagAboveRPO", "exp_alerts": []},  # at the RPO
+                    {"eval_time": "6m", "alertname": "MM2FlowLagAboveRPO", "exp_alerts": []},  # not yet `for`
+                    {"eval_time": "7m", "alertname": "MM2FlowLagAboveRPO", "exp_alerts": [above]},
+                    {"eval_time": "11m", "alertname": "MM2FlowLagAboveRPO", "exp_alerts": []},
+                ],
+            )
+        ],
+    )
+
+
+def test_lag_below_rpo_does_not_fire(tmp_path: Path) -> None:
+    other = 'mm2_flow_lag_seconds{mm2_lag_exporter="other",flow="x->y",source="x",target="y"}'
+    assert_promtool(
+        tmp_path,
+        [
+            case(
+                {FLOW_LAG: "299x40", other: "9000x40"},  # just below the RPO; another group's flow far above
+                [{"eval_time": "9m", "alertname": "MM2FlowLagAboveRPO", "exp_alerts": []}],
+            )
+        ],
+    )
+
+
+def test_records_expired_before_replication_fire_at_once(tmp_path: Path) -> None:
+    # Every known partition is exposed at 0 from the start; retention deletes 40 records of
+    # partition 0 before MM2 copied them at 5m15s.
+    series = {
+        EXPIRED.format(lag=LAG, flow=FLOW, p=0, reason="retention"): "0x20 40x40",
+        EXPIRED.format(lag=LAG, flow=FLOW, p=1, reason="retention"): "0x60",
+    }
+    fired = expected("MM2RecordsExpiredBeforeReplication", topic="orders", partition="0", reason="retention")
+    assert_promtool(
+        tmp_path,
+        [
+            case(
+                series,
+                [
+                    {"eval_time": "5m", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": []},
+                    {"eval_time": "5m15s", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": [fired]},
+                    {"eval_time": "6m", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": [fired]},
+                    # A window (1m here) later the loss is old news (still listed by /expired and bin/status).
+                    {"eval_time": "6m30s", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": []},
+                ],
+            )
+        ],
+    )
+
+
+def test_expired_counter_that_first_appears_above_zero_fires(tmp_path: Path) -> None:
+    # A `recreated` series exists only once records were lost with a re-created topic, and an
+    # exporter's first reading can already count expiries: their first sample is above 0.
+    recreated = EXPIRED.format(lag=LAG, flow=FLOW, p=0, reason="recreated")
+    fired = expected("MM2RecordsExpiredBeforeReplication", topic="orders", partition="0", reason="recreated")
+    assert_promtool(
+        tmp_path,
+        [
+            case(
+                {recreated: "_x20 12x40"},
+                [
+                    {"eval_time": "4m", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": []},
+                    {"eval_time": "5m", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": [fired]},
+                    {"eval_time": "5m45s", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": [fired]},
+                    {"eval_time": "7m", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": []},
+                ],
+            ),
+            case(
+                {recreated: "12x40"},
+                [{"eval_time": "30s", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": [fired]}],
+            ),
+        ],
+    )
+
+
+def test_expired_counter_after_a_scrape_gap_or_a_reset_fires_only_if_it_counted_more(tmp_path: Path) -> None:
+    # 5 records lost long ago; the exporter is not scraped from 3m to 10m (down, or a new port).
+    lost = EXPIRED.format(lag=LAG, flow=FLOW, p=0, reason="retention")
+    fired = expected("MM2RecordsExpiredBeforeReplication", topic="orders", partition="0", reason="retention")
+    assert_promtool(
+        tmp_path,
+        [
+            case(
+                {lost: "5x12 _x28 5x20"},
+                [{"eval_time": "10m30s", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": []}],
+            ),
+            case(
+                {lost: "5x12 _x28 9x20"},  # 4 more deleted while nobody looked
+                [{"eval_time": "10m30s", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": [fired]}],
+            ),
+            # The counter starts over (an exporter without its state file) and counts 8 new ones:
+            # below the 50 seen before, still a loss.
+            case(
+                {lost: "50x10 8x20"},
+                [{"eval_time": "3m", "alertname": "MM2RecordsExpiredBeforeReplication", "exp_alerts": [fired]}],
+            ),
+        ],
+    )
+
+
+def test_source_topic_recreated_fires_at_once(tmp_path: Path) -> None:
+    fired = expected("MM2SourceTopicRecreated", topic="orders")
+    assert_promtool(
+        tmp_path,
+        [
+            case(
+                {RECREATIONS: "0x20 1x40"},
+                [
+                    {"eval_time": "5m", "alertname": "MM2SourceTopicRecreated", "exp_alerts": []},
+                    {"eval_time": "5m15s", "alertname": "MM2SourceTopicRecreated", "exp_alerts": [fired]},
+                    {"eval_time": "7m", "alertname": "MM2SourceTopicRecreated", "exp_alerts": []},
+                ],
+            )
+        ],
+    )
+
+
+def test_lag_exporter_down_fires_when_it_is_not_up_or_not_scraped(tmp_path: Path) -> None:
+    exporter = f"up{{{LAG}}}"
+    worker = f'up{{job="mm2-workers-mm2",{W},instance="127.0.0.1:19410"}}'
+    down = expected("MM2LagExporterDown")
+    assert_promtool(
+        tmp_path,
+        [
+            case(
+                {exporter: "1x8 0x30", worker: "1x40"},  # it dies at 2m15s
+                [
+                    {"eval_time": "2m", "alertname": "MM2LagExporterDown", "exp_alerts": []},
+                    {"eval_time": "3m", "alertname": "MM2LagExporterDown", "exp_alerts": []},  # not yet `for`
+                    {"eval_time": "4m", "alertname": "MM2LagExporterDown", "exp_alerts": [down]},
+                ],
+            ),
+            # Not scraped at all (no job written for it): as blind as down.
+            case({worker: "1x20"}, [{"eval_time": "2m", "alertname": "MM2LagExporterDown", "exp_alerts": [down]}]),
+        ],
+    )
+
+
 def test_promtool_tests_can_fail(tmp_path: Path) -> None:
     # A healthy heartbeat series and an expectation that the alert fires: promtool must say no.
     out = run_promtool(
@@ -246,9 +432,50 @@ def test_replicated_heartbeats_rule_per_two_way_flow() -> None:
 
 def test_selectors_scope_every_expression() -> None:
     topology = parse_topology(dev_config())
-    [group] = alert_groups(topology, topology.worker_groups["mm2"], Selectors(workers='job="w-{group}"'), FAST)
+    selectors = Selectors(workers='job="w-{group}"', lag='job="lag-{group}"')
+    [group] = alert_groups(topology, topology.worker_groups["mm2"], selectors, FAST)
+    lag_rules = {"MM2LagExporterDown", "MM2FlowLagAboveRPO", "MM2RecordsExpiredBeforeReplication"}
+    lag_rules.add("MM2SourceTopicRecreated")
+    assert lag_rules <= {r["alert"] for r in group["rules"]}
     for r in group["rules"]:
-        assert 'job="w-mm2"' in r["expr"], r["alert"]
+        assert ('job="lag-mm2"' if r["alert"] in lag_rules else 'job="w-mm2"') in r["expr"], r["alert"]
+
+
+def test_no_lag_rules_where_the_platform_runs_no_lag_exporter() -> None:
+    topology = parse_topology(dev_config())
+    [group] = alert_groups(topology, topology.worker_groups["mm2"], Selectors(lag=None), FAST)
+    assert not [r for r in group["rules"] if "mm2_lag" in r["expr"] or r["alert"].startswith("MM2LagExporter")]
+
+
+def test_no_lag_rules_for_a_group_without_enabled_flows() -> None:
+    # The stack runs no exporter for it (components/connect_group.py): its down alert would never clear.
+    config = dev_config()
+    config["flows"]["primary->dr"]["enabled"] = False
+    topology = parse_topology(config)
+    [group] = alert_groups(topology, topology.worker_groups["mm2"], Selectors(), FAST)
+    assert "MM2LagExporterDown" not in {r["alert"] for r in group["rules"]}
+
+
+def test_rpo_rule_takes_each_flows_declared_rpo() -> None:
+    config = dev_config()
+    config["flows"]["primary->dr"]["rpo"] = "2m"
+    config["flows"]["primary->dr"]["outageBudget"] = "6h"
+    topology = parse_topology(config)
+    [group] = alert_groups(topology, topology.worker_groups["mm2"], Selectors(), FAST)
+    [above] = [r for r in group["rules"] if r["alert"] == "MM2FlowLagAboveRPO"]
+    assert above["expr"].endswith(" > 120") and 'flow="primary->dr"' in above["expr"]
+    assert "RPO 2m (120 s)" in above["annotations"]["description"]
+    [expired] = [r for r in group["rules"] if r["alert"] == "MM2RecordsExpiredBeforeReplication"]
+    assert "outage budget (6h)" in expired["annotations"]["description"]
+
+
+def test_lag_rules_read_the_exporters_metrics() -> None:
+    from components.monitoring import rules
+    from components.watch.lag import METRICS
+
+    for name in (rules.FLOW_LAG_SECONDS, rules.EXPIRED_RECORDS, rules.TOPIC_RECREATIONS):
+        assert name in METRICS, name
+    assert METRICS[rules.EXPIRED_RECORDS][0] == METRICS[rules.TOPIC_RECREATIONS][0] == "counter"
 
 
 def test_scrape_jobs_label_targets_as_the_rules_select_them() -> None:
@@ -264,4 +491,4 @@ def test_scrape_jobs_label_targets_as_the_rules_select_them() -> None:
     assert workers == {"targets": ["127.0.0.1:19410", "127.0.0.1:19411"], "labels": {"mm2_worker_group": "mm2"}}
     assert jobs["mm2-cluster-primary"]["static_configs"][0]["labels"] == {"mm2_cluster": "primary"}
     [group] = rule_groups(topology)
-    assert all('mm2_worker_group="mm2"' in r["expr"] for r in group["rules"])
+    assert all('mm2_worker_group="mm2"' in r["expr"] or 'mm2_lag_exporter="mm2"' in r["expr"] for r in group["rules"])

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from components.mm2_records import Checkpoint
 from components.outputs.contract import StackExports
+from components.watch.lag import RECREATED, RETENTION, Expiry, FlowLag, SentinelState, expiries_document, exposition
 
 
 def outputs(*, client: dict[str, str] | None = None, auth: str = "") -> StackExports:
@@ -43,5 +46,50 @@ def outputs(*, client: dict[str, str] | None = None, auth: str = "") -> StackExp
     )
 
 
+def incident(
+    flow: str, topic: str, retention: tuple[int, int, int], recreated: tuple[int, int, int], at_ms: int, later_ms: int
+) -> SentinelState:
+    """What a lag exporter keeps after one incident: `retention` (partition, first, end) deleted
+    unreplicated, found at `at_ms`; then the topic created again, found `later_ms` after, with
+    the `recreated` range lost with it."""
+    return SentinelState(
+        {},
+        (
+            Expiry(flow, topic, *retention, RETENTION, at_ms),
+            Expiry(flow, topic, *recreated, RECREATED, at_ms + later_ms),
+        ),
+        {(flow, topic): 1},
+        {(flow, topic): at_ms + later_ms},
+    )
+
+
 def cp(group: str, topic: str, partition: int, upstream: int, downstream: int, ts: int = 1_000) -> Checkpoint:
     return Checkpoint(group, topic, partition, upstream, downstream, "", ts)
+
+
+class ServedState:
+    """What `components.ops.lag_exporter.serve` asks of an Exporter, from a sentinel state and
+    flow lags given whole (set `.state` and `.flows` at will)."""
+
+    def __init__(self, state: SentinelState, flows: list[FlowLag] | None = None) -> None:
+        self.state, self.flows, self.ready, self.url = state, flows or [], True, ""
+
+    def metrics(self) -> str:
+        return exposition(self.flows, self.state)
+
+    def expired(self) -> dict[str, Any]:
+        return expiries_document(self.state)
+
+
+@contextmanager
+def serving(state: SentinelState) -> Iterator[ServedState]:
+    """A lag exporter's own HTTP server over `state`, at the yielded object's `.url`."""
+    from components.ops.lag_exporter import serve
+
+    served = ServedState(state)
+    server = serve(served, "127.0.0.1:0")  # type: ignore[arg-type]
+    try:
+        yield served
+    finally:
+        server.shutdown()
+        server.server_close()

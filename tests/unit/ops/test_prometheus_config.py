@@ -1,15 +1,19 @@
-"""bin/prometheus-config: the scrape jobs and rules written from a stack config file."""
+"""bin/prometheus-config: the scrape jobs and rules written from a stack config file, and the lag
+exporters' jobs from its outputs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
 from components.ops.prometheus_config import main
+from components.outputs.contract import StackExports
 
 from ..topology.helpers import dev_config
+from .helpers import outputs
 
 
 def write_stack(tmp_path: Path, config: dict) -> Path:
@@ -39,3 +43,79 @@ def test_bad_config_names_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_missing_stack_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--config-file", str(tmp_path / "nope.yaml"), "--out", str(tmp_path)]) == 1
     assert "cannot read" in capsys.readouterr().err
+
+
+def write_outputs(tmp_path: Path, lag_url: str | None) -> Path:
+    data = outputs().to_json()
+    if lag_url is not None:
+        data["connect"]["mm2"]["lagUrl"] = lag_url
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def scrape_jobs(out: Path) -> dict[str, dict]:
+    return {j["job_name"]: j for j in yaml.safe_load((out / "mm2-scrape.yml").read_text())["scrape_configs"]}
+
+
+def test_outputs_add_the_lag_exporters_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stack = write_stack(tmp_path, dev_config())
+    outputs_file = write_outputs(tmp_path, "http://127.0.0.1:41234")
+    assert main(["--config-file", str(stack), "--outputs", str(outputs_file), "--out", str(tmp_path / "out")]) == 0
+    jobs = scrape_jobs(tmp_path / "out")
+    assert jobs["mm2-lag-mm2"]["static_configs"] == [
+        {"targets": ["127.0.0.1:41234"], "labels": {"mm2_lag_exporter": "mm2"}}
+    ]
+    # The rules written beside it select what the job labels.
+    [group] = yaml.safe_load((tmp_path / "out" / "mm2-rules.yml").read_text())["groups"]
+    [down] = [r for r in group["rules"] if r["alert"] == "MM2LagExporterDown"]
+    assert 'mm2_lag_exporter="mm2"' in down["expr"]
+    assert "lag exporters: 1 job(s) (mm2 at 127.0.0.1:41234)" in capsys.readouterr().out
+
+
+def test_without_outputs_it_says_no_lag_targets_were_written_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--config-file", str(write_stack(tmp_path, dev_config())), "--out", str(tmp_path / "out")]) == 0
+    assert not [name for name in scrape_jobs(tmp_path / "out") if name.startswith("mm2-lag-")]
+    out = capsys.readouterr().out
+    assert "no lag targets written: the exporters of mm2 listen on ports chosen at deploy" in out
+    assert "--outputs FILE, or --stack NAME --deployed" in out
+
+
+def test_outputs_without_a_lag_url_say_which_group_lacks_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stack = write_stack(tmp_path, dev_config())
+    outputs_file = write_outputs(tmp_path, None)  # written before the exporter existed
+    assert main(["--config-file", str(stack), "--outputs", str(outputs_file), "--out", str(tmp_path / "out")]) == 0
+    assert "mm2-lag-mm2" not in scrape_jobs(tmp_path / "out")
+    assert "no lag targets written: group mm2: the outputs have no connect.mm2.lagUrl" in capsys.readouterr().out
+
+
+def test_deployed_reads_the_stacks_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import components.ops.prometheus_config as cli
+    from components.outputs import loader
+
+    write_stack(tmp_path, dev_config())
+    monkeypatch.setattr(cli, "ROOT", tmp_path)  # Pulumi.test.yaml
+    asked: list[str] = []
+    exports = StackExports.from_json(json.loads(write_outputs(tmp_path, "http://127.0.0.1:40001").read_text()))
+    monkeypatch.setattr(loader, "read_stack_exports", lambda stack: asked.append(stack) or exports)
+    assert main(["--stack", "test", "--deployed", "--out", str(tmp_path / "out")]) == 0
+    assert asked == ["test"]
+    assert scrape_jobs(tmp_path / "out")["mm2-lag-mm2"]["static_configs"][0]["targets"] == ["127.0.0.1:40001"]
+
+
+def test_deployed_needs_a_stack(tmp_path: Path) -> None:
+    stack = write_stack(tmp_path, dev_config())
+    with pytest.raises(SystemExit) as exit_:
+        main(["--config-file", str(stack), "--deployed", "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+
+
+def test_unreadable_outputs_fail_before_writing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stack = write_stack(tmp_path, dev_config())
+    args = ["--config-file", str(stack), "--outputs", str(tmp_path / "nope.json"), "--out", str(tmp_path / "out")]
+    assert main(args) == 1
+    assert "cannot read" in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -18,8 +18,17 @@ from components.ops import clients
 from components.ops import status as st
 from components.outputs.contract import OutputsError
 from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
+from components.watch.lag import (
+    RECREATED,
+    RETENTION,
+    Expiry,
+    FlowLag,
+    Memory,
+    PartitionLag,
+    SentinelState,
+)
 from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
-from tests.unit.ops.helpers import outputs
+from tests.unit.ops.helpers import ServedState, outputs, serving
 
 NAMES = ["mm2-primary-to-dr-source", "mm2-primary-to-dr-checkpoint", "mm2-primary-to-dr-heartbeat"]
 
@@ -82,6 +91,7 @@ def connect(monkeypatch: pytest.MonkeyPatch) -> FakeConnect:
         return clients.connect_client(out, group, transport=fake.transport(), sleep=FakeSleep(), **kwargs)
 
     monkeypatch.setattr(st, "connect_client", client)
+    monkeypatch.setattr(st, "_answers", lambda url, ca_pem: None)  # every worker answers the probe
     return fake
 
 
@@ -197,3 +207,231 @@ def test_a_watcher_without_a_fresh_status_says_so(
     out = capsys.readouterr().out
     assert "Connect NOT reachable" in out and "STALE: the watcher may have stopped" in out
     assert "nothing restarted yet" in out
+
+
+def test_a_worker_group_with_no_worker_answering_is_named_and_unhealthy_without_reading_connect(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    asked: list[str] = []
+
+    def refused(url: str, _ca: Any) -> str:
+        asked.append(url)
+        return "[Errno 111] Connection refused"
+
+    def no_client(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("a dead group's connectors are not read (that waits the client's retry budget)")
+
+    monkeypatch.setattr(st, "_answers", refused)
+    monkeypatch.setattr(st, "connect_client", no_client)
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_workers(outputs()))
+    assert st.main(["--stack", "dev"]) == 3
+    out = capsys.readouterr().out
+    assert sorted(asked) == ["http://127.0.0.1:18083", "http://127.0.0.1:18084"]
+    assert "why unhealthy: worker group mm2: no worker answered within 2 s" in out
+    assert "http://127.0.0.1:18084: [Errno 111] Connection refused" in out
+    assert out.count("UNREACHABLE") == 3
+    assert "is UNREACHABLE, the stack declares" not in out  # said once, for the group
+
+
+def test_one_answering_worker_keeps_the_group_alive(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_workers(outputs()))
+    monkeypatch.setattr(st, "_answers", lambda url, _ca: None if url.endswith("18084") else "refused")
+    assert st.main(["--stack", "dev"]) == 0
+    assert "worker group mm2" not in capsys.readouterr().out.replace("(worker group mm2)", "")
+
+
+def test_the_probe_gives_a_silent_worker_one_short_timeout_and_a_closed_port_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+
+    monkeypatch.setattr(st, "WORKER_PROBE_TIMEOUT_S", 0.3)
+    with socket.socket() as silent, socket.socket() as closed:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # accepts the connection, never answers
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: refused
+        urls = (f"http://127.0.0.1:{silent.getsockname()[1]}", f"http://127.0.0.1:{closed.getsockname()[1]}")
+        exports = _with_workers(outputs(), urls)
+        down = st.dead_groups(exports, ["mm2"])
+    assert set(down) == {"mm2"}
+    assert "timed out" in down["mm2"][urls[0]]
+    assert "refused" in down["mm2"][urls[1]]
+
+
+def _with_workers(exports: Any, urls: tuple[str, ...] = ("http://127.0.0.1:18083", "http://127.0.0.1:18084")) -> Any:
+    from dataclasses import replace
+
+    group = replace(exports.connect["mm2"], worker_urls=urls)
+    return replace(exports, connect={**exports.connect, "mm2": group})
+
+
+# -- the data-loss sentinel: the worker group's lag exporter (a real server of components/ops/lag_exporter.py) --
+
+AT_MS = 1_795_000_000_000  # 2026-11-18T11:06:40Z
+
+
+@pytest.fixture
+def exporter() -> Iterator[ServedState]:
+    """A lag exporter's server: set `.state` (and `.flows`) on what it yields."""
+    with serving(SentinelState({})) as served:
+        yield served
+
+
+def _with_lag(url: str) -> Any:
+    from dataclasses import replace
+
+    exports = outputs()
+    return replace(exports, connect={"mm2": replace(exports.connect["mm2"], lag_url=url)})
+
+
+def _memory() -> dict[tuple[str, str, int], Memory]:
+    return {("primary->dr", "orders", p): Memory(None, 300, 299) for p in (0, 1)}
+
+
+def test_records_deleted_before_mm2_copied_them_are_listed_per_partition_and_the_flow_is_unhealthy(
+    connect: FakeConnect, exporter: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exporter.state = SentinelState(
+        _memory(),
+        (
+            Expiry("primary->dr", "orders", 0, 100, 180, RETENTION, AT_MS),
+            Expiry("primary->dr", "orders", 1, 7, 12, RETENTION, AT_MS),
+            Expiry("primary->dr", "orders", 0, 180, 300, RETENTION, AT_MS + 5000),  # the next reading's
+            Expiry("dr->primary", "orders", 0, 1, 999, RETENTION, AT_MS),  # another flow of the group
+        ),
+    )
+    exporter.flows = [FlowLag("primary->dr", "primary", "dr", 60, (PartitionLag("orders", 0, 42, 12.5),))]
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(exporter.url))
+    assert st.main(["--stack", "dev"]) == 3
+    out = capsys.readouterr().out
+    assert "flow primary->dr  (worker group mm2)  UNHEALTHY" in out
+    assert f"lag exporter {exporter.url}: flow lag 42 record(s), 12.5s" in out
+    assert (
+        "expired: orders[0] offsets 100..299: 200 record(s) deleted by retention before MM2 copied them "
+        "(first found 2026-11-18T11:06:40Z)" in out
+    )
+    assert "expired: orders[1] offsets 7..11: 5 record(s) deleted by retention" in out
+    assert "998 record(s)" not in out  # the other flow's expiry is not this flow's
+    assert "why unhealthy: 205 source record(s) in 2 partition(s) were deleted by retention" in out
+    assert st.main(["--stack", "dev", "--json"]) == 3
+    sentinel = json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"]
+    assert [(e["partition"], e["first"], e["end"], e["count"], e["reason"]) for e in sentinel["expired"]] == [
+        (0, 100, 300, 200, "retention"),
+        (1, 7, 12, 5, "retention"),
+    ]
+    assert sentinel["expired"][0]["detail"].startswith("orders[0] offsets 100..299: 200 record(s)")
+    assert sentinel["lag_records"] == 42 and sentinel["lag_seconds"] == 12.5 and sentinel["error"] == ""
+
+
+def test_a_source_topic_created_again_is_reported_with_what_was_lost_with_it(
+    connect: FakeConnect, exporter: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exporter.state = SentinelState(
+        _memory(),
+        (Expiry("primary->dr", "orders", 1, 250, 300, RECREATED, AT_MS),),
+        {("primary->dr", "orders"): 1, ("primary->dr", "payments"): 0},
+    )
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(exporter.url))
+    assert st.main(["--stack", "dev"]) == 3
+    out = capsys.readouterr().out
+    assert "expired: orders[1] offsets 250..299: 50 record(s) lost with the topic when it was created again" in out
+    assert "re-created: source topic orders (1 time(s), last found not known)" in out
+    assert "source topic payments" not in out
+    assert "why unhealthy: source topic orders was deleted and created again (1 time(s)): 50 record(s)" in out
+    assert "deleted by retention" not in out
+
+
+def test_a_loss_acknowledged_in_the_outputs_leaves_the_flow_healthy_until_something_new_is_found(
+    connect: FakeConnect, exporter: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dataclasses import replace
+
+    exporter.state = SentinelState(_memory(), (Expiry("primary->dr", "orders", 0, 100, 300, RETENTION, AT_MS),))
+    exports = _with_lag(exporter.url)
+    flow = replace(exports.flows["primary->dr"], loss_acknowledged_at_ms=AT_MS)
+    acknowledged = replace(exports, flows={"primary->dr": flow})
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: acknowledged)
+    assert st.main(["--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "flow primary->dr  (worker group mm2)  healthy" in out
+    assert "acknowledged by lossAcknowledged 2026-11-18T11:06:40Z)" in out and "why unhealthy" not in out
+    exporter.state = SentinelState(
+        _memory(), (*exporter.state.expiries, Expiry("primary->dr", "orders", 1, 7, 12, RETENTION, AT_MS + 1))
+    )
+    assert st.main(["--stack", "dev", "--json"]) == 3
+    sentinel = json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"]
+    assert [(e["partition"], e["acknowledged"]) for e in sentinel["expired"]] == [(0, True), (1, False)]
+    assert sentinel["loss_acknowledged_at"] == "2026-11-18T11:06:40Z"
+
+
+def test_an_exporter_that_found_nothing_shows_the_lag_and_leaves_the_flow_healthy(
+    connect: FakeConnect, exporter: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exporter.state = SentinelState(_memory())
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(exporter.url))
+    assert st.main(["--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert f"lag exporter {exporter.url}: flow lag - record(s), -" in out  # no partition read yet
+    assert "expired:" not in out and "UNHEALTHY" not in out
+
+
+def test_an_exporter_not_answering_is_a_note_not_a_verdict(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: refused
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        use_clusters(monkeypatch, clusters())
+        monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(url))
+        assert st.main(["--stack", "dev"]) == 0
+        out = capsys.readouterr().out
+        assert st.main(["--stack", "dev", "--json"]) == 0
+        sentinel = json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"]
+    assert f"note: lag exporter {url} did not answer within 2 s (" in out and "refused" in out
+    assert "expired records not checked" in out and "healthy" in out
+    assert "refused" in sentinel["error"] and sentinel["expired"] == []
+
+
+def test_a_silent_exporter_costs_no_more_than_the_worker_probe(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    monkeypatch.setattr(st, "LAG_EXPORTER_TIMEOUT_S", 1.0)
+
+    def slow_probe(url: str, _ca: Any) -> None:
+        time.sleep(1.0)  # the workers' probe: the exporter is asked meanwhile
+
+    monkeypatch.setattr(st, "_answers", slow_probe)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # accepts, never answers
+        exports = _with_lag(f"http://127.0.0.1:{silent.getsockname()[1]}")
+        use_clusters(monkeypatch, clusters())
+        started = time.monotonic()
+        [flow] = st.collect(exports)
+        took = time.monotonic() - started
+    assert flow.sentinel is not None and "timed out" in flow.sentinel.error
+    # One timeout, beside the probe: 2 s or more would be the probe and the exporter one after the
+    # other, or /expired and then /metrics each waited out.
+    assert flow.healthy and took < 1.7, took
+
+
+def test_a_group_without_a_lag_exporter_shows_no_sentinel(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())  # outputs() exports no lagUrl, as outputs before the exporter
+    assert st.main(["--stack", "dev", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"] is None
+    assert st.main(["--stack", "dev"]) == 0
+    assert "lag exporter" not in capsys.readouterr().out

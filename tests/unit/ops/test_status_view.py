@@ -7,16 +7,34 @@ import json
 from components.mm2_records import OffsetSync
 from components.ops.status_view import (
     ConnectorView,
+    ExporterReading,
     FlowStatus,
     HeartbeatView,
+    SentinelView,
     TaskView,
+    flow_lag,
     newest_syncs,
     partition_lag,
     problems_of,
     render_status_table,
+    sentinel_json,
+    sentinel_lines,
+    sentinel_problems,
+    sentinel_view,
     to_json,
     topic_view,
 )
+from components.watch.lag import (
+    RETENTION,
+    Expiry,
+    FlowLag,
+    PartitionLag,
+    Recreation,
+    SentinelState,
+    expiries_document,
+    exposition,
+)
+from tests.unit.ops.helpers import incident
 
 RUNNING = (
     ConnectorView("source", "mm2-a-to-b-source", "RUNNING", "RUNNING", "w1", "", (TaskView(0, "RUNNING", "w1"),)),
@@ -109,3 +127,106 @@ def test_table_and_json_say_why() -> None:
     data = json.loads(json.dumps(to_json([bad, good])))
     assert data["healthy"] is False
     assert data["flows"]["a->b"]["topics"][0]["lag"] == 5 and data["flows"]["b->a"]["healthy"] is True
+
+
+# -- the data-loss sentinel (what the worker group's lag exporter found) ---------------------
+
+
+def _exposition(flow: str, records: int, seconds: float) -> str:
+    lags = (PartitionLag("orders", 0, records, seconds), PartitionLag("orders", 1, 1, 0.5))
+    other = FlowLag("b->a", "b", "a", 60, (PartitionLag("orders", 0, 999, 99.0),))
+    return exposition([FlowLag(flow, "a", "b", 60, lags), other], SentinelState({}))
+
+
+def test_the_flow_lag_is_read_from_the_exporters_own_metrics_text() -> None:
+    assert flow_lag(_exposition("a->b", 40, 12.25), "a->b") == (40, 12.25)
+    assert flow_lag(_exposition('a"x\\->b', 7, 3.0), 'a"x\\->b') == (7, 3.0)  # label escapes undone
+    assert flow_lag(_exposition("a->b", 40, 12.25), "c->d") == (None, None)
+    assert flow_lag(None, "a->b") == (None, None)
+
+
+def test_the_sentinel_view_keeps_the_flows_own_findings() -> None:
+    state = SentinelState(
+        {},
+        (Expiry("a->b", "o", 0, 10, 30, RETENTION, 1), Expiry("b->a", "o", 0, 1, 2, RETENTION, 1)),
+        {("a->b", "o"): 2, ("a->b", "p"): 0, ("b->a", "o"): 1},
+    )
+    view = sentinel_view(ExporterReading("http://x", expiries_document(state), _exposition("a->b", 3, 1.0)), "a->b")
+    assert [(e.topic, e.first, e.end) for e in view.findings.expired] == [("o", 10, 30)]
+    assert view.findings.recreated == (Recreation("a->b", "o", 2),)
+    assert (view.lag_records, view.lag_seconds) == (3, 1.0)
+    [retention, recreated] = sentinel_problems(view)
+    assert retention.startswith("20 source record(s) in 1 partition(s) were deleted by retention")
+    assert recreated.startswith("source topic o was deleted and created again (2 time(s)): 0 record(s)")
+
+
+def test_an_exporter_without_findings_or_without_an_answer_gives_no_reason() -> None:
+    quiet = sentinel_view(ExporterReading("http://x", {"expired": [], "recreated": []}), "a->b")
+    assert sentinel_problems(quiet) == () and not quiet.found and quiet.error == ""
+    silent = sentinel_view(ExporterReading("http://x", error="timed out"), "a->b")
+    assert sentinel_problems(silent) == () and silent.error == "timed out"
+    [line] = sentinel_lines(silent)
+    assert "lag exporter http://x did not answer within 2 s (timed out)" in line
+    assert sentinel_problems(None) == () and sentinel_lines(None) == [] and sentinel_json(None) is None
+
+
+# -- the flow's loss acknowledgement (mm2:flows.<flow>.lossAcknowledged) ---------------------------
+
+AT = 1_795_000_000_000  # 2026-11-18T11:06:40Z
+INCIDENT = incident("a->b", "o", (0, 10, 30), (1, 5, 8), AT, 2_500)
+
+
+def _view(acknowledged_at_ms: int | None, state: SentinelState = INCIDENT) -> SentinelView:
+    return sentinel_view(ExporterReading("http://x", expiries_document(state)), "a->b", acknowledged_at_ms)
+
+
+def _status(view: SentinelView) -> FlowStatus:
+    return FlowStatus("a->b", "mm2", RUNNING, problems=sentinel_problems(view), sentinel=view)
+
+
+def test_findings_at_or_before_the_acknowledgement_are_listed_acknowledged_and_leave_the_flow_healthy() -> None:
+    view = _view(AT + 2_500)
+    assert sentinel_problems(view) == ()
+    assert _status(view).healthy
+    lines = sentinel_lines(view)
+    assert lines[1:] == [
+        "  expired: o[0] offsets 10..29: 20 record(s) deleted by retention before MM2 copied them "
+        "(first found 2026-11-18T11:06:40Z; acknowledged by lossAcknowledged 2026-11-18T11:06:42.500Z)",
+        "  expired: o[1] offsets 5..7: 3 record(s) lost with the topic when it was created again before MM2 copied "
+        "them (first found 2026-11-18T11:06:42Z; acknowledged by lossAcknowledged 2026-11-18T11:06:42.500Z)",
+        "  re-created: source topic o (1 time(s), last found 2026-11-18T11:06:42Z; acknowledged by lossAcknowledged "
+        "2026-11-18T11:06:42.500Z)",
+    ]
+    doc = sentinel_json(view)
+    assert doc is not None and doc["loss_acknowledged_at"] == "2026-11-18T11:06:42.500Z"
+    assert [e["acknowledged"] for e in doc["expired"]] == [True, True]
+    assert doc["recreated"] == [{"topic": "o", "count": 1, "lastAtMs": AT + 2_500, "acknowledged": True}]
+
+
+def test_what_was_found_after_the_acknowledgement_still_makes_the_flow_unhealthy() -> None:
+    view = _view(AT)  # covers the retention range, not the re-creation found 2.5 s later
+    [recreated] = sentinel_problems(view)
+    assert recreated.startswith("source topic o was deleted and created again (1 time(s)): 3 record(s)")
+    assert not _status(view).healthy
+    lines = sentinel_lines(view)
+    assert lines[1].endswith(
+        "(first found 2026-11-18T11:06:40Z; acknowledged by lossAcknowledged 2026-11-18T11:06:40Z)"
+    )
+    assert lines[2].endswith("(first found 2026-11-18T11:06:42Z)")  # not acknowledged
+    assert lines[-1] == (
+        '  to acknowledge: once the losses above are reviewed, declare mm2:flows.a->b.lossAcknowledged "2026-11-18T'
+        '11:06:43Z" (when the last was found) or later and `bin/pulumi up`: what was found by then stays listed, '
+        "marked acknowledged, and no longer makes the flow unhealthy"
+    )
+    nothing = _view(None)
+    assert len(sentinel_problems(nothing)) == 2 and "acknowledged" not in "".join(sentinel_lines(nothing)[1:-1])
+
+
+def test_a_recreation_the_exporter_kept_no_time_of_is_never_acknowledged() -> None:
+    undated = SentinelState({}, (), {("a->b", "o"): 1})  # an exporter from before re-creation times
+    view = _view(AT + 10_000, undated)
+    assert [p.split(":")[0] for p in sentinel_problems(view)] == [
+        "source topic o was deleted and created again (1 time(s))"
+    ]
+    assert "last found not known)" in sentinel_lines(view)[1]
+    assert "after the lag exporter is restarted" in sentinel_lines(view)[-1]

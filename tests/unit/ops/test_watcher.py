@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +113,7 @@ def test_an_unreachable_group_is_logged_once_and_retried(tmp_path: Path) -> None
 
 
 def test_plan_file_round_trips_and_reads_credentials_from_the_auth_file(tmp_path: Path) -> None:
-    auth = tmp_path / "rest-auth.properties"
+    auth = tmp_path / "rest-secrets.properties"
     auth.write_text("username=mm2-admin\npassword=s3cret=x\n")
     plan = WatchPlan(group="mm2", url=URL, connectors={NAME: 3, "other": None}, status_file="/s.json")
     doc = plan_document(plan, str(auth))
@@ -122,3 +124,66 @@ def test_plan_file_round_trips_and_reads_credentials_from_the_auth_file(tmp_path
     assert back.connectors == {NAME: 3, "other": None}
     assert back.auth == ("mm2-admin", "s3cret=x")
     assert back.backoff == plan.backoff and back.status_file == "/s.json"
+
+
+def test_a_dead_worker_process_is_started_again_on_the_back_off_and_reported(tmp_path: Path, monkeypatch: Any) -> None:
+    from components.platform.local import process as proc
+    from components.watch.plan import WorkerProcess
+
+    fake = FakeConnect(connectors={NAME: {"connector.class": "x"}})
+    fake.statuses[NAME] = [running(NAME)]
+    w, clock, lines = watcher(fake, tmp_path)
+    worker = WorkerProcess("worker 1", str(tmp_path / "worker-1"), "dev/connect-mm2/worker-1")
+    w = Watcher(replace(w.plan, workers=(worker,)), w.client_factory, clock=clock, wall=clock, log=lines.append)
+    alive: list[int] = []
+    started: list[str] = []
+
+    def restart_dead(run_dir: str) -> int:
+        started.append(run_dir)
+        alive.append(4242)
+        return 4242
+
+    monkeypatch.setattr(proc, "find_pids", lambda marker: list(alive))
+    monkeypatch.setattr(proc, "restart_dead", restart_dead)
+    w.tick()  # dead: seen, the first restart is due 5 s later
+    assert started == [] and any("worker 1 is dead" in line for line in lines)
+    clock.now += 5
+    w.tick()
+    assert started == [worker.run_dir]
+    assert any("restarted worker 1 (pid 4242, restart 1): its process was gone" in line for line in lines)
+    doc = json.loads(Path(w.plan.status_file or "").read_text())
+    assert doc["workers"]["worker 1"] == {"alive": True, "restarts": 1, "nextRestartAt": None}
+    assert doc["events"][-1]["action"] == "worker-restart" and doc["events"][-1]["worker"] == "worker 1"
+    alive.clear()  # dies again at once: the second restart waits the back-off's 60 s
+    clock.now += 1
+    w.tick()
+    clock.now += 59
+    w.tick()
+    assert started == [worker.run_dir]
+    clock.now += 1
+    w.tick()
+    assert started == [worker.run_dir, worker.run_dir]
+
+
+def test_restart_dead_starts_only_what_died_on_its_own(tmp_path: Path) -> None:
+    import sys
+
+    from components.platform.local import process as proc
+
+    # Unique per run: tmp_path's name repeats across concurrent pytest runs on one machine, and
+    # another run's process with the same marker would count as this one alive.
+    marker = f"unit-test/{uuid.uuid4().hex}/worker-0"
+    cmd = [sys.executable, "-c", "import time; time.sleep(60)", f"{proc.MARKER_FLAG}{marker}"]
+    (tmp_path / proc.COMMAND_FILE).write_text(
+        json.dumps({"cmd": cmd, "log": str(tmp_path / "out.log"), "marker": marker, "component": "t"})
+    )
+    try:
+        pid = proc.restart_dead(str(tmp_path))
+        assert pid is not None
+        assert proc.restart_dead(str(tmp_path)) is None  # alive: nothing to do
+        proc.stop_for_good(str(tmp_path), marker, pid, grace_s=5)  # the stack stops it: not restarted
+        assert not (tmp_path / proc.COMMAND_FILE).exists()
+        assert proc.restart_dead(str(tmp_path)) is None
+        assert proc.find_pids(marker) == []
+    finally:
+        proc.stop(marker, grace_s=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -31,6 +32,7 @@ FLOW = FlowExport(
     offset_syncs_cluster="primary",
     rpo_seconds=300,
     outage_budget_seconds=86400,
+    loss_acknowledged_at_ms=1_795_000_000_000,  # 2026-11-18T11:06:40Z
 )
 EXPORTS = StackExports(
     clusters={
@@ -61,7 +63,7 @@ def test_exported_keys_stay_those_existing_stacks_have() -> None:
         "users",
         "caLocation",
     }
-    assert set(data["connect"]["mm2"]) == {"url", "cluster", "auth", "caPem", "offsetTopic"}
+    assert set(data["connect"]["mm2"]) == {"url", "cluster", "auth", "caPem", "offsetTopic", "workerUrls", "lagUrl"}
     old_flow_keys = {
         "source", "target", "workerGroup", "connectors", "states", "desiredStates", "topics", "checkpointsTopic",
         "offsetSyncsTopic", "heartbeatsTopic", "exactlyOnce", "offsetLagMax", "groups",
@@ -75,6 +77,7 @@ def test_exported_keys_stay_those_existing_stacks_have() -> None:
         "transforms",
         "rpoSeconds",
         "outageBudgetSeconds",
+        "lossAcknowledgedAt",
     }
 
 
@@ -110,6 +113,26 @@ def test_objectives_absent_in_older_outputs_decode_as_undeclared() -> None:
 def test_an_objective_that_is_not_whole_positive_seconds_is_listed(bad: Any) -> None:
     with pytest.raises(OutputsError, match=r'flows\["primary->dr"\].rpoSeconds is not a positive whole number'):
         _decode_flow({**FLOW.to_json(), "rpoSeconds": bad})
+
+
+def test_the_loss_acknowledgement_is_exported_as_its_utc_instant() -> None:
+    assert FLOW.to_json()["lossAcknowledgedAt"] == "2026-11-18T11:06:40Z"
+    assert replace(FLOW, loss_acknowledged_at_ms=1_795_000_000_250).loss_acknowledged_at == "2026-11-18T11:06:40.250Z"
+    assert replace(FLOW, loss_acknowledged_at_ms=None).to_json()["lossAcknowledgedAt"] is None
+    # written with an offset by hand: the same instant
+    assert _decode_flow({**FLOW.to_json(), "lossAcknowledgedAt": "2026-11-18T12:06:40+01:00"}) == FLOW
+
+
+def test_outputs_without_a_loss_acknowledgement_acknowledge_nothing() -> None:
+    older = FLOW.to_json()
+    del older["lossAcknowledgedAt"]
+    assert _decode_flow(older).loss_acknowledged_at_ms is None
+
+
+@pytest.mark.parametrize("bad", ["2026-11-18T11:06:40", "yesterday", 1_795_000_000_000])
+def test_a_loss_acknowledgement_that_is_no_instant_is_listed(bad: Any) -> None:
+    with pytest.raises(OutputsError, match=r'flows\["primary->dr"\].lossAcknowledgedAt is not an ISO-8601 instant'):
+        _decode_flow({**FLOW.to_json(), "lossAcknowledgedAt": bad})
 
 
 def test_explicit_fields_win_over_inference() -> None:

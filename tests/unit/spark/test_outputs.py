@@ -39,6 +39,20 @@ def test_the_exported_offsets_topic_wins_over_the_default_name() -> None:
     assert scope.offset_stores == {"mm2": OffsetStore("dr", "connect-offsets")}
 
 
+def test_each_worker_group_with_a_lag_exporter_is_asked_at_its_own_url() -> None:
+    scope = scope_of(
+        {
+            "clusters": CLUSTERS,
+            "connect": {
+                "mm2": {"url": "http://h:8083", "cluster": "dr", "lagUrl": "http://127.0.0.1:40111"},
+                "west": {"url": "http://h:8084", "cluster": "dr"},  # external, or outputs before the exporter
+            },
+            "flows": {},
+        }
+    )
+    assert scope.lag_urls == {"mm2": "http://127.0.0.1:40111"}
+
+
 def scope_of(data: dict[str, Any]) -> Any:
     """The stage's view of outputs already parsed from JSON."""
     return validation_view(StackExports.from_json(data))

@@ -14,7 +14,7 @@ import pytest
 from components.platform.image_layout import JMX_AGENT_JAR, KAFKA_IMAGE
 from components.platform.local.deploy import CONNECT_MAIN, KAFKA_MAIN
 from toolchain.images import build
-from toolchain.images.recipe import kafka_image
+from toolchain.images.recipe import kafka_image, watcher_image
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -99,3 +99,10 @@ def test_the_image_scripts_start_the_local_platforms_main_classes() -> None:
     assert KAFKA_MAIN in (bin_dir / "kafka-server-start.sh").read_text()
     assert CONNECT_MAIN in (bin_dir / "connect-distributed.sh").read_text()
     assert "kafka.tools.StorageTool" in (bin_dir / "kafka-storage.sh").read_text()
+
+
+def test_the_python_image_carries_the_lag_exporters_kafka_client() -> None:
+    """The watcher image runs the lag exporter too: Debian's confluent-kafka (and the system CAs
+    librdkafka verifies TLS clusters against), so its pod installs nothing at start."""
+    packages = watcher_image("bookworm").base.packages
+    assert {"python3", "python-is-python3", "python3-confluent-kafka", "ca-certificates"} <= set(packages)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from spark.progress import decode_source_offset
+from components.mm2_records import decode_source_offset
 
 CONNECTOR = "mm2-primary-to-dr-source"
 

@@ -1,0 +1,325 @@
+"""Lag and the data-loss sentinel on real parts: a dev-style stack (one worker) whose lag exporter
+is scraped by a real Prometheus loaded with the stack's rules.
+
+1. A paused flow: lag grows in records and seconds past the declared RPO, the RPO alert fires,
+   and both clear once the flow resumes.
+2. Retention deletes records MM2 has not copied (the flow paused, the source topic's retention
+   shrunk behind the stack's back): the exporter counts exactly the deleted offsets, the alert
+   fires, `bin/status` names them and exits 3, the Spark stage names them as expired, and
+   nothing else is reported lost.
+3. A source topic deleted and created again under the same name: reported as re-created, with
+   the records of the old topic MM2 had not copied.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from components.monitoring.prometheus import lag_targets, rule_groups, scrape_configs
+from components.monitoring.rules import Thresholds
+from tests.integration.harness import (
+    ROOT,
+    TestStack,
+    connect_auth,
+    dev_config_with_free_ports,
+    kafka_conf,
+    produce_batch,
+    run_validator,
+    running,
+    wait_until,
+)
+from tests.integration.prometheus import Prometheus
+
+pytestmark = pytest.mark.integration
+
+FLOW = "primary->dr"
+RPO_S = 20
+SCRAPE = "2s"
+FAST = Thresholds(window="30s", latency_for="10s", failure_for="6s", lag_for="6s")
+BOUND_S = 120  # exporter reading (5 s) + scrape + evaluation + MM2's offset flush, on 2 busy cores
+
+
+def lag_config() -> dict[str, Any]:
+    cfg = dev_config_with_free_ports()
+    config = cfg["config"]
+    config["mm2:workerGroups"]["mm2"]["workers"] = 1
+    # Retention is enforced every second, not every 5 minutes: the test waits on deletions.
+    config["mm2:clusters"]["primary"]["brokerConfig"] = {"log.retention.check.interval.ms": "1000"}
+    config["mm2:clusters"]["primary"]["topics"]["expiring"] = {"partitions": 1}
+    flow = config["mm2:flows"][FLOW]
+    flow["topics"] = ["orders", "payments", "expiring", "recreated"]
+    flow["rpo"] = f"{RPO_S}s"
+    return cfg
+
+
+def lag_url(stack: TestStack) -> str:
+    url = stack.outputs()["connect"]["mm2"]["lagUrl"]
+    assert url.startswith("http://127.0.0.1:"), url
+    return str(url)
+
+
+def samples(url: str, name: str) -> list[tuple[dict[str, str], float]]:
+    """Every sample of metric `name` the exporter serves now, as (labels, value)."""
+    out = []
+    for line in httpx.get(f"{url}/metrics", timeout=5).text.splitlines():
+        if line.startswith(name + "{"):
+            labels_text, value = line[len(name) + 1 :].rsplit("} ", 1)
+            labels = dict(part.split("=", 1) for part in labels_text.split('",') if part)
+            out.append(({k: v.strip('"') for k, v in labels.items()}, float(value)))
+    return out
+
+
+def value(url: str, name: str, **wanted: str) -> float | None:
+    for labels, v in samples(url, name):
+        if all(labels.get(k) == w for k, w in wanted.items()):
+            return v
+    return None
+
+
+def total(url: str, name: str, **wanted: str) -> float:
+    return sum(v for labels, v in samples(url, name) if all(labels.get(k) == w for k, w in wanted.items()))
+
+
+def expired(url: str) -> dict[str, Any]:
+    return dict(httpx.get(f"{url}/expired", timeout=5).json())
+
+
+def source_connector(stack: TestStack) -> str:
+    return str(stack.outputs()["flows"][FLOW]["connectors"]["source"])
+
+
+def set_source_state(stack: TestStack, action: str, state: str) -> None:
+    """Pause or resume the flow's source connector behind the stack's back, and wait for the state."""
+    out = stack.outputs()
+    url, auth, name = out["connect"]["mm2"]["url"], connect_auth(out), source_connector(stack)
+    httpx.put(f"{url}/connectors/{name}/{action}", auth=auth, timeout=10).raise_for_status()
+
+    def reached() -> bool:
+        status = httpx.get(f"{url}/connectors/{name}/status", auth=auth, timeout=10).json()
+        return all(s["state"] == state for s in [status["connector"], *status["tasks"]])
+
+    wait_until(reached, 60, f"the source connector {state}", poll_s=0.5)
+
+
+def admin(stack: TestStack) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(kafka_conf(stack.outputs(), "primary"))
+
+
+def alter_topic(stack: TestStack, topic: str, **config: str) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    entries = [
+        ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET) for k, v in config.items()
+    ]
+    client = admin(stack)  # kept until the futures resolve: a collected client destroys its handle
+    resource = ConfigResource("TOPIC", topic, incremental_configs=entries)
+    for future in client.incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+def watermarks(stack: TestStack, topic: str) -> tuple[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(kafka_conf(stack.outputs(), "primary", **{"group.id": "lag-test-watermarks"}))
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)
+        return int(low), int(high)
+    finally:
+        consumer.close()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestStack, Prometheus]]:
+    with running(tmp_path_factory.mktemp("lag"), lag_config()) as stack:
+        url = lag_url(stack)
+        topology = stack.topology()
+        lag = lag_targets(topology, {"mm2": url})
+        assert lag.targets == {"mm2": url.removeprefix("http://")}, lag.describe()
+        scrape = scrape_configs(topology, SCRAPE, lag.targets)
+        prometheus = Prometheus(tmp_path_factory.mktemp("prometheus"), rule_groups(topology, FAST), scrape, SCRAPE)
+        try:
+            yield stack, prometheus
+        finally:
+            prometheus.stop()
+
+
+def test_a_paused_flow_lags_past_its_rpo_and_recovers(world: tuple[TestStack, Prometheus]) -> None:
+    stack, prometheus = world
+    url = lag_url(stack)
+    wait_until(lambda: value(url, "mm2_flow_lag_records", flow=FLOW) == 0, BOUND_S, "no lag while the flow runs")
+    set_source_state(stack, "pause", "PAUSED")
+    try:
+        produce_batch(stack.outputs(), "primary", "orders", [f"lag-{i}".encode() for i in range(300)])
+        behind = wait_until(
+            lambda: (v := total(url, "mm2_partition_lag_records", flow=FLOW, topic="orders")) >= 300 and v,
+            BOUND_S,
+            "300 records of orders behind",
+        )
+        # The flow's figure is its worst partition's: orders has 3.
+        assert value(url, "mm2_flow_lag_records", flow=FLOW) == max(
+            v for labels, v in samples(url, "mm2_partition_lag_records") if labels["flow"] == FLOW
+        )
+        assert behind >= 300
+        seconds = wait_until(
+            lambda: (v := value(url, "mm2_flow_lag_seconds", flow=FLOW)) and v > RPO_S and v,
+            BOUND_S,
+            f"lag past the {RPO_S}s RPO",
+        )
+        print(f"\npaused flow: {behind:.0f} records and {seconds:.0f}s behind")
+        fired = wait_until(lambda: prometheus.firing().get("MM2FlowLagAboveRPO"), BOUND_S, "MM2FlowLagAboveRPO firing")
+        assert fired[0]["flow"] == FLOW, fired
+    finally:
+        set_source_state(stack, "resume", "RUNNING")
+    wait_until(lambda: value(url, "mm2_flow_lag_records", flow=FLOW) == 0, BOUND_S, "lag back to 0 after resume")
+    assert value(url, "mm2_flow_lag_seconds", flow=FLOW) == 0
+    wait_until(lambda: "MM2FlowLagAboveRPO" not in prometheus.firing(), BOUND_S, "the RPO alert to clear")
+    assert expired(url)["expired"] == [], "a paused flow loses nothing while retention keeps the records"
+
+
+def test_records_deleted_before_replication_are_named_and_counted(
+    world: tuple[TestStack, Prometheus], tmp_path: Path
+) -> None:
+    stack, prometheus = world
+    url, out = lag_url(stack), stack.outputs()
+    # MM2 copies the first 10 records and commits them: the sentinel knows where it stands.
+    produce_batch(out, "primary", "expiring", [f"kept-{i}".encode() for i in range(10)])
+    wait_until(
+        lambda: (
+            value(url, "mm2_partition_lag_records", topic="expiring", partition="0") == 0
+            and watermarks(stack, "expiring")[1] == 10
+        ),
+        BOUND_S,
+        "the first 10 records of expiring copied",
+    )
+    set_source_state(stack, "pause", "PAUSED")
+    try:
+        produce_batch(out, "primary", "expiring", [f"doomed-{i}".encode() for i in range(100)])
+        # Short segments and retention: keep producing one record at a time (each append after
+        # segment.ms rolls the segment) until the log start passes MM2's position.
+        alter_topic(stack, "expiring", segment_ms="500", retention_ms="1000")
+        run = uuid.uuid4().hex[:6]
+
+        def deleted() -> bool:
+            produce_batch(out, "primary", "expiring", [f"trickle-{run}-{time.monotonic()}".encode()])
+            return watermarks(stack, "expiring")[0] > 10
+
+        wait_until(deleted, BOUND_S, "retention to delete records MM2 had not copied", poll_s=0.5)
+        alter_topic(stack, "expiring", retention_ms="-1")  # nothing more is deleted from here on
+        log_start = watermarks(stack, "expiring")[0]
+        want = log_start - 10
+        found = wait_until(
+            lambda: (d := expired(url)["expired"]) and sum(e["count"] for e in d) == want and d,
+            BOUND_S,
+            f"the exporter to count {want} expired records",
+        )
+        assert [(e["topic"], e["partition"], e["reason"]) for e in found] == [("expiring", 0, "retention")] * len(found)
+        assert min(e["first"] for e in found) == 10 and max(e["end"] for e in found) == log_start
+        assert value(url, "mm2_expired_records_total", topic="expiring", partition="0", reason="retention") == want
+        fired = wait_until(
+            lambda: prometheus.firing().get("MM2RecordsExpiredBeforeReplication"), BOUND_S, "the data-loss alert"
+        )
+        assert fired[0]["topic"] == "expiring", fired
+    finally:
+        set_source_state(stack, "resume", "RUNNING")
+    # MM2 resumes from the log start; the count stays what was lost, no new loss is found.
+    wait_until(
+        lambda: value(url, "mm2_partition_lag_records", topic="expiring", partition="0") == 0, BOUND_S, "caught up"
+    )
+    assert sum(e["count"] for e in expired(url)["expired"]) == want
+
+    outputs_file = tmp_path / "outputs.json"
+    outputs_file.touch(mode=0o600)  # it holds the stack's passwords
+    outputs_file.write_text(json.dumps(stack.outputs()))
+    status = subprocess.run(
+        [str(ROOT / "bin" / "status"), "--outputs", str(outputs_file), "--json"],
+        cwd=ROOT, env=stack.env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert status.returncode == 3, status.stdout[-3000:] + status.stderr[-3000:]
+    print(f"\nexpired before replication: {want} records; bin/status exit {status.returncode}")
+    assert f"offsets 10..{log_start - 1}: {want} record(s) deleted by retention" in status.stdout
+
+    # The Spark stage fails the flow on them alone, as expired before replication: nothing else
+    # is reported lost (the records are gone from the source, the rest arrived).
+    report = run_validator(stack, stack.outputs(), tmp_path, expect_exit=1)
+    assert report["failedChecks"] == [f"{FLOW}: source_records_expired"], report["failedChecks"]
+    detail = report["flows"][FLOW]["checks"]["source_records_expired"]["detail"]
+    assert f"expiring[0] offsets 10..{log_start - 1}: {want} record(s) expired on the source" in detail, detail
+
+
+def _recreate(stack: TestStack, topic: str) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    client = admin(stack)
+    for future in client.delete_topics([topic], operation_timeout=30).values():
+        future.result(60)
+
+    def created() -> bool:
+        try:
+            for future in client.create_topics([NewTopic(topic, 1, 1)], operation_timeout=30).values():
+                future.result(60)
+        except Exception as exc:  # still being deleted: TOPIC_ALREADY_EXISTS until the deletion completes
+            if "already exists" in str(exc).lower() or "marked for deletion" in str(exc).lower():
+                return False
+            raise
+        return True
+
+    wait_until(created, 60, f"{topic} created again", poll_s=0.5)
+
+
+def test_a_recreated_source_topic_is_reported_with_what_mm2_had_not_copied(
+    world: tuple[TestStack, Prometheus],
+) -> None:
+    stack, prometheus = world
+    url, out = lag_url(stack), stack.outputs()
+    from confluent_kafka.admin import NewTopic
+
+    client = admin(stack)
+    for future in client.create_topics([NewTopic("recreated", 1, 1)], operation_timeout=30).values():
+        future.result(60)
+    produce_batch(out, "primary", "recreated", [f"old-{i}".encode() for i in range(20)])
+    wait_until(
+        lambda: (
+            value(url, "mm2_partition_lag_records", topic="recreated", partition="0") == 0
+            and watermarks(stack, "recreated")[1] == 20
+        ),
+        BOUND_S,
+        "the old topic's 20 records copied",
+    )
+    set_source_state(stack, "pause", "PAUSED")
+    try:
+        produce_batch(out, "primary", "recreated", [f"unsent-{i}".encode() for i in range(30)])
+        wait_until(
+            lambda: value(url, "mm2_partition_lag_records", topic="recreated", partition="0") == 30,
+            BOUND_S,
+            "the exporter to see 30 records not copied",
+        )
+        _recreate(stack, "recreated")
+        produce_batch(out, "primary", "recreated", [f"new-{i}".encode() for i in range(5)])
+        found = wait_until(
+            lambda: [e for e in expired(url)["expired"] if e["topic"] == "recreated"] or None,
+            BOUND_S,
+            "the re-creation reported",
+        )
+        assert [(e["first"], e["end"], e["count"], e["reason"]) for e in found] == [(20, 50, 30, "recreated")]
+        assert value(url, "mm2_source_topic_recreations_total", topic="recreated") == 1
+        wait_until(lambda: prometheus.firing().get("MM2SourceTopicRecreated"), BOUND_S, "the re-creation alert")
+    finally:
+        set_source_state(stack, "resume", "RUNNING")
+    # MM2 copies the new topic from its start; the exporter sees it caught up, nothing more lost.
+    wait_until(
+        lambda: value(url, "mm2_partition_lag_records", topic="recreated", partition="0") == 0,
+        BOUND_S,
+        "the new topic copied",
+    )
+    assert [e["count"] for e in expired(url)["expired"] if e["topic"] == "recreated"] == [30]

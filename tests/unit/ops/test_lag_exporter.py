@@ -1,0 +1,110 @@
+"""The lag exporter's loop and HTTP endpoints over a fake Kafka (components/ops/lag_exporter.py)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from components.ops.lag_exporter import Exporter, replicated_topics, serve
+from components.watch.lag import Reading
+from components.watch.lag_plan import LagFlow, LagPlan
+
+FLOW = LagFlow("primary->dr", "primary", "dr", "mm2-primary-to-dr-source", ("orders", "pay.*"), ("payments-old",), 60)
+
+
+def test_replicated_topics_follow_the_patterns_and_what_mm2_committed() -> None:
+    topics = {"orders": 3, "payments": 1, "payments-old": 1, "other": 1, "__consumer_offsets": 50}
+    topics |= {"dr.orders": 1, "mm2-offset-syncs.dr.internal": 1, "heartbeats": 1, "legacy": 1}
+    # `legacy` is not in the patterns but MM2 committed offsets for it: it is replicated.
+    assert replicated_topics(FLOW, topics, {"legacy", "gone"}) == ["legacy", "orders", "payments"]
+
+
+class FakeKafka:
+    def __init__(self) -> None:
+        self.readings: list[Reading] = []
+        self.fail = False
+
+    def read_committed(self) -> None:
+        return None
+
+    def read_flow(self, flow: LagFlow) -> list[Reading]:
+        if self.fail:
+            raise RuntimeError("broker down")
+        return self.readings
+
+
+def plan(tmp_path: Path) -> LagPlan:
+    return LagPlan(
+        group="mm2",
+        storage_cluster="dr",
+        offsets_topic="mm2-mm2-offsets",
+        clusters={"primary": {"bootstrap.servers": "127.0.0.1:1"}},
+        flows=(FLOW,),
+        status_file=str(tmp_path / "status.json"),
+        state_file=str(tmp_path / "state.json"),
+    )
+
+
+def test_an_expiry_is_served_kept_on_disk_and_not_counted_again_after_a_restart(tmp_path: Path) -> None:
+    kafka = FakeKafka()
+    exporter = Exporter(plan(tmp_path), kafka)
+    kafka.readings = [Reading("orders", 0, 0, 500, 99)]
+    exporter.read_once(now_ms=1_000)
+    kafka.readings = [Reading("orders", 0, 300, 500, 99)]
+    exporter.read_once(now_ms=2_000)
+    assert [e["count"] for e in exporter.expired()["expired"]] == [200]
+    assert json.loads((tmp_path / "status.json").read_text())["expired"] == 200
+    assert 'mm2_expired_records_total{flow="primary->dr"' in exporter.metrics()
+
+    again = Exporter(plan(tmp_path), kafka)  # a restarted exporter reads its state back
+    again.read_once(now_ms=3_000)
+    assert [e["count"] for e in again.expired()["expired"]] == [200]
+
+
+def test_a_failed_reading_is_counted_and_the_last_lag_kept(tmp_path: Path) -> None:
+    kafka = FakeKafka()
+    exporter = Exporter(plan(tmp_path), kafka)
+    kafka.readings = [Reading("orders", 0, 0, 150, 99, oldest_ms=1_000)]
+    exporter.read_once(now_ms=11_000)
+    kafka.fail = True
+    exporter.read_once(now_ms=12_000)
+    text = exporter.metrics()
+    assert 'mm2_lag_read_errors_total{flow="primary->dr",source="primary",target="dr"} 1' in text
+    assert 'mm2_flow_lag_seconds{flow="primary->dr",source="primary",target="dr"} 10' in text
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_http_endpoints(tmp_path: Path) -> None:
+    kafka = FakeKafka()
+    exporter = Exporter(plan(tmp_path), kafka)
+    server = serve(exporter, "127.0.0.1:0")
+    try:
+        assert exporter.url.startswith("http://127.0.0.1:")
+        assert _get(f"{exporter.url}/healthz")[0] == 503  # no reading yet
+        kafka.readings = [Reading("orders", 0, 0, 10, 9)]
+        exporter.read_once(now_ms=1_000)
+        assert _get(f"{exporter.url}/healthz") == (200, "ok\n")
+        status, text = _get(f"{exporter.url}/metrics")
+        assert status == 200 and "# TYPE mm2_partition_lag_records gauge" in text
+        assert json.loads(_get(f"{exporter.url}/expired")[1]) == {"expired": [], "recreated": []}
+        assert _get(f"{exporter.url}/nothing")[0] == 404
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_unreadable_state_file_stops_the_exporter_with_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "state.json").write_text("{not json")
+    with pytest.raises(SystemExit, match="move it aside"):
+        Exporter(plan(tmp_path), FakeKafka())
