@@ -58,6 +58,7 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from bench.proc_stats import cpu_seconds, machine_cpu  # noqa: E402
 from components.connect.client import ConnectClient  # noqa: E402
 from components.platform.local import process as proc  # noqa: E402
 from components.platform.local.deploy import CONNECT_MAIN, KAFKA_MAIN  # noqa: E402
@@ -378,26 +379,12 @@ class EndOffsets:
 # ---- CPU accounting ------------------------------------------------------------------------
 
 
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def cpu_snapshot(rig: Rig, extra: Mapping[str, int] | None = None) -> dict[str, float]:
     pids = {**rig.pids, **(extra or {}), "bench-python": os.getpid()}
     snap = {name: cpu_seconds(pid) for name, pid in pids.items()}
     snap["_wall"] = time.monotonic()
     snap["_machine"] = machine_cpu()
     return snap
-
-
-def machine_cpu() -> float:
-    parts = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    busy = sum(int(x) for i, x in enumerate(parts[:8]) if i not in (3, 4))  # all but idle, iowait
-    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_share(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:

@@ -56,8 +56,8 @@ class Stream:
     """A producer at a fixed rate (key: sequence number, value: send time in ms) and a consumer of
     the remote topic noting each record's arrival time; both in threads until `stop()`."""
 
-    def __init__(self, out: dict[str, Any], rate: float) -> None:
-        self.out, self.rate = out, rate
+    def __init__(self, out: dict[str, Any], rate: float, bench: str = "restarts") -> None:
+        self.out, self.rate, self.bench = out, rate, bench
         self.halt = threading.Event()
         self.acked: set[int] = set()
         self.sending_s = 0.0
@@ -103,7 +103,7 @@ class Stream:
     def _consume(self) -> None:
         from confluent_kafka import Consumer
 
-        settings = {"group.id": f"bench-restarts-{os.getpid()}", "auto.offset.reset": "earliest",
+        settings = {"group.id": f"bench-{self.bench}-{os.getpid()}", "auto.offset.reset": "earliest",
                     "fetch.wait.max.ms": 50, "enable.auto.commit": False}  # fmt: skip
         conf = kafka_conf(self.out, "dr", **settings)
         consumer = Consumer(conf)

@@ -1,0 +1,1 @@
+"""Lag exporter benchmark: what the exporter costs replication on the dev stack (run.py)."""
