@@ -17,9 +17,7 @@ It listens on a free loopback port; the URL is its `url` output and the stack ex
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -27,7 +25,7 @@ from pulumi.dynamic import Resource
 
 from components.platform.lag_exporter import POLL_S, plan_for, secret_clients
 from components.platform.local.layout import LAG_EXPORTER_STATE_FILE, LocalPlatform, lag_exporter_path
-from components.platform.local.service import ServiceProvider
+from components.platform.local.service import ServiceProvider, service_inputs, service_options
 from components.topology import Topology
 from components.watch.lag_plan import plan_document, split_client
 
@@ -67,26 +65,8 @@ class LocalLagExporter(Resource, module="local", name="LagExporter"):
         secrets: pulumi.Input[Mapping[str, Any]],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        opts = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=["auth"]), opts)
-        super().__init__(
-            LagExporterProvider(),
-            resource_name,
-            {
-                "component": component,
-                "marker": marker,
-                "run_dir": run_dir,
-                "plan": plan,
-                "auth": pulumi.Output.secret(secrets),
-                "python": sys.executable,
-                "project_dir": str(Path(__file__).resolve().parents[3]),
-                "pid": None,
-                "running": None,
-                "url": None,
-                "log_file": None,
-                "status_file": None,
-            },
-            opts,
-        )
+        inputs = service_inputs(component, marker, run_dir, plan, secrets, "url")
+        super().__init__(LagExporterProvider(), resource_name, inputs, service_options(opts))
 
 
 def deploy_local_lag_exporter(

@@ -12,11 +12,13 @@ lag exporter (lag_exporter.py). One dynamic provider shape for both:
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pulumi
 from pulumi.dynamic import CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from components.platform.local import process as proc
@@ -26,6 +28,34 @@ from components.rpc_values import plain
 PLAN_FILE = "plan.json"
 _RESTART_KEYS = ("plan", "auth", "python", "project_dir")
 _START_S = 30.0  # the first status file appears after one poll
+
+
+def service_inputs(
+    component: str,
+    marker: str,
+    run_dir: str,
+    plan: pulumi.Input[Mapping[str, Any]],
+    secrets: pulumi.Input[Mapping[str, Any]] | None,
+    *outputs: str,
+) -> dict[str, Any]:
+    """A process resource's inputs: the secrets under `auth` (a secret), this interpreter and
+    project, and the provider's outputs (`pid`, `running`, `log_file`, `status_file` and the
+    subclass's `outputs`) unknown until it starts."""
+    return {
+        "component": component,
+        "marker": marker,
+        "run_dir": run_dir,
+        "plan": plan,
+        "auth": pulumi.Output.secret(secrets) if secrets is not None else None,
+        "python": sys.executable,
+        "project_dir": str(Path(__file__).resolve().parents[3]),
+        **dict.fromkeys(("pid", "running", *outputs, "log_file", "status_file")),
+    }
+
+
+def service_options(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
+    """`opts` with the secrets kept secret in the resource's outputs too."""
+    return pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=["auth"]), opts)
 
 
 class ServiceProvider(ResourceProvider):

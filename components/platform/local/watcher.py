@@ -18,9 +18,7 @@ read reports ``running: false`` for a dead watcher, so refresh shows it and `up`
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -28,7 +26,7 @@ from pulumi.dynamic import Resource
 
 from components.platform.local.layout import WATCHER_STATUS_FILE as STATUS_FILE
 from components.platform.local.layout import LocalPlatform, watcher_path, worker_path
-from components.platform.local.service import PLAN_FILE, ServiceProvider
+from components.platform.local.service import PLAN_FILE, ServiceProvider, service_inputs, service_options
 from components.topology import Topology, worker_rest_urls
 from components.topology.auto_restart import watched_connectors
 
@@ -79,25 +77,8 @@ class LocalWatcher(Resource, module="local", name="Watcher"):
         auth: pulumi.Input[Mapping[str, str]] | None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        opts = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(additional_secret_outputs=["auth"]), opts)
-        super().__init__(
-            WatcherProvider(),
-            resource_name,
-            {
-                "component": component,
-                "marker": marker,
-                "run_dir": run_dir,
-                "plan": plan,
-                "auth": pulumi.Output.secret(auth) if auth is not None else None,
-                "python": sys.executable,
-                "project_dir": str(Path(__file__).resolve().parents[3]),
-                "pid": None,
-                "running": None,
-                "log_file": None,
-                "status_file": None,
-            },
-            opts,
-        )
+        inputs = service_inputs(component, marker, run_dir, plan, auth)
+        super().__init__(WatcherProvider(), resource_name, inputs, service_options(opts))
 
 
 def deploy_local_watcher(
