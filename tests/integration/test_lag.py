@@ -110,6 +110,18 @@ def set_source_state(stack: TestStack, action: str, state: str) -> None:
     wait_until(reached, 60, f"the source connector {state}", poll_s=0.5)
 
 
+def wait_copied(stack: TestStack, url: str, topic: str, records: int) -> None:
+    """Until partition 0 of `topic` holds `records` records and the exporter sees MM2 past them all."""
+    wait_until(
+        lambda: (
+            value(url, "mm2_partition_lag_records", topic=topic, partition="0") == 0
+            and watermarks(stack, topic)[1] == records
+        ),
+        BOUND_S,
+        f"the {records} records of {topic} copied",
+    )
+
+
 def admin(stack: TestStack) -> Any:
     from confluent_kafka.admin import AdminClient
 
@@ -194,14 +206,7 @@ def test_records_deleted_before_replication_are_named_and_counted(
     url, out = lag_url(stack), stack.outputs()
     # MM2 copies the first 10 records and commits them: the sentinel knows where it stands.
     produce_batch(out, "primary", "expiring", [f"kept-{i}".encode() for i in range(10)])
-    wait_until(
-        lambda: (
-            value(url, "mm2_partition_lag_records", topic="expiring", partition="0") == 0
-            and watermarks(stack, "expiring")[1] == 10
-        ),
-        BOUND_S,
-        "the first 10 records of expiring copied",
-    )
+    wait_copied(stack, url, "expiring", 10)
     set_source_state(stack, "pause", "PAUSED")
     try:
         produce_batch(out, "primary", "expiring", [f"doomed-{i}".encode() for i in range(100)])
@@ -288,14 +293,7 @@ def test_a_recreated_source_topic_is_reported_with_what_mm2_had_not_copied(
     for future in client.create_topics([NewTopic("recreated", 1, 1)], operation_timeout=30).values():
         future.result(60)
     produce_batch(out, "primary", "recreated", [f"old-{i}".encode() for i in range(20)])
-    wait_until(
-        lambda: (
-            value(url, "mm2_partition_lag_records", topic="recreated", partition="0") == 0
-            and watermarks(stack, "recreated")[1] == 20
-        ),
-        BOUND_S,
-        "the old topic's 20 records copied",
-    )
+    wait_copied(stack, url, "recreated", 20)
     set_source_state(stack, "pause", "PAUSED")
     try:
         produce_batch(out, "primary", "recreated", [f"unsent-{i}".encode() for i in range(30)])
