@@ -39,6 +39,7 @@ def _ephemeral_floor() -> int:
 
 
 _PORTS = random.Random()  # its own generator: a test seeding `random` must not repeat our picks
+_HANDED_OUT: set[int] = set()  # every port free_port_block returned in this process
 
 
 def _worker_share(low: int, high: int) -> tuple[int, int]:
@@ -67,7 +68,11 @@ def free_port_block(size: int) -> int:
     high -= size  # the whole block inside this worker's share
     for _ in range(200):
         base = _PORTS.randrange(low, high)
-        if not any(proc.port_in_use(base + i) for i in range(size)):
+        block = range(base, base + size)
+        # A block handed out earlier may not be bound yet (one config's clusters and groups are
+        # all picked before any JVM starts): never hand out a port twice.
+        if not any(p in _HANDED_OUT or proc.port_in_use(p) for p in block):
+            _HANDED_OUT.update(block)
             return base
     raise RuntimeError(f"no block of {size} free ports found in {low}-{high + size}")
 
