@@ -243,6 +243,17 @@ def spawn(cmd: list[str], log_file: str | Path, cwd: str | Path) -> int:
             close_fds=True,
             cwd=cwd,
         )
+    # Popen returns once the exec began, but the kernel sets the new command line up a moment
+    # later: until then /proc/<pid>/cmdline is empty and find_pids cannot see the marker. Wait
+    # for it (bounded), so a caller that looks for the process right away finds it.
+    deadline = time.monotonic() + 5.0
+    while child.poll() is None and time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{child.pid}/cmdline").read_bytes():
+                break
+        except OSError:
+            break
+        time.sleep(0.01)
     return child.pid
 
 
