@@ -38,7 +38,8 @@ from components.platform.settings import (
     docker_settings,
     kubernetes_settings,
 )
-from components.replication_flow import ReplicationFlow
+from components.replication_flow import ReplicationFlow, flow_export
+from components.switchover import Switchover
 from components.topology import (
     Platform,
     Topology,
@@ -48,7 +49,9 @@ from components.topology import (
     with_secrets_file,
     worker_rest_urls,
 )
+from components.topology.connectors import flow_connectors
 from components.topology.jaas import quotable_password_keys
+from components.topology.model import Pair
 from components.topology.security import (
     cluster_acls,
     cluster_users,
@@ -60,7 +63,7 @@ from components.topology.tls import with_local_tls
 
 NAMESPACE = "mm2"
 PLATFORM_NAMESPACE = "mm2-platform"
-SECTIONS = ("defaults", "clusters", "workerGroups", "flows")
+SECTIONS = ("defaults", "clusters", "workerGroups", "flows", "failover")
 PLATFORM_SECTIONS = ("kubernetes", "docker")
 KAFKA_LIBS_ENV = "MM2_KAFKA_LIBS"
 
@@ -116,6 +119,7 @@ class Deployed:
     clusters: dict[str, KafkaCluster]
     groups: dict[str, ConnectWorkerGroup]
     flows: dict[str, ReplicationFlow]
+    switchovers: dict[str, Switchover] = field(default_factory=dict)
 
 
 def read_stack_config(project_dir: str | Path) -> StackConfig:
@@ -240,13 +244,42 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
         )
         for name, group in topology.worker_groups.items()
     }
+    partial = Deployed(credentials, topology, clusters, groups, {})
+    switchovers = {pair.name: _switchover(pair, partial) for pair in topology.pairs}
+    after = {name: [switchovers[p.name]] for p in topology.pairs for name in (p.active_flow, p.standby_flow)}
     flows = {
         flow.name: ReplicationFlow(
-            f"flow-{flow.slug}", flow, topology, groups[flow.worker_group], clusters, credentials=secrets
+            f"flow-{flow.slug}",
+            flow,
+            topology,
+            groups[flow.worker_group],
+            clusters,
+            credentials=secrets,
+            after=after.get(flow.name, []),
         )
         for flow in topology.enabled_flows()
     }
-    return Deployed(credentials, topology, clusters, groups, flows)
+    return Deployed(credentials, topology, clusters, groups, flows, switchovers)
+
+
+def _switchover(pair: Pair, deployed: Deployed) -> Switchover:
+    """A pair's Switchover, handed the outputs contract's view of its clusters, groups and flows."""
+    topology = deployed.topology
+    flows = [topology.flow(pair.active_flow), topology.flow(pair.standby_flow)]
+    exports = {
+        "clusters": {alias: cluster_export(alias, deployed).to_json() for alias in (pair.first, pair.second)},
+        "connect": {f.worker_group: group_export(f.worker_group, deployed).to_json() for f in flows},
+        "flows": {f.name: flow_export(f, topology, flow_connectors(topology, f), {}) for f in flows},
+    }
+    resources: list[pulumi.Resource] = [deployed.clusters[pair.first], deployed.clusters[pair.second]]
+    resources += [deployed.groups[f.worker_group] for f in flows]
+    return Switchover(
+        f"failover-{pair.first}-{pair.second}",
+        pair,
+        topology,
+        exports=pulumi.Output.from_input(exports),
+        opts=pulumi.ResourceOptions(depends_on=resources),
+    )
 
 
 def cluster_export(alias: str, deployed: Deployed) -> ClusterExport:
@@ -299,6 +332,15 @@ def export(deployed: Deployed) -> None:
     pulumi.export("clusters", {alias: cluster_export(alias, deployed).to_json() for alias in deployed.clusters})
     pulumi.export("connect", {name: group_export(name, deployed).to_json() for name in deployed.groups})
     pulumi.export("flows", {name: f.summary for name, f in deployed.flows.items()})
+    if deployed.switchovers:
+        pulumi.export("failover", {name: _failover_export(s) for name, s in deployed.switchovers.items()})
+
+
+def _failover_export(switchover: Switchover) -> pulumi.Output[dict[str, Any]]:
+    """A pair's active side, where each flow it stopped stopped, and its latest switchover."""
+    return pulumi.Output.all(pair=switchover.pair, cuts=switchover.cuts, last=switchover.last).apply(
+        lambda v: {"active": v["pair"]["active"], "cuts": v["cuts"] or {}, "last": v["last"]}
+    )
 
 
 def program(config: StackConfig) -> Deployed:

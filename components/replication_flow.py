@@ -9,7 +9,7 @@ state the flow declares (`state` / `connectorStates`: running unless paused or s
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -54,6 +54,7 @@ class ReplicationFlow(pulumi.ComponentResource):
         group: ConnectWorkerGroup,
         clusters: dict[str, KafkaCluster],
         credentials: pulumi.Output[Mapping[str, str]] | None = None,
+        after: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = _registered_props(flow)
@@ -69,7 +70,8 @@ class ReplicationFlow(pulumi.ComponentResource):
             )
         # A connector must not start before the clusters it reads and writes, and the topics it
         # replicates, exist; nor before the workers that will run it.
-        depends: list[pulumi.Resource] = [group, clusters[flow.source], clusters[flow.target]]
+        # A pair's Switchover (`after`) stops and starts the flow itself, in its order.
+        depends: list[pulumi.Resource] = [group, clusters[flow.source], clusters[flow.target], *after]
         # Workers the stack deploys are rolled to the flow's exactly-once support before the
         # connectors change: the preview must not refuse it on the workers still running.
         managed = topology.worker_groups[flow.worker_group].platform is not Platform.EXTERNAL

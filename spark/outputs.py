@@ -143,6 +143,8 @@ class ValidationScope:
     offset_stores: Mapping[str, OffsetStore] = field(default_factory=dict)
     # worker group -> its lag exporter's URL (`connect.<group>.lagUrl`; spark.expired), where it has one
     lag_urls: Mapping[str, str] = field(default_factory=dict)
+    # every enabled flow, paused and stopped ones too: the topics the topology can have made (loops)
+    enabled_flows: tuple[FlowExport, ...] = ()
 
 
 def offset_stores(exports: StackExports) -> dict[str, OffsetStore]:
@@ -182,6 +184,7 @@ def validation_view(exports: StackExports) -> ValidationScope:
         flows=tuple(sorted(flows, key=lambda fl: fl.name)),
         offset_stores=offset_stores(exports),
         lag_urls={name: g.lag_url for name, g in exports.connect.items() if g.lag_url},
+        enabled_flows=tuple(sorted((f for f in exports.flows.values() if f.enabled), key=lambda fl: fl.name)),
     )
 
 

@@ -177,7 +177,8 @@ def build_session(
 
 
 def check_loops(outputs: ValidationScope, topics: dict[str, dict[str, int]]) -> tuple[Check, list[dict[str, str]]]:
-    found = loops.illegal_topics({a: list(t) for a, t in topics.items()}, outputs.flows)
+    # A stopped flow (declared, or a pair's standby flow) made its remote topics as well.
+    found = loops.illegal_topics({a: list(t) for a, t in topics.items()}, outputs.enabled_flows or outputs.flows)
     rows = [{"cluster": f.cluster, "topic": f.topic, "reason": f.reason} for f in found]
     if found:
         return Check(

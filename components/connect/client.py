@@ -277,6 +277,11 @@ class ConnectClient:
     def stop(self, name: str) -> None:
         self._call("PUT", connector_path(name, "stop"))
 
+    def alter_offsets(self, name: str, offsets: list[Mapping[str, Any]]) -> None:
+        """PATCH /connectors/<name>/offsets (KIP-875): where a STOPPED connector resumes, per partition
+        ([{"partition": {...}, "offset": {...}}], the connector's own partition and offset shapes)."""
+        self._call("PATCH", connector_path(name, "offsets"), json={"offsets": list(offsets)})
+
     def create(self, name: str, config: Mapping[str, str], *, initial_state: str = "RUNNING") -> dict[str, Any]:
         """POST /connectors: create a connector that starts in `initial_state` (RUNNING, PAUSED
         or STOPPED; KIP-980), so a connector declared paused or stopped never runs a task.

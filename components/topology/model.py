@@ -287,11 +287,65 @@ class Flow:
         return f"{self.source}-to-{self.target}"
 
 
+PAIR_SEPARATOR = "<->"  # a cluster pair's key: `primary<->dr`
+
+
+class Divergence(str, Enum):
+    """What a failback does with records the old active side took after its writes were fenced
+    (written by a principal the fence does not hold, e.g. a super user): they never reached the
+    other side.
+
+    keep: the moved consumer groups resume before them and the restarted flow copies them;
+    discard: the groups and the flow resume after them (they stay in the log, named in the plan).
+    """
+
+    KEEP = "keep"
+    DISCARD = "discard"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two clusters replicating both ways, one of them active (`mm2:failover.<a><-><b>`).
+
+    The applications write and read on `active`; the flow active->passive runs and the flow
+    passive->active (the standby flow) is stopped; the passive side's copies of the replicated
+    topics refuse the applications' writes (the fence). Changing `active` is a planned switchover
+    (components/switchover.py runs it during `pulumi up`).
+    """
+
+    first: str
+    second: str
+    active: str
+    principals: tuple[str, ...]  # "User:app": the application principals the fence holds
+    groups: tuple[str, ...] = ()  # regexes of the consumer groups that move; () = every checkpointed group
+    drain_timeout_s: int = 120
+    divergence: Divergence | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.first}{PAIR_SEPARATOR}{self.second}"
+
+    @property
+    def passive(self) -> str:
+        return self.second if self.active == self.first else self.first
+
+    @property
+    def active_flow(self) -> str:
+        """The flow that runs: active -> passive."""
+        return f"{self.active}->{self.passive}"
+
+    @property
+    def standby_flow(self) -> str:
+        """The flow stopped until the next switchover: passive -> active."""
+        return f"{self.passive}->{self.active}"
+
+
 @dataclass(frozen=True)
 class Topology:
     clusters: Mapping[str, Cluster]
     worker_groups: Mapping[str, WorkerGroup]
     flows: tuple[Flow, ...]
+    pairs: tuple[Pair, ...] = ()
 
     def enabled_flows(self) -> tuple[Flow, ...]:
         return tuple(flow for flow in self.flows if flow.enabled)

@@ -186,12 +186,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("components.kafka",),  # Admin API providers
     ("components.connect",),  # Connect REST clients and the Connector provider
     ("components.platform", "components.local"),  # where clusters and worker groups run
-    ("components.credentials", "components.rollout"),
+    ("components.ops",),  # operator commands over a deployed stack (the switchover runs them during `up`)
+    ("components.credentials", "components.rollout", "components.switchover"),
     ("components.kafka_cluster",),
     ("components.connect_group",),
     ("components.replication_flow",),
     ("components.program",),  # the Pulumi program
-    ("components.ops",),  # operator commands over a deployed stack
     ("spark",),
     ("policies",),
     ("__main__",),

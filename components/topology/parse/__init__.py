@@ -21,14 +21,16 @@ from components.topology.parse.cross_checks import check_ports, check_shared_tar
 from components.topology.parse.defaults import parse_defaults
 from components.topology.parse.flows import Declared, parse_flow
 from components.topology.parse.metrics import check_metrics_ports
+from components.topology.parse.pairs import parse_pairs, with_pair_states
 from components.topology.parse.problems import NAMESPACE, Problems, path
 from components.topology.parse.values import as_mapping
 from components.topology.parse.worker_groups import parse_worker_group
+from components.topology.security import worker_username
 
 # Top-level keys of the namespace. `secrets` holds the Pulumi secrets that SecretRef keys
 # name (`pulumi config set --secret --path 'mm2:secrets["primary.mm2.password"]' ...`); the
 # platform code writes them into each worker group's secrets file, so the model skips it.
-TOP_LEVEL_KEYS = ("defaults", "clusters", "workerGroups", "flows", "secrets", "rotate")
+TOP_LEVEL_KEYS = ("defaults", "clusters", "workerGroups", "flows", "failover", "secrets", "rotate")
 
 
 def parse_topology(config: Mapping[str, Any], now_ms: int | None = None) -> Topology:
@@ -94,11 +96,19 @@ def _parse(problems: Problems, config: Mapping[str, Any], now_ms: int | None) ->
     check_shared_target(problems, flows)
     check_metrics_ports(problems, clusters, groups)
     flows.sort(key=lambda f: (f.source, f.target))
+    pairs = parse_pairs(problems, config.get("failover"), clusters, flows, _stack_users(clusters, groups))
     return Topology(
         clusters=MappingProxyType(dict(sorted(clusters.items()))),
         worker_groups=_frozen_group_map(groups),
-        flows=tuple(flows),
+        flows=with_pair_states(flows, pairs),
+        pairs=pairs,
     )
+
+
+def _stack_users(clusters: Mapping[str, Cluster], groups: Mapping[str, WorkerGroup]) -> set[str]:
+    """The principals the stack itself connects as: MM2's on every cluster and each worker group's."""
+    users = {c.security.username for c in clusters.values() if c.security.username}
+    return users | {worker_username(g) for g in groups.values()}
 
 
 def _check_top_level(problems: Problems, config: Mapping[str, Any]) -> None:

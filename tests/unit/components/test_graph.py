@@ -315,3 +315,31 @@ def test_only_the_source_connector_of_an_exactly_once_flow_into_an_unmanaged_tar
         assert "access_check" not in state["mm2-primary-to-dr-heartbeat"]
 
     return build({}, tmp_path, mm2=external_target_config()).apply(check)
+
+
+@pulumi.runtime.test
+def test_a_cluster_pair_registers_its_switchover_before_both_flows(monitor: RecordingMonitor, tmp_path: Path) -> Any:
+    mm2 = copy.deepcopy(namespace(dev_config(), "mm2"))
+    mm2["flows"]["dr->primary"] = copy.deepcopy(mm2["flows"]["primary->dr"])
+    mm2["failover"] = {"primary<->dr": {"active": "dr", "principals": ["app"]}}
+
+    def check(_: Any) -> None:
+        regs = by_name(monitor)
+        switchover = regs["failover-primary-dr"]
+        assert switchover.type == "pulumi-python:dynamic/failover:Switchover"
+        # Depending on a component is depending on its children: the clusters' and the group's resources.
+        assert {"KafkaCluster", "ConnectWorkerGroup"} <= {
+            kind for d in switchover.dependencies for kind in ("KafkaCluster", "ConnectWorkerGroup") if kind in d
+        }
+        inputs = monitor.resources[urn_of(monitor, "failover-primary-dr")].state
+        assert (inputs["pair"]["active"], inputs["pair"]["principals"]) == ("dr", ["User:app"])
+        assert set(inputs["patterns"]) == {"primary->dr", "dr->primary"}
+        # Every connector of both flows waits for it: it stops one flow and the other starts after it.
+        for flow in ("primary-to-dr", "dr-to-primary"):
+            for role in ("source", "checkpoint", "heartbeat"):
+                assert urn_of(monitor, "failover-primary-dr") in regs[f"mm2-{flow}-{role}"].dependencies
+        state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
+        assert state["mm2-primary-to-dr-source"]["desired_state"] == "STOPPED"
+        assert state["mm2-dr-to-primary-source"]["desired_state"] == "RUNNING"
+
+    return build(dev_config(), tmp_path, mm2=mm2).apply(check)

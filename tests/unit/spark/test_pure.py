@@ -74,6 +74,15 @@ def test_flows_paused_or_stopped_by_config_are_not_validated() -> None:
     assert [f.name for f in outputs(**{"primary->dr": checkpoint_only}).flows] == ["primary->dr"]
 
 
+def test_a_stopped_flow_still_explains_the_remote_topics_it_made() -> None:
+    # A cluster pair's standby flow (or a flow declared stopped) made its remote topics before it
+    # stopped: the loops check must not call them stray.
+    stopped = {**FLOW, "desiredStates": {"source": "STOPPED", "checkpoint": "STOPPED", "heartbeat": "STOPPED"}}
+    scope = outputs(**{"primary->dr": stopped})
+    assert scope.flows == () and [f.name for f in scope.enabled_flows] == ["primary->dr"]
+    assert illegal_topics({"dr": ["primary.orders", "primary.checkpoints.internal"]}, scope.enabled_flows) == []
+
+
 def test_client_settings_never_show_secrets() -> None:
     jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="mm2" password="s3cret";'
     clusters = {

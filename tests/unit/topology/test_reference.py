@@ -12,6 +12,7 @@ from components.topology.parse.clusters import CLUSTER_FIELDS, TOPIC_FIELDS
 from components.topology.parse.defaults import DEFAULTS_FIELDS
 from components.topology.parse.flows import FLOW_FIELDS
 from components.topology.parse.mm2_settings import POLICY_FIELDS
+from components.topology.parse.pairs import FIELDS as PAIR_FIELDS
 from components.topology.parse.worker_groups import GROUP_FIELDS
 
 README = Path(__file__).resolve().parents[3] / "README.md"
@@ -24,6 +25,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("flows.<f>.", FLOW_FIELDS),
     ("flows.<f>.replicationPolicy.", POLICY_FIELDS),
     ("workerGroups.<g>.", GROUP_FIELDS),
+    ("failover.<a><-><b>.", PAIR_FIELDS),
 )
 
 

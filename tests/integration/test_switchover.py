@@ -1,0 +1,310 @@
+"""Failover as code on real parts: a cluster pair (`mm2:failover.primary<->dr`) switched over and
+back by changing `active` and running `pulumi up`, while an application principal produces and a
+consumer group reads.
+
+1. Planned switchover and failback: the preview shows the plan; `up` fences the application's
+   writes on the old side (its producer gets an authorization error), drains, moves the group at
+   translated offsets (every record seen, re-reads within the bound) and starts the way back;
+   the Spark stage passes. Records the test's admin (a super user, which the fence does not hold)
+   writes on the old side afterwards are the divergence: the way back refuses to start until the
+   config chooses, the preview names exactly those records, and `keep` hands them to the group.
+2. A switchover whose flow cannot drain (paused behind the stack's back) stops before anything
+   moves, with the old side writable again and the state named.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.harness import (
+    TestStack,
+    connect_auth,
+    dev_config_with_free_ports,
+    kafka_conf,
+    produce_batch,
+    read_keys,
+    run_validator,
+    running,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+PAIR = "primary<->dr"
+GROUP = "billing"
+APP = "app"
+APP_PASSWORD = f"app-{uuid.uuid4().hex}"
+LAG_MAX = 100
+BOUND_S = 180
+
+
+def pair_config() -> dict[str, Any]:
+    cfg = dev_config_with_free_ports()
+    config = cfg["config"]
+    config["mm2:workerGroups"]["mm2"]["workers"] = 1
+    config["mm2:clusters"]["primary"]["topics"] = {"orders": {"partitions": 2}}
+    config["mm2:clusters"]["dr"]["topics"] = {"orders": {"partitions": 2}}
+    forward = config["mm2:flows"]["primary->dr"]
+    forward["topics"] = ["orders"]
+    forward["tasksMax"] = 1
+    config["mm2:flows"]["dr->primary"] = {**forward, "disasterRecovery": True}
+    pair = {"active": "primary", "principals": [APP], "groups": [GROUP], "drainTimeout": "90s"}
+    config["mm2:failover"] = {PAIR: pair}
+    return cfg
+
+
+def app_conf(outputs: dict[str, Any], alias: str, **extra: Any) -> dict[str, Any]:
+    return kafka_conf(outputs, alias, **{"sasl.username": APP, "sasl.password": APP_PASSWORD, **extra})
+
+
+def add_app_principal(outputs: dict[str, Any], alias: str) -> None:
+    """The application's SCRAM user and its grants, made behind the stack's back as a team would."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(kafka_conf(outputs, alias))
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+    upsert = UserScramCredentialUpsertion(APP, info, APP_PASSWORD.encode())
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(30)
+    grants = [
+        AclBinding(kind, "*", ResourcePatternType.LITERAL, f"User:{APP}", "*", op, AclPermissionType.ALLOW)
+        for kind, op in (
+            (ResourceType.TOPIC, AclOperation.WRITE),
+            (ResourceType.TOPIC, AclOperation.READ),
+            (ResourceType.TOPIC, AclOperation.DESCRIBE),
+            (ResourceType.GROUP, AclOperation.READ),
+        )
+    ]
+    for future in admin.create_acls(grants).values():
+        future.result(30)
+
+
+def produce_as_app(outputs: dict[str, Any], alias: str, topic: str, keys: list[bytes]) -> list[str]:
+    """Produce as the application; the errors of the records the brokers refused."""
+    from confluent_kafka import Producer
+
+    errors: list[str] = []
+    producer = Producer(app_conf(outputs, alias, **{"message.timeout.ms": 15000}))
+    for key in keys:
+        producer.produce(topic, key=key, value=key, on_delivery=lambda err, _m: err and errors.append(str(err)))
+    producer.flush(30)
+    return errors
+
+
+class App:
+    """The application: a producer writing to `orders` as the app principal until the fence
+    refuses it, and the consumer group reading; what each acknowledged and saw."""
+
+    def __init__(self, outputs: dict[str, Any], alias: str, prefix: str) -> None:
+        self.outputs, self.alias, self.prefix = outputs, alias, prefix
+        self.acked: list[bytes] = []
+        self.refused: list[str] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._produce, daemon=True)
+        self.started = self.ended = 0.0
+
+    def per_second(self) -> float:
+        return len(self.acked) / max(self.ended - self.started, 1e-3)
+
+    def _produce(self) -> None:
+        from confluent_kafka import Producer
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is None:
+                self.acked.append(msg.key())
+            else:
+                self.refused.append(str(err))
+
+        producer = Producer(app_conf(self.outputs, self.alias, **{"linger.ms": 5, "message.timeout.ms": 10000}))
+        self.started = time.monotonic()
+        i = 0
+        while not self.stop.is_set() and not self.refused:
+            producer.produce("orders", key=f"{self.prefix}-{i}".encode(), value=b"v", on_delivery=delivered)
+            producer.poll(0.05)
+            i += 1
+        producer.flush(30)
+        self.ended = time.monotonic()
+
+
+def consume(outputs: dict[str, Any], alias: str, topics: list[str], until: Any, timeout_s: float) -> list[bytes]:
+    """Group GROUP reads `topics` on `alias` as the app, committing every record, until `until(seen)`."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        app_conf(outputs, alias, **{"group.id": GROUP, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    )
+    consumer.subscribe(topics)
+    seen: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not until(seen) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                seen.append(msg.key())
+                consumer.commit(msg, asynchronous=False)
+    finally:
+        consumer.close()
+    return seen
+
+
+def switch(stack: TestStack, active: str, **pair: Any) -> None:
+    stack.config["config"]["mm2:failover"][PAIR].update({"active": active, **pair})
+    stack.write_config()
+
+
+def diff_preview(stack: TestStack) -> str:
+    """`pulumi preview --diff` as a terminal shows it: diagnostics (the plan) go to stderr."""
+    out = stack.pulumi("preview", "--diff")
+    return out.stdout + out.stderr
+
+
+def pair_state(stack: TestStack) -> dict[str, Any]:
+    return dict(stack.outputs()["failover"][PAIR])
+
+
+def connector_states(stack: TestStack, flow: str) -> dict[str, str]:
+    out = stack.outputs()
+    url, auth = out["connect"]["mm2"]["url"], connect_auth(out)
+    names = out["flows"][flow]["connectors"].values()
+    status = {n: httpx.get(f"{url}/connectors/{n}/status", auth=auth, timeout=10).json() for n in names}
+    return {n: s["connector"]["state"] for n, s in status.items()}
+
+
+def group_offsets(outputs: dict[str, Any], alias: str) -> dict[tuple[str, int], int]:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(kafka_conf(outputs, alias))
+    got = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP)])[GROUP].result(30)
+    return {(tp.topic, tp.partition): tp.offset for tp in got.topic_partitions or [] if tp.offset >= 0}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestStack]:
+    with running(tmp_path_factory.mktemp("switchover"), pair_config()) as s:
+        outputs = s.outputs()
+        for alias in ("primary", "dr"):
+            add_app_principal(outputs, alias)
+        yield s
+
+
+def test_planned_switchover_and_failback_with_divergence(stack: TestStack, tmp_path: Path) -> None:
+    old = pair_state(stack)["active"]
+    new = "dr" if old == "primary" else "primary"
+    outputs = stack.outputs()
+    refused = produce_as_app(outputs, new, "orders", [b"fenced-probe"])
+    assert refused and "authoriz" in refused[0].lower(), f"the passive side {new} must refuse the app: {refused}"
+
+    # The application runs on the active side: a producer, and the group reading what it wrote.
+    app = App(outputs, old, f"sw-{uuid.uuid4().hex[:6]}")
+    app.thread.start()
+    wait_until(lambda: len(app.acked) >= 200, 60, "the app's first 200 records")
+    on_old = consume(outputs, old, ["orders"], lambda seen: len(seen) >= 150, 60)
+    wait_until(lambda: group_offsets(outputs, new), BOUND_S, f"MM2 to checkpoint group {GROUP} on {new}")
+
+    switch(stack, new)
+    preview = diff_preview(stack)
+    assert f"switchover {PAIR}: {new} becomes active (was {old})" in preview, preview[-4000:]
+    assert f"fence: deny WRITE to User:{APP} on {old} topics orders" in preview, preview[-4000:]
+    assert f"move group {GROUP} to {new}" in preview, preview[-4000:]
+    up = stack.up()
+    app.stop.set()
+    app.thread.join(60)
+    assert app.refused and "authoriz" in app.refused[0].lower(), f"the fence must refuse the app: {app.refused[:3]}"
+    assert "RPO 0 record(s)" in up.stdout + up.stderr, up.stdout[-4000:]
+    state = pair_state(stack)
+    assert state["active"] == new and state["last"]["rpoRecords"] == 0 and state["last"]["groups"] == [GROUP]
+    print(f"\nswitchover {old} -> {new}: writes fenced {state['last']['fencedSeconds']}s, {len(app.acked)} acked")
+    assert set(connector_states(stack, f"{old}->{new}").values()) == {"STOPPED"}
+
+    # The group resumes on the new side: nothing lost, re-reads within the bound.
+    remote = f"{old}.orders"
+    acked = set(app.acked)
+    later = consume(outputs, new, [remote, "orders"], lambda seen: acked <= set(on_old) | set(seen), BOUND_S)
+    lost = acked - set(on_old) - set(later)
+    assert not lost, f"{len(lost)} acknowledged record(s) never seen"
+    reread = len([k for k in later if k in set(on_old)])
+    # offset.lag.max per partition plus what the app wrote in one checkpoint interval (5 s).
+    bound = 2 * LAG_MAX + int(5 * app.per_second())
+    print(f"re-read on {new}: {reread} record(s), bound {bound}")
+    assert reread <= bound, f"re-read {reread} records (bound {bound})"
+
+    # The way back carries the new side's records: writes there are allowed now.
+    back = [f"back-{uuid.uuid4().hex[:6]}-{i}".encode() for i in range(10)]
+    assert produce_as_app(outputs, new, "orders", back) == []
+    assert produce_as_app(outputs, old, "orders", [b"fenced-probe"]), f"{old} must be fenced now"
+    copied = read_keys(outputs, old, f"{new}.orders", b"back-", len(back), BOUND_S)
+    assert set(back) <= set(copied)
+    run_validator(stack, stack.outputs(), tmp_path)
+
+    # The test's admin, a super user, writes on the old side behind the fence: the divergence.
+    placed = produce_batch(outputs, old, "orders", [f"diverge-{i}".encode() for i in range(5)])
+    consume(outputs, new, [remote, "orders"], lambda seen: set(back) <= set(seen), BOUND_S)
+    wait_until(
+        lambda: any(t == f"{new}.orders" for t, _p in group_offsets(outputs, old)),
+        BOUND_S,
+        f"MM2 to checkpoint group {GROUP} on {old}",
+    )
+    switch(stack, old)
+    refusal = stack.pulumi("preview", "--diff", check=False)
+    assert refusal.returncode != 0
+    assert "5 record(s) were written on" in refusal.stdout + refusal.stderr
+    assert f"mm2:failover.{PAIR}.divergence" in refusal.stdout + refusal.stderr
+
+    switch(stack, old, divergence="keep")
+    preview = diff_preview(stack)
+    cut = {(c["topic"], c["partition"]): c["sourceEnd"] for c in pair_state(stack)["cuts"][f"{old}->{new}"]}
+    for p in sorted(set(placed.values())):
+        count = sum(1 for q in placed.values() if q == p)
+        start = cut[("orders", p)]
+        assert f"orders p{p} offsets {start}..{start + count - 1} ({count} record(s))" in preview, preview[-4000:]
+    stack.up()
+    assert pair_state(stack)["active"] == old
+    # keep: the group reads the divergent records next on the old side, and the flow copies them.
+    resumed = consume(outputs, old, ["orders", f"{new}.orders"], lambda seen: set(placed) <= set(seen), BOUND_S)
+    assert set(placed) <= set(resumed)
+    assert not set(resumed) & acked, "the group re-read records it had seen before the first switchover"
+    assert set(placed) <= set(read_keys(outputs, new, remote, b"diverge-", len(placed), BOUND_S))
+
+
+def test_a_switchover_that_cannot_drain_stops_before_anything_moves(stack: TestStack) -> None:
+    active = pair_state(stack)["active"]
+    other = "dr" if active == "primary" else "primary"
+    outputs = stack.outputs()
+    url, auth = outputs["connect"]["mm2"]["url"], connect_auth(outputs)
+    source = outputs["flows"][f"{active}->{other}"]["connectors"]["source"]
+    httpx.put(f"{url}/connectors/{source}/pause", auth=auth, timeout=10).raise_for_status()
+    try:
+        produce_batch(outputs, active, "orders", [f"stuck-{i}".encode() for i in range(20)])
+        switch(stack, other, drainTimeout="10s")
+        failed = stack.pulumi("up", "--yes", "--skip-preview", check=False)
+        text = failed.stdout + failed.stderr
+        assert failed.returncode != 0
+        assert "stopped at step 2 (drain)" in text and "Nothing was moved" in text, text[-4000:]
+        assert pair_state(stack)["active"] == active
+        assert produce_as_app(outputs, active, "orders", [b"writable-again"]) == [], f"{active} must be writable"
+        # Step 3 was never reached: the flow still runs (its source paused by hand, not stopped).
+        assert "STOPPED" not in connector_states(stack, f"{active}->{other}").values()
+    finally:
+        httpx.put(f"{url}/connectors/{source}/resume", auth=auth, timeout=10).raise_for_status()
+        switch(stack, active, drainTimeout="90s")
+    stack.up()
+    assert pair_state(stack)["active"] == active

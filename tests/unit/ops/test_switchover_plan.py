@@ -1,0 +1,100 @@
+"""components/ops/switchover_plan.py: the cut, the divergence, where groups resume on the way back, the plan's lines."""
+
+from __future__ import annotations
+
+from components.mm2_records import Checkpoint
+from components.ops.failover_plan import GroupPlan, plan_partition
+from components.ops.switchover_plan import (
+    Divergent,
+    PartitionCut,
+    SwitchoverPlan,
+    cut_document,
+    cut_from_document,
+    divergence,
+    divergence_problem,
+    matching_groups,
+    origin_positions,
+    plan_lines,
+)
+from components.topology.model import Divergence
+
+CUT = (PartitionCut("orders", 0, 100, 90), PartitionCut("orders", 1, 50, 50))
+REMOTE = {"orders": "primary.orders"}
+
+
+def test_the_cut_survives_the_state() -> None:
+    assert cut_from_document(cut_document(reversed(CUT))) == CUT
+    assert cut_from_document(None) == ()
+
+
+def test_divergence_is_what_each_partition_took_past_its_cut() -> None:
+    found = divergence(CUT, {("orders", 0): 103, ("orders", 1): 50, ("other", 0): 9})
+    assert found == (Divergent("orders", 0, 100, 103),)
+    assert found[0].count == 3 and found[0].describe() == "orders p0 offsets 100..102 (3 record(s))"
+    assert divergence(CUT, {}) == ()
+
+
+def test_undecided_divergence_is_a_problem_naming_the_key() -> None:
+    found = (Divergent("orders", 0, 100, 103),)
+    text = divergence_problem("primary<->dr", "primary", found, None)
+    assert "3 record(s) were written on primary" in text and "mm2:failover.primary<->dr.divergence" in text
+    assert divergence_problem("primary<->dr", "primary", found, Divergence.KEEP) == ""
+    assert divergence_problem("primary<->dr", "primary", (), None) == ""
+
+
+def test_a_group_that_read_to_the_cut_resumes_at_it_or_after_the_divergence() -> None:
+    read = {("primary.orders", 0): 90, ("primary.orders", 1): 50}
+    ends = {("orders", 0): 103, ("orders", 1): 50}
+    keep, notes = origin_positions(CUT, REMOTE, read, ends, Divergence.KEEP)
+    assert keep == {("orders", 0): 100, ("orders", 1): 50} and notes == []
+    discard, _ = origin_positions(CUT, REMOTE, read, ends, Divergence.DISCARD)
+    assert discard == {("orders", 0): 103, ("orders", 1): 50}
+
+
+def test_a_group_short_of_the_cut_keeps_its_earlier_position() -> None:
+    commits, notes = origin_positions(CUT, REMOTE, {("primary.orders", 0): 80}, {}, None)
+    assert commits == {}
+    assert notes == [
+        "primary.orders p0: read up to 80 of 90; the group keeps its earlier position on orders p0 and re-reads "
+        "from there"
+    ]
+
+
+def _group(name: str, members: int = 0) -> GroupPlan:
+    cp = Checkpoint(name, "primary.orders", 0, 40, 38, "", 0)
+    part = plan_partition(name, "primary.orders", 0, cp, None, 45, 100)
+    return GroupPlan(name, "STABLE" if members else "EMPTY", members, (part,))
+
+
+def test_patterns_select_groups_and_name_those_that_select_none() -> None:
+    groups = [_group("billing"), _group("billing-eu"), _group("audit")]
+    chosen, unmatched = matching_groups(groups, ["billing.*", "ledger"])
+    assert [g.group for g in chosen] == ["billing", "billing-eu"] and unmatched == ["ledger"]
+    everything, none = matching_groups(groups, [])
+    assert len(everything) == 3 and none == []
+
+
+def test_the_plan_reads_as_ordered_steps() -> None:
+    plan = SwitchoverPlan(
+        pair="primary<->dr",
+        old="primary",
+        new="dr",
+        principals=("User:app",),
+        fence_topics=("orders",),
+        lift_topics=("orders",),
+        drain_timeout_s=120,
+        lag={("orders", 0): 7},
+        groups=None,
+        moved=(_group("billing"),),
+        divergent=(Divergent("orders", 1, 50, 52),),
+        policy=Divergence.KEEP,
+        problems=("group x is active on dr",),
+    )
+    lines = plan_lines(plan)
+    assert lines[0] == "switchover primary<->dr: dr becomes active (was primary)"
+    assert "  1. fence: deny WRITE to User:app on primary topics orders" in lines
+    assert "(now 7 record(s) behind)" in lines[2]
+    assert lines[4] == "  4. move group billing to dr (primary.orders p0 -> 38); re-read 5..105"
+    assert "  6. start flow dr->primary: records written on dr flow back to primary" in lines
+    assert "  divergence on dr (kept): orders p1 offsets 50..51 (2 record(s))" in lines
+    assert lines[-1] == "  REFUSED: group x is active on dr"
