@@ -28,7 +28,7 @@ from components.rpc_values import has_unknown, plain
 from components.topology.model import Divergence, Pair, Topology
 
 LOG = logging.getLogger("dynamic_provider.switchover")
-_PAIR_KEYS = ("active", "principals", "groups", "drainTimeoutS", "divergence")
+_PAIR_KEYS = ("active", "principals", "groups", "drainTimeoutS", "divergence", "unplanned")
 
 
 class SwitchoverDiff(DiffResult):
@@ -58,6 +58,7 @@ def _request(props: Mapping[str, Any], old: str, new: str) -> Any:
             for name, p in (plain(props["patterns"]) or {}).items()
         },
         cuts={name: cut_from_document(doc) for name, doc in (plain(props.get("cuts")) or {}).items()},
+        unplanned=bool(pair.get("unplanned")),
     )
 
 
@@ -95,17 +96,22 @@ class SwitchoverProvider(ResourceProvider):
             return SwitchoverDiff(changes=moved, impacts=[])
         if has_unknown(news.get("exports")):
             return SwitchoverDiff(changes=True, impacts=[("warning", "switchover planned: its plan shows at `up`")])
-        from components.ops.switchover import preview
+        from components.ops.switchover import preview, preview_unplanned
         from components.ops.switchover_plan import plan_lines
 
         state = {**news, "cuts": olds.get("cuts")}
-        plan = preview(_exports(state), _request(state, str(old_pair["active"]), str(new_pair["active"])))
+        request = _request(state, str(old_pair["active"]), str(new_pair["active"]))
+        if request.unplanned:
+            return SwitchoverDiff(
+                changes=True, impacts=[("warning", "\n".join(preview_unplanned(_exports(state), request)))]
+            )
+        plan = preview(_exports(state), request)
         if plan.problems:
             raise ValueError("\n".join(plan_lines(plan)))
         return SwitchoverDiff(changes=True, impacts=[("warning", "\n".join(plan_lines(plan)))])
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        from components.ops.switchover import fence_side, run
+        from components.ops.switchover import fence_side, run, run_unplanned
         from components.ops.switchover_plan import cut_document
 
         old_active, _ = _sides(olds)
@@ -114,12 +120,14 @@ class SwitchoverProvider(ResourceProvider):
         last = plain(olds.get("last"))
         exports = _exports(news)
         if old_active == active:
-            # The declared principals changed: the fence holds exactly them.
-            fence_side(_exports(olds), _request(olds, active, passive), passive, on=False)
-            fence_side(exports, _request(news, active, passive), passive, on=True)
+            if not plain(news["pair"]).get("unplanned"):
+                # The declared principals changed, or the lost side is back: the fence holds exactly them.
+                if not plain(olds["pair"]).get("unplanned"):
+                    fence_side(_exports(olds), _request(olds, active, passive), passive, on=False)
+                fence_side(exports, _request(news, active, passive), passive, on=True)
             return UpdateResult(outs={**news, "cuts": cuts, "last": last})
         request = _request({**news, "cuts": cuts}, old_active, active)
-        report = run(exports, request, LOG.info)
+        report = (run_unplanned if request.unplanned else run)(exports, request, LOG.info)
         cuts[request.stops] = cut_document(report.cut)
         last = {
             "from": request.old,
@@ -128,6 +136,7 @@ class SwitchoverProvider(ResourceProvider):
             "rpoRecords": report.rpo_records,
             "groups": list(report.moved),
             "divergentRecords": report.divergent,
+            "unplanned": request.unplanned,
         }
         return UpdateResult(outs={**news, "cuts": cuts, "last": last})
 
@@ -161,6 +170,7 @@ def pair_inputs(pair: Pair, topology: Topology) -> dict[str, Any]:
             "groups": list(pair.groups),
             "drainTimeoutS": pair.drain_timeout_s,
             "divergence": pair.divergence.value if pair.divergence else None,
+            "unplanned": pair.unplanned,
         },
         "patterns": patterns,
     }

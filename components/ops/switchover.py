@@ -13,6 +13,7 @@ continues where it stopped (every step is idempotent).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -20,7 +21,14 @@ from typing import Any
 
 from components.ops.clients import connect_client, flow, kafka_config
 from components.ops.errors import OpsError
-from components.ops.failover import commit_offsets, describe_target_groups, end_offsets, execute, observe
+from components.ops.failover import (
+    commit_offsets,
+    describe_target_groups,
+    end_offsets,
+    execute,
+    observe,
+    probe_source,
+)
 from components.ops.lag_exporter import Kafka, replicated_topics
 from components.ops.switchover_plan import (
     Direction,
@@ -56,13 +64,14 @@ class Request(Direction):
     policy: Divergence | None
     patterns: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]  # flow -> (topics, topicsExclude)
     cuts: Mapping[str, tuple[PartitionCut, ...]]  # flow -> where it stopped at an earlier switchover
+    unplanned: bool = False  # the old side is lost: bin/failover moved the groups
 
 
 @dataclass(frozen=True)
 class Report:
     cut: tuple[PartitionCut, ...]
     fenced_s: float  # from the fence on the old side to the fence lifted on the new one
-    rpo_records: int  # records of the old side not on the new one when its flow stopped
+    rpo_records: int | None  # records of the old side not on the new one when its flow stopped (None: unknown)
     moved: tuple[str, ...]
     divergent: int
 
@@ -160,7 +169,8 @@ def _lag_plan(outputs: StackExports, request: Request, flow_name: str) -> tuple[
 
 
 def lag(outputs: StackExports, request: Request, flow_name: str) -> dict[tuple[str, int], tuple[int, int]]:
-    """(topic, partition) -> (records MM2 has still to copy, the partition's end), read once."""
+    """(topic, partition) -> (records MM2 has still to copy, the partition's end), read once, for
+    the flow's own topics (MM2 also copies `heartbeats`, which MM2 itself writes on both sides)."""
     plan, lag_flow = _lag_plan(outputs, request, flow_name)
     kafka = Kafka(plan, {})
     try:
@@ -168,7 +178,16 @@ def lag(outputs: StackExports, request: Request, flow_name: str) -> dict[tuple[s
         readings = kafka.read_flow(lag_flow)
     finally:
         kafka.close()
-    return {(r.topic, r.partition): (max(0, r.end - next_offset(r, None)), r.end) for r in readings}
+    return {
+        (r.topic, r.partition): (max(0, r.end - next_offset(r, None)), r.end)
+        for r in readings
+        if _selects(lag_flow.topics, lag_flow.topics_exclude, r.topic)
+    }
+
+
+def _selects(topics: Sequence[str], exclude: Sequence[str], topic: str) -> bool:
+    """Whether a flow's own patterns select `topic` (Python regexes on the whole name)."""
+    return any(re.fullmatch(p, topic) for p in topics) and not any(re.fullmatch(p, topic) for p in exclude)
 
 
 def drain(outputs: StackExports, request: Request, say: Callable[[str], None]) -> tuple[PartitionCut, ...]:
@@ -367,3 +386,65 @@ def _move(
         ) from exc
     say(f"switchover {request.pair}: step 4, groups moved to {request.new}: {', '.join(sorted(chosen)) or 'none'}")
     return sorted(chosen)
+
+
+# -- unplanned: the old side is lost --------------------------------------------------------
+
+
+def committed_cut(outputs: StackExports, request: Request) -> tuple[PartitionCut, ...]:
+    """The cut of a flow whose source is gone: MM2's last committed position per partition (what
+    reached the new side), read from the worker group's offsets topic, and the remote ends."""
+    plan, lag_flow = _lag_plan(outputs, request, request.stops)
+    kafka = Kafka(plan, {})
+    try:
+        kafka.read_committed()
+        committed = dict(kafka.committed.get((lag_flow.connector, lag_flow.source), {}))
+    finally:
+        kafka.close()
+    f = flow(outputs, request.stops)
+    topics, exclude = request.patterns[request.stops]
+    wanted = {t for t, _p in committed if _selects(topics, exclude, t)}
+    committed = {tp: o for tp, o in committed.items() if tp[0] in wanted}
+    remote = {t: f.topics.get(t) or f"{f.source}{f.separator}{t}" for t in wanted}
+    _counts, ends = end_offsets(outputs, request.new, sorted(set(remote.values())), _TIMEOUT_S)
+    return tuple(
+        PartitionCut(t, p, offset + 1, ends.get((remote[t], p), 0)) for (t, p), offset in sorted(committed.items())
+    )
+
+
+def unplanned_lines(request: Request, why: str) -> list[str]:
+    """The preview of an unplanned failover (nothing can be asked of the old side)."""
+    return [
+        f"unplanned failover {request.pair}: {request.new} becomes active ({request.old} is lost: {why})",
+        f"  1. nothing is fenced or drained on {request.old}; what it took after MM2's last committed position "
+        "is reported as divergence by the way back",
+        f"  2. stop flow {request.stops}; its cut is MM2's last committed position",
+        f"  3. consumer groups: moved by `bin/failover --failed {request.old} --to {request.new}`, not by up",
+        f"  4. lift the fence on {request.new} topics; {request.starts} stays stopped until {request.old} is back "
+        f"and unplanned is removed",
+    ]
+
+
+def preview_unplanned(outputs: StackExports, request: Request) -> list[str]:
+    why = probe_source(outputs, request.old, 5.0)
+    if not why:
+        raise SwitchoverStopped(
+            f"unplanned failover {request.pair}: {request.old} answers. Fix: remove mm2:failover.{request.pair}"
+            ".unplanned for a planned switchover, which fences and drains it first and loses nothing"
+        )
+    return unplanned_lines(request, why)
+
+
+def run_unplanned(outputs: StackExports, request: Request, say: Callable[[str], None]) -> Report:
+    """Record a switch to the new side whose old side is lost: stop the old flow at MM2's cut, lift
+    the new side's fence. The groups were moved by bin/failover."""
+    lines = preview_unplanned(outputs, request)
+    say("\n".join(lines))
+    cut = committed_cut(outputs, request)
+    stop_flow(outputs, request.stops)
+    fence_side(outputs, request, request.new, on=False)
+    say(
+        f"unplanned failover {request.pair}: done, {request.new} is active; cut "
+        + (", ".join(f"{c.topic} p{c.partition}@{c.source_end}" for c in cut) or "unknown")
+    )
+    return Report(cut, 0.0, None, (), 0)

@@ -320,6 +320,9 @@ class Pair:
     groups: tuple[str, ...] = ()  # regexes of the consumer groups that move; () = every checkpointed group
     drain_timeout_s: int = 120
     divergence: Divergence | None = None
+    # The old active side is lost (`unplanned: true`): bin/failover moved the groups, `up` records
+    # the switch without fencing or draining it, and both flows stay stopped until it is back.
+    unplanned: bool = False
 
     @property
     def name(self) -> str:

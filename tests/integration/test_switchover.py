@@ -8,12 +8,19 @@ consumer group reads.
    the Spark stage passes. Records the test's admin (a super user, which the fence does not hold)
    writes on the old side afterwards are the divergence: the way back refuses to start until the
    config chooses, the preview names exactly those records, and `keep` hands them to the group.
-2. A switchover whose flow cannot drain (paused behind the stack's back) stops before anything
+2. The way back with `discard`: the group and the restarted flow resume after the records the
+   old side took behind the fence.
+3. A switchover whose flow cannot drain (paused behind the stack's back) stops before anything
    moves, with the old side writable again and the state named.
+4. An unplanned failover: the active side's broker is killed, bin/failover moves the group,
+   `active` + `unplanned: true` records it (both flows stopped, the cut at MM2's last committed
+   position); once the lost side is back and `unplanned` removed, the way back runs as planned.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
 import time
 import uuid
@@ -24,7 +31,11 @@ from typing import Any
 import httpx
 import pytest
 
+from components.ops.failover import read_latest_checkpoints
+from components.outputs.contract import StackExports
+from components.platform.local.layout import broker_path
 from tests.integration.harness import (
+    ROOT,
     TestStack,
     connect_auth,
     dev_config_with_free_ports,
@@ -144,8 +155,23 @@ class App:
         self.ended = time.monotonic()
 
 
-def consume(outputs: dict[str, Any], alias: str, topics: list[str], until: Any, timeout_s: float) -> list[bytes]:
-    """Group GROUP reads `topics` on `alias` as the app, committing every record, until `until(seen)`."""
+def at_end(consumer: Any) -> bool:
+    """Whether the consumer's position is at the end of every partition assigned to it."""
+    assigned = consumer.assignment()
+    if not assigned:
+        return False
+    for tp in consumer.committed(assigned, timeout=10):
+        end = consumer.get_watermark_offsets(tp, timeout=10, cached=False)[1]
+        if tp.offset < end:
+            return False
+    return True
+
+
+def consume(
+    outputs: dict[str, Any], alias: str, topics: list[str], until: Any, timeout_s: float, to_end: bool = False
+) -> list[bytes]:
+    """Group GROUP reads `topics` on `alias` as the app, committing every record, until `until(seen)`
+    and, with `to_end`, until its committed position is at the end of every partition."""
     from confluent_kafka import Consumer
 
     consumer = Consumer(
@@ -155,7 +181,9 @@ def consume(outputs: dict[str, Any], alias: str, topics: list[str], until: Any, 
     seen: list[bytes] = []
     deadline = time.monotonic() + timeout_s
     try:
-        while not until(seen) and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            if until(seen) and (not to_end or at_end(consumer)):
+                break
             msg = consumer.poll(0.5)
             if msg is not None and msg.error() is None:
                 seen.append(msg.key())
@@ -165,9 +193,79 @@ def consume(outputs: dict[str, Any], alias: str, topics: list[str], until: Any, 
     return seen
 
 
+def keys_to_end(outputs: dict[str, Any], alias: str, topic: str) -> list[bytes]:
+    """Every key of `topic` on `alias`, each partition read from its start to its end now."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(kafka_conf(outputs, alias, **{"group.id": f"sw-read-{uuid.uuid4().hex[:6]}"}))
+    try:
+        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+        keys: list[bytes] = []
+        positions = dict.fromkeys(parts, 0)
+        deadline = time.monotonic() + BOUND_S
+        while any(positions[p] < ends[p] for p in parts) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                keys.append(msg.key())
+                positions[msg.partition()] = msg.offset() + 1
+        assert all(positions[p] >= ends[p] for p in parts), f"{topic} on {alias} not read to its end"
+        return keys
+    finally:
+        consumer.close()
+
+
+def log_ends(outputs: dict[str, Any], alias: str, topic: str, partitions: set[int]) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer(kafka_conf(outputs, alias, **{"group.id": "sw-ends"}))
+    try:
+        return {p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+    finally:
+        reader.close()
+
+
+def use_on(stack: TestStack, side: str) -> None:
+    """The application on `side`: a few records written, the group reading its topics there to the
+    end, until MM2 has checkpointed the group onto the other side (a switchover can move it)."""
+    other = "dr" if side == "primary" else "primary"
+    outputs = stack.outputs()
+    keys = [f"use-{side}-{uuid.uuid4().hex[:6]}-{i}".encode() for i in range(4)]
+    assert produce_as_app(outputs, side, "orders", keys) == []
+    read = consume(
+        outputs, side, [f"{other}.orders", "orders"], lambda seen: set(keys) <= set(seen), BOUND_S, to_end=True
+    )
+    assert set(keys) <= set(read)
+    wait_checkpointed(outputs, side, other)
+
+
+def wait_checkpointed(outputs: dict[str, Any], side: str, other: str) -> None:
+    """Until the flow side->other's checkpoints topic holds one for GROUP: what a switchover reads
+    (MM2's own offset sync may commit on `other` before the checkpoint record is written)."""
+    exports = StackExports.from_json(outputs)
+
+    def found() -> bool:
+        latest = read_latest_checkpoints(exports, other, f"{side}.checkpoints.internal", 10) or {}
+        return any(g == GROUP and t == f"{side}.orders" for g, t, _p in latest)
+
+    wait_until(found, BOUND_S, f"MM2 to checkpoint group {GROUP} onto {other}")
+
+
 def switch(stack: TestStack, active: str, **pair: Any) -> None:
-    stack.config["config"]["mm2:failover"][PAIR].update({"active": active, **pair})
+    declared = stack.config["config"]["mm2:failover"][PAIR]
+    declared.update({"active": active, **pair})
+    for key in [k for k, v in declared.items() if v is None]:
+        declared.pop(key)
     stack.write_config()
+
+
+def start_from(stack: TestStack, active: str) -> None:
+    """Bring the pair to `active` (a planned switchover) if it is not there: tests share one stack."""
+    if pair_state(stack)["active"] != active:
+        switch(stack, active, divergence="keep")
+        stack.up()
+    switch(stack, active, divergence=None, unplanned=None)
 
 
 def diff_preview(stack: TestStack) -> str:
@@ -218,7 +316,7 @@ def test_planned_switchover_and_failback_with_divergence(stack: TestStack, tmp_p
     app.thread.start()
     wait_until(lambda: len(app.acked) >= 200, 60, "the app's first 200 records")
     on_old = consume(outputs, old, ["orders"], lambda seen: len(seen) >= 150, 60)
-    wait_until(lambda: group_offsets(outputs, new), BOUND_S, f"MM2 to checkpoint group {GROUP} on {new}")
+    wait_checkpointed(outputs, old, new)
 
     switch(stack, new)
     preview = diff_preview(stack)
@@ -257,12 +355,7 @@ def test_planned_switchover_and_failback_with_divergence(stack: TestStack, tmp_p
 
     # The test's admin, a super user, writes on the old side behind the fence: the divergence.
     placed = produce_batch(outputs, old, "orders", [f"diverge-{i}".encode() for i in range(5)])
-    consume(outputs, new, [remote, "orders"], lambda seen: set(back) <= set(seen), BOUND_S)
-    wait_until(
-        lambda: any(t == f"{new}.orders" for t, _p in group_offsets(outputs, old)),
-        BOUND_S,
-        f"MM2 to checkpoint group {GROUP} on {old}",
-    )
+    use_on(stack, new)
     switch(stack, old)
     refusal = stack.pulumi("preview", "--diff", check=False)
     assert refusal.returncode != 0
@@ -308,3 +401,70 @@ def test_a_switchover_that_cannot_drain_stops_before_anything_moves(stack: TestS
         switch(stack, active, drainTimeout="90s")
     stack.up()
     assert pair_state(stack)["active"] == active
+
+
+def test_failback_with_discard_skips_what_the_old_side_took_behind_the_fence(stack: TestStack) -> None:
+    start_from(stack, "primary")
+    outputs = stack.outputs()
+    use_on(stack, "primary")
+    switch(stack, "dr")
+    stack.up()
+    placed = produce_batch(outputs, "primary", "orders", [f"discard-{i}".encode() for i in range(4)])
+    use_on(stack, "dr")
+    switch(stack, "primary", divergence="discard")
+    assert "(discarded): orders p" in diff_preview(stack)
+    up = stack.up()
+    ends = log_ends(outputs, "primary", "orders", set(placed.values()))
+    after = group_offsets(outputs, "primary")
+    assert all(after.get(("orders", p)) == end for p, end in ends.items()), (after, ends, up.stderr[-3000:])
+    # The restarted flow resumes after them: a record written now arrives, they never do.
+    produce_batch(outputs, "primary", "orders", [b"after-discard"])
+    assert b"after-discard" in read_keys(outputs, "dr", "primary.orders", b"after-discard", 1, BOUND_S)
+    assert not [k for k in keys_to_end(outputs, "dr", "primary.orders") if k.startswith(b"discard-")]
+
+
+def test_an_unplanned_failover_is_recorded_and_the_way_back_picks_up(stack: TestStack, tmp_path: Path) -> None:
+    start_from(stack, "primary")
+    outputs = stack.outputs()
+    copied = [f"before-loss-{uuid.uuid4().hex[:6]}-{i}".encode() for i in range(20)]
+    produce_batch(outputs, "primary", "orders", copied)
+    assert len(read_keys(outputs, "dr", "primary.orders", b"before-loss-", len(copied), BOUND_S)) >= len(copied)
+    stack.lose(broker_path("primary", 0))
+    saved = tmp_path / "outputs.json"
+    saved.write_text(json.dumps(outputs))
+    failover = subprocess.run(
+        [str(ROOT / "bin" / "failover"), "--outputs", str(saved), "--failed", "primary", "--to", "dr"],
+        cwd=ROOT,
+        env=stack.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert failover.returncode == 0, failover.stdout[-3000:] + failover.stderr[-2000:]
+
+    switch(stack, "dr", unplanned=True)
+    assert "unplanned failover primary<->dr: dr becomes active (primary is lost" in diff_preview(stack)
+    stack.up()
+    state = pair_state(stack)
+    assert state["active"] == "dr" and state["last"]["unplanned"] and state["last"].get("rpoRecords") is None
+    cut = {(c["topic"], c["partition"]): c for c in state["cuts"]["primary->dr"]}
+    assert sum(c["remoteEnd"] for c in cut.values()) > 0
+    assert set(connector_states(stack, "primary->dr").values()) == {"STOPPED"}
+    assert set(connector_states(stack, "dr->primary").values()) == {"STOPPED"}, "nothing may replicate into a lost side"
+
+    # primary is back (refresh finds its broker dead, up starts it) and unplanned removed: it is fenced,
+    # the way back starts; what it takes behind the fence is the divergence of the planned failback.
+    switch(stack, "dr", unplanned=None)
+    stack.up("--refresh")
+    use_on(stack, "dr")
+    assert produce_as_app(outputs, "primary", "orders", [b"fenced-probe"]), "primary must be fenced once back"
+    assert set(connector_states(stack, "dr->primary").values()) == {"RUNNING"}
+    placed = produce_batch(outputs, "primary", "orders", [f"late-{i}".encode() for i in range(3)])
+    switch(stack, "primary", divergence="keep")
+    preview = diff_preview(stack)
+    for p in sorted(set(placed.values())):
+        start = cut[("orders", p)]["sourceEnd"]
+        assert f"orders p{p} offsets {start}.." in preview, preview[-3000:]
+    stack.up()
+    assert pair_state(stack)["active"] == "primary"

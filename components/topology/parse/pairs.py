@@ -7,6 +7,7 @@
         groups: ["billing-.*"]     # consumer groups that move (default: every checkpointed group)
         drainTimeout: 2m           # how long a switchover waits for the flow to copy everything
         divergence: keep           # failback: records the old side took after the fence
+        unplanned: false           # true: the old side is lost (bin/failover moved the groups)
 
 Everything a switchover needs that the config alone tells is checked here, at preview: both
 flows declared and enabled, a replication policy that can go both ways, checkpoints to translate
@@ -34,9 +35,9 @@ from components.topology.model import (
     SecurityProtocol,
 )
 from components.topology.parse.problems import Problems, path
-from components.topology.parse.values import as_duration, as_list, as_mapping, as_str, unknown_fields
+from components.topology.parse.values import as_bool, as_duration, as_list, as_mapping, as_str, unknown_fields
 
-FIELDS = ("active", "principals", "groups", "drainTimeout", "divergence")
+FIELDS = ("active", "principals", "groups", "drainTimeout", "divergence", "unplanned")
 DEFAULT_DRAIN_TIMEOUT_S = 120
 _SASL = (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
 
@@ -111,9 +112,10 @@ def _pair(
             )
         else:
             divergence = Divergence(text)
+    unplanned = body.get("unplanned") is not None and as_bool(problems, body.get("unplanned"), f"{where}.unplanned")
     if len(problems.found) > before or active is None:
         return None
-    return Pair(sides[0], sides[1], active, principals, groups, drain, divergence)
+    return Pair(sides[0], sides[1], active, principals, groups, drain, divergence, bool(unplanned))
 
 
 def _principals(problems: Problems, raw: Any, key: str, stack_users: set[str]) -> tuple[str, ...]:
@@ -191,7 +193,8 @@ def _check_fencing(problems: Problems, pair: Pair, clusters: Mapping[str, Cluste
 
 
 def with_pair_states(flows: Sequence[Flow], pairs: Sequence[Pair]) -> tuple[Flow, ...]:
-    """Each pair's standby flow with every connector stopped (its offsets kept for the way back)."""
-    standby = {p.standby_flow for p in pairs}
+    """Each pair's standby flow with every connector stopped (its offsets kept for the way back);
+    both flows of a pair whose old side is lost (`unplanned`): neither can reach it."""
+    standby = {p.standby_flow for p in pairs} | {p.active_flow for p in pairs if p.unplanned}
     stopped = MappingProxyType({role: ConnectorState.STOPPED for role in ConnectorRole})
     return tuple(replace(f, connector_states=stopped) if f.name in standby else f for f in flows)
