@@ -41,7 +41,7 @@ class SwitchoverDiff(DiffResult):
 
 def _request(props: Mapping[str, Any], old: str, new: str) -> Any:
     from components.ops.switchover import Request
-    from components.ops.switchover_plan import cut_from_document
+    from components.outputs.contract import cut_from_document
 
     pair = plain(props["pair"])
     policy = pair.get("divergence")
@@ -112,7 +112,7 @@ class SwitchoverProvider(ResourceProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         from components.ops.switchover import fence_side, run, run_unplanned
-        from components.ops.switchover_plan import cut_document
+        from components.outputs.contract import cut_document
 
         old_active, _ = _sides(olds)
         active, passive = _sides(news)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.outputs.contract import ClusterExport, FlowExport, StackExports
+from components.outputs.contract import ClusterExport, FlowExport, PairExport, StackExports
 from components.outputs.loader import read_exports_file
 
 SECRET_HINTS = ("password", "secret", "jaas", "token", "key.password", "keystore", "truststore.password")
@@ -145,6 +145,8 @@ class ValidationScope:
     lag_urls: Mapping[str, str] = field(default_factory=dict)
     # every enabled flow, paused and stopped ones too: the topics the topology can have made (loops)
     enabled_flows: tuple[FlowExport, ...] = ()
+    # cluster pairs (`failover`): what the passive side took past its standby flow's cut (spark.divergence)
+    pairs: tuple[PairExport, ...] = ()
 
 
 def offset_stores(exports: StackExports) -> dict[str, OffsetStore]:
@@ -185,6 +187,7 @@ def validation_view(exports: StackExports) -> ValidationScope:
         offset_stores=offset_stores(exports),
         lag_urls={name: g.lag_url for name, g in exports.connect.items() if g.lag_url},
         enabled_flows=tuple(sorted((f for f in exports.flows.values() if f.enabled), key=lambda fl: fl.name)),
+        pairs=tuple(pair for _name, pair in sorted(exports.pairs.items())),
     )
 
 

@@ -33,7 +33,7 @@ if __package__ in (None, ""):
 
 from components.outputs.contract import FlowExport, OutputsError, StackExports
 from components.outputs.loader import read_exports_file, read_stack_exports
-from spark import html_report, kafka_io, loops
+from spark import divergence, html_report, kafka_io, loops
 from spark.class_archive import ClassArchive, class_archive
 from spark.console import log
 from spark.flow_run import FlowRun
@@ -59,6 +59,7 @@ CHECK_NAMES = (
     "heartbeats",
     "source_records_expired",
     "loops",
+    "divergence",
 )
 
 
@@ -317,6 +318,10 @@ def _validate_all(
         check, rows = check_loops(outputs, {a: kafka_io.list_topics(c) for a, c in outputs.clusters.items()})
         report.checks.append(check)
         report.loops = rows
+    if divergence.CHECK not in skip:
+        per_pair = [divergence.check_pair(spark, pair, outputs.clusters[pair.passive]) for pair in outputs.pairs]
+        if (stack_check := divergence.merged([c for c in per_pair if c is not None])) is not None:
+            report.checks.append(stack_check)
 
 
 def live_group_sync(exports: StackExports, flow: FlowExport) -> bool | None:

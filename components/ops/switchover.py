@@ -32,14 +32,13 @@ from components.ops.failover import (
 from components.ops.lag_exporter import Kafka, replicated_topics
 from components.ops.switchover_plan import (
     Direction,
-    PartitionCut,
     SwitchoverPlan,
     divergence,
     divergence_problem,
     matching_groups,
     origin_positions,
 )
-from components.outputs.contract import StackExports
+from components.outputs.contract import PartitionCut, StackExports
 from components.topology.model import Divergence
 from components.watch.lag import next_offset
 from components.watch.lag_plan import LagFlow, LagPlan
@@ -242,24 +241,33 @@ def plan_groups(outputs: StackExports, request: Request) -> tuple[Any, list[Any]
     return plan, moved, problems
 
 
-def _origin_commits(outputs: StackExports, request: Request, groups: Sequence[str]) -> list[str]:
+def origin_plan(
+    outputs: StackExports, request: Request, groups: Sequence[str]
+) -> dict[str, tuple[dict[tuple[str, int], int], list[str]]]:
     """The way back: each moved group's position on the new side's own topics, from the cut of
-    the flow new->old (stopped at the earlier switchover). Returns warnings."""
-    from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import AdminClient
-
+    the flow new->old (stopped at the earlier switchover): group -> (commits, warnings)."""
     cut = request.cuts.get(request.starts) or ()
     if not cut or not groups:
-        return []
+        return {}
     back = flow(outputs, request.starts)
     remote_of = {c.topic: back.topics.get(c.topic) or f"{back.source}{back.separator}{c.topic}" for c in cut}
     _counts, ends = end_offsets(outputs, request.new, sorted(remote_of), _TIMEOUT_S)
     on_old = describe_target_groups(outputs, request.old, list(groups), sorted(set(remote_of.values())), _TIMEOUT_S)
-    admin = AdminClient(kafka_config(outputs, request.new, log_level=0))
-    warnings = []
+    found = {}
     for group in groups:
         read = on_old.get(group)
-        commits, notes = origin_positions(cut, remote_of, read.committed if read else {}, ends, request.policy)
+        found[group] = origin_positions(cut, remote_of, read.committed if read else {}, ends, request.policy)
+    return found
+
+
+def _origin_commits(outputs: StackExports, request: Request, groups: Sequence[str]) -> list[str]:
+    """Commit what origin_plan says; returns its warnings."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(kafka_config(outputs, request.new, log_level=0))
+    warnings = []
+    for group, (commits, notes) in origin_plan(outputs, request, groups).items():
         warnings += [f"group {group}: {n}" for n in notes]
         if commits:
             commit_offsets(admin, group, [TopicPartition(t, p, o) for (t, p), o in sorted(commits.items())], _TIMEOUT_S)
@@ -307,6 +315,7 @@ def preview(outputs: StackExports, request: Request) -> SwitchoverPlan:
     groups, moved, problems = plan_groups(outputs, request)
     divergent = divergence(request.cuts.get(request.starts) or (), lag_ends(outputs, request, request.starts))
     problem = divergence_problem(request.pair, request.new, divergent, request.policy)
+    origin = origin_plan(outputs, request, [g.group for g in moved])
     return SwitchoverPlan(
         pair=request.pair,
         old=request.old,
@@ -321,7 +330,8 @@ def preview(outputs: StackExports, request: Request) -> SwitchoverPlan:
         divergent=divergent,
         policy=request.policy,
         problems=tuple([*problems, *([problem] if problem else [])]),
-        warnings=tuple(groups.warnings),
+        warnings=tuple([*groups.warnings, *(f"group {g}: {n}" for g, (_c, notes) in origin.items() for n in notes)]),
+        origin={g: commits for g, (commits, _n) in origin.items() if commits},
     )
 
 

@@ -23,35 +23,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from components.ops.failover_plan import FailoverPlan, GroupPlan
+from components.outputs.contract import PartitionCut
 from components.topology.model import Divergence
-
-
-@dataclass(frozen=True, order=True)
-class PartitionCut:
-    """Where a stopped flow stopped on one source partition: the source's log end, and the
-    remote partition's log end when everything before it had been copied."""
-
-    topic: str
-    partition: int
-    source_end: int
-    remote_end: int
-
-
-def cut_document(cut: Iterable[PartitionCut]) -> list[dict[str, Any]]:
-    return [
-        {"topic": c.topic, "partition": c.partition, "sourceEnd": c.source_end, "remoteEnd": c.remote_end}
-        for c in sorted(cut)
-    ]
-
-
-def cut_from_document(doc: Any) -> tuple[PartitionCut, ...]:
-    return tuple(
-        PartitionCut(str(d["topic"]), int(d["partition"]), int(d["sourceEnd"]), int(d["remoteEnd"])) for d in doc or ()
-    )
 
 
 @dataclass(frozen=True)
@@ -155,6 +131,8 @@ class SwitchoverPlan(Direction):
     policy: Divergence | None
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    # the way back: group -> where it resumes on the new side's own topics (origin_positions)
+    origin: Mapping[str, Mapping[tuple[str, int], int]] = field(default_factory=dict)
 
 
 def divergence_problem(pair: str, old: str, divergent: Sequence[Divergent], policy: Divergence | None) -> str:
@@ -201,4 +179,10 @@ def _group_lines(plan: SwitchoverPlan) -> list[str]:
         where = ", ".join(f"{p.remote_topic} p{p.partition} -> {p.start_offset}" for p in g.partitions if p.checkpoint)
         bound = f"{low}" if low == high else f"{low}..{high if high is not None else '?'}"
         lines.append(f"move group {g.group} to {plan.new} ({where}); re-read {bound}")
+        own = plan.origin.get(g.group)
+        if own:
+            at = ", ".join(f"{t} p{p} -> {o}" for (t, p), o in sorted(own.items()))
+            lines.append(
+                f"group {g.group} resumes on {plan.new}'s own topics after what it read of them on {plan.old} ({at})"
+            )
     return lines

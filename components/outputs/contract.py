@@ -178,18 +178,72 @@ class FlowExport:
         }
 
 
+@dataclass(frozen=True, order=True)
+class PartitionCut:
+    """Where a flow stopped by a switchover stopped on one source partition: the source's log end,
+    and the remote partition's log end when everything before it had been copied."""
+
+    topic: str
+    partition: int
+    source_end: int
+    remote_end: int
+
+
+def cut_document(cut: Any) -> list[dict[str, Any]]:
+    return [
+        {"topic": c.topic, "partition": c.partition, "sourceEnd": c.source_end, "remoteEnd": c.remote_end}
+        for c in sorted(cut)
+    ]
+
+
+def cut_from_document(doc: Any) -> tuple[PartitionCut, ...]:
+    return tuple(
+        sorted(
+            PartitionCut(str(d["topic"]), int(d["partition"]), int(d["sourceEnd"]), int(d["remoteEnd"]))
+            for d in doc or ()
+        )
+    )
+
+
+@dataclass(frozen=True)
+class PairExport:
+    """A cluster pair (`failover.<a><->b>`): its active side and, per flow a switchover stopped,
+    where it stopped (components/switchover.py)."""
+
+    name: str
+    active: str
+    cuts: Mapping[str, tuple[PartitionCut, ...]] = field(default_factory=dict)
+
+    @property
+    def passive(self) -> str:
+        first, second = self.name.split("<->", 1)
+        return second if self.active == first else first
+
+    @property
+    def standby_cut(self) -> tuple[PartitionCut, ...]:
+        """Where the passive side's outbound flow stopped (empty before its first switchover)."""
+        return self.cuts.get(f"{self.passive}->{self.active}", ())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"active": self.active, "cuts": {f: cut_document(c) for f, c in self.cuts.items()}}
+
+
 @dataclass(frozen=True)
 class StackExports:
     clusters: Mapping[str, ClusterExport]
     connect: Mapping[str, ConnectGroupExport]
     flows: Mapping[str, FlowExport]
+    pairs: Mapping[str, PairExport] = field(default_factory=dict)  # `failover`; absent without pairs
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "clusters": {alias: c.to_json() for alias, c in self.clusters.items()},
             "connect": {name: g.to_json() for name, g in self.connect.items()},
             "flows": {name: f.to_json() for name, f in self.flows.items()},
         }
+        if self.pairs:
+            data["failover"] = {name: pair.to_json() for name, pair in self.pairs.items()}
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> StackExports:
@@ -211,11 +265,21 @@ class StackExports:
         flows = {
             str(name): f for name, raw in raw_flows.items() if (f := _flow(str(name), raw, raw_clusters, problems))
         }
+        pairs = {str(name): _pair(str(name), raw, problems) for name, raw in (data.get("failover") or {}).items()}
         if problems:
             raise OutputsError(
                 "stack outputs do not match the contract in docs/architecture.md:\n  - " + "\n  - ".join(problems)
             )
-        return cls(clusters=clusters, connect=connect, flows=flows)
+        return cls(clusters=clusters, connect=connect, flows=flows, pairs=pairs)
+
+
+def _pair(name: str, raw: Any, problems: list[str]) -> PairExport:
+    try:
+        cuts = {str(f): cut_from_document(doc) for f, doc in (raw.get("cuts") or {}).items()}
+        return PairExport(name, str(raw["active"]), cuts)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        problems.append(f'failover["{name}"] is not {{active, cuts}}: {exc!r}')
+        return PairExport(name, "", {})
 
 
 def _mapping(where: str, value: Any, problems: list[str]) -> Mapping[str, Any]:

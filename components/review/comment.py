@@ -22,6 +22,7 @@ MARKER = "<!-- mm2-review -->"
 _FLOW_TYPE = "mm2:index:ReplicationFlow"
 _CLUSTER_TYPE = "mm2:index:KafkaCluster"
 _GROUP_TYPE = "mm2:index:ConnectWorkerGroup"
+_PAIR_TYPE = "pulumi-python:dynamic/failover:Switchover"
 # Steps a reviewer needs; create-replacement and delete-replaced repeat a "replace".
 _SHOWN_OPS = ("create", "update", "replace", "delete")
 _OP_ORDER = {op: i for i, op in enumerate(("delete", "replace", "update", "create"))}
@@ -84,6 +85,8 @@ def scope_of(urn: str, states: Mapping[str, Mapping[str, Any]]) -> str:
             return f"cluster {inputs.get('alias') or _name(urn).removeprefix('kafka-')}"
         if kind == _GROUP_TYPE:
             return f"worker group {inputs.get('name') or _name(urn).removeprefix('connect-')}"
+        if kind == _PAIR_TYPE:
+            return f"cluster pair {(inputs.get('pair') or {}).get('name') or _name(urn).removeprefix('failover-')}"
         urn = str(state.get("parent") or "")
     return "stack"
 
@@ -181,7 +184,7 @@ def _blast_section(
     for scope in _scopes(s for s, _, _ in items):
         lines += [f"#### {scope}", ""]
         ordered = sorted((i for i in items if i[0] == scope), key=lambda i: (i[1] != "warning", i[2]))
-        lines += [f"- {'⚠️ ' if sev == 'warning' else ''}{_inline(text)}" for _, sev, text in ordered]
+        lines += [f"- {'⚠️ ' if sev == 'warning' else ''}{_lines(text)}" for _, sev, text in ordered]
         lines.append("")
     return lines
 
@@ -254,6 +257,8 @@ def _scopes(scopes: Iterable[str]) -> list[str]:
 
 def _scope_order(scope: str) -> tuple[int, str]:
     rank = {"flow": 0, "worker": 1, "cluster": 2}.get(scope.split(" ", 1)[0], 3)
+    if scope.startswith("cluster pair "):
+        rank = -1  # a switchover changes more than anything else in the preview: first
     return (rank, scope)
 
 
@@ -263,6 +268,11 @@ def _cell(text: str) -> str:
 
 def _inline(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
+
+
+def _lines(text: str) -> str:
+    """A diagnostic of several lines (a switchover's plan) as one list item that keeps its lines."""
+    return "<br>".join(_inline(line) for line in text.splitlines() if line.strip())
 
 
 def _type(urn: str) -> str:

@@ -355,6 +355,12 @@ def test_planned_switchover_and_failback_with_divergence(stack: TestStack, tmp_p
 
     # The test's admin, a super user, writes on the old side behind the fence: the divergence.
     placed = produce_batch(outputs, old, "orders", [f"diverge-{i}".encode() for i in range(5)])
+    # The Spark stage names each of them before anyone decides (and fails until the way back).
+    report = run_validator(stack, stack.outputs(), tmp_path, expect_exit=1)
+    assert report["failedChecks"] == ["divergence"], report["failedChecks"]
+    detail = report["checks"]["divergence"]["detail"]
+    assert f"5 record(s) on {old} past the cut of {old}->{new} never replicated" in detail
+    assert all(f"key={k.decode()}" in detail for k in placed), detail
     use_on(stack, new)
     switch(stack, old)
     refusal = stack.pulumi("preview", "--diff", check=False)
@@ -369,6 +375,7 @@ def test_planned_switchover_and_failback_with_divergence(stack: TestStack, tmp_p
         count = sum(1 for q in placed.values() if q == p)
         start = cut[("orders", p)]
         assert f"orders p{p} offsets {start}..{start + count - 1} ({count} record(s))" in preview, preview[-4000:]
+    assert f"group {GROUP} resumes on {old}'s own topics after what it read of them on {new}" in preview
     stack.up()
     assert pair_state(stack)["active"] == old
     # keep: the group reads the divergent records next on the old side, and the flow copies them.

@@ -6,16 +6,14 @@ from components.mm2_records import Checkpoint
 from components.ops.failover_plan import GroupPlan, plan_partition
 from components.ops.switchover_plan import (
     Divergent,
-    PartitionCut,
     SwitchoverPlan,
-    cut_document,
-    cut_from_document,
     divergence,
     divergence_problem,
     matching_groups,
     origin_positions,
     plan_lines,
 )
+from components.outputs.contract import PartitionCut, cut_document, cut_from_document
 from components.topology.model import Divergence
 
 CUT = (PartitionCut("orders", 0, 100, 90), PartitionCut("orders", 1, 50, 50))
@@ -98,3 +96,25 @@ def test_the_plan_reads_as_ordered_steps() -> None:
     assert "  6. start flow dr->primary: records written on dr flow back to primary" in lines
     assert "  divergence on dr (kept): orders p1 offsets 50..51 (2 record(s))" in lines
     assert lines[-1] == "  REFUSED: group x is active on dr"
+
+
+def test_the_way_back_shows_where_a_group_resumes_on_its_own_topics() -> None:
+    plan = SwitchoverPlan(
+        pair="primary<->dr",
+        old="dr",
+        new="primary",
+        principals=("User:app",),
+        fence_topics=("orders",),
+        lift_topics=("orders",),
+        drain_timeout_s=120,
+        lag={},
+        groups=None,
+        moved=(_group("billing"),),
+        divergent=(),
+        policy=None,
+        origin={"billing": {("orders", 1): 254, ("orders", 0): 250}},
+    )
+    assert (
+        "  4. group billing resumes on primary's own topics after what it read of them on dr "
+        "(orders p0 -> 250, orders p1 -> 254)" in plan_lines(plan)
+    )

@@ -128,3 +128,32 @@ def test_a_policy_violation_row_has_the_violation_and_its_fix() -> None:
     assert cells[1:3] == ["advisory", "`mm2-a-to-b-checkpoint`"]
     assert "sync.group.offsets.enabled is not true" in cells[3]
     assert cells[4].startswith('set sync.group.offsets.enabled: "true"')
+
+
+def test_a_switchover_plan_comes_first_under_its_cluster_pair_with_its_lines_kept() -> None:
+    urn = "urn:pulumi:prod::mm2-replication::pulumi-python:dynamic/failover:Switchover::failover-primary-dr"
+    plan = (
+        "switchover primary<->dr: dr becomes active (was primary)\n"
+        "  1. fence: deny WRITE to User:app on primary topics orders\n"
+        "  2. wait up to 120s until primary->dr has copied everything (now 0 record(s) behind); RPO must be 0"
+    )
+    preview = {
+        "steps": [
+            {
+                "op": "update",
+                "urn": urn,
+                "oldState": {"inputs": {"pair": {"name": "primary<->dr", "active": "primary"}}},
+                "newState": {"inputs": {"pair": {"name": "primary<->dr", "active": "dr"}}},
+                "detailedDiff": {"pair.active": {"kind": "update"}},
+            }
+        ],
+        "diagnostics": [{"urn": urn, "severity": "warning", "message": plan}],
+        "changeSummary": {"update": 1},
+    }
+    md = render_comment(preview, [])
+    blast = md.split("### Blast radius\n", 1)[1]
+    assert blast.lstrip().startswith("#### cluster pair primary<->dr")
+    assert (
+        "- ⚠️ switchover primary<->dr: dr becomes active (was primary)<br>1. fence: deny WRITE to User:app on "
+        "primary topics orders<br>2. wait up to 120s" in blast
+    )

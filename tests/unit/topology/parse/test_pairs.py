@@ -93,3 +93,13 @@ def test_fencing_needs_an_authenticated_principal() -> None:
     config["clusters"]["dr"]["security"] = {"protocol": "PLAINTEXT"}
     problem = problem_at(config, PAIR)
     assert "authenticates no principal" in problem.message and "mm2:clusters.dr.security" in problem.fix
+
+
+def test_an_unplanned_failover_stops_both_flows_until_the_lost_side_is_back() -> None:
+    topology = parse_topology(pair_config(active="dr", unplanned=True))
+    assert topology.pairs[0].unplanned
+    assert {f.name: f.state_of(ConnectorRole.SOURCE) for f in topology.flows} == {
+        "dr->primary": ConnectorState.STOPPED,
+        "primary->dr": ConnectorState.STOPPED,
+    }
+    assert "true or false" in problem_at(pair_config(unplanned="maybe"), f"{PAIR}.unplanned").fix
