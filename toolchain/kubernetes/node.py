@@ -18,8 +18,10 @@ settings it insists on from files mounted over them inside that namespace: it wo
 write them for the whole machine.
 
 State lives in `<repo>/.mm2/kube` (`MM2_KUBE_DIR`); the binaries come from
-`bin/bootstrap --kubernetes` (`MM2_KUBE_BIN`). Every wait is a bounded poll on its condition;
-a part that does not come up fails `up` with the tail of its log.
+`bin/bootstrap --kubernetes` (`MM2_KUBE_BIN`). Every wait is a bounded poll on its condition
+(`MM2_KUBE_TIMEOUT` seconds each, default 180); a part that does not come up fails `up` with the
+tail of its log and leaves the node as it is, logs in `<state>/logs`, until `down` clears it.
+One node per machine: the namespace and cgroup names are fixed.
 """
 
 from __future__ import annotations
@@ -592,9 +594,9 @@ def up(lay: Layout) -> int:
 
 
 def _pause_image(lay: Layout) -> Path:
-    archive = lay.bin / "pause.tar"
-    if not archive.is_file():
-        pause_archive(lay.bin / "pause", archive)
+    """Packed afresh on every start (milliseconds), so it is always the binary bootstrap built."""
+    archive = lay.root / "pause.tar"
+    pause_archive(lay.bin / "pause", archive)
     return archive
 
 
