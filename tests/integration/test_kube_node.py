@@ -123,3 +123,79 @@ def test_node_runs_a_pod_of_the_project_image_and_down_leaves_nothing() -> None:
         stopped = kube("down")
     assert stopped.returncode == 0, stopped.stderr
     assert leftovers() == []
+
+
+SMOKE_PROGRAM = '''
+import pulumi
+import pulumi_kubernetes as k8s
+
+config = pulumi.Config()
+node = k8s.Provider("node", kubeconfig=config.require("kubeconfig"))
+opts = pulumi.ResourceOptions(provider=node)
+namespace = k8s.core.v1.Namespace("smoke", metadata={"name": "mm2-smoke"}, opts=opts)
+settings = k8s.core.v1.ConfigMap(
+    "settings", metadata={"namespace": namespace.metadata["name"]}, data={"greeting": "hello"}, opts=opts)
+pod = k8s.core.v1.Pod(
+    "web",
+    metadata={"namespace": namespace.metadata["name"], "name": "web"},
+    spec={"terminationGracePeriodSeconds": 2, "containers": [{
+        "name": "http", "image": config.require("image"), "imagePullPolicy": "Never",
+        "command": ["python", "-m", "http.server", "8080", "--bind", "0.0.0.0", "--directory", "/tmp"],
+        "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1},
+        "envFrom": [{"configMapRef": {"name": settings.metadata["name"]}}],
+    }]},
+    opts=opts,
+)
+pulumi.export("podIP", pod.status.apply(lambda status: status.pod_ip))
+'''
+
+
+def test_pulumi_kubernetes_provider_deploys_and_destroys_on_the_node(tmp_path: Path) -> None:
+    """The real pulumi-kubernetes provider (the plugin bin/bootstrap --kubernetes builds, with its
+    pinned SDK) creates a namespace, a ConfigMap and a pod on the node, waits for the pod to be
+    Ready, and destroys them."""
+    venv = Path(os.environ.get("MM2_KUBE_SDK_VENV", ""))
+    if not (venv / "bin" / "python").is_file():
+        pytest.skip("no pulumi-kubernetes SDK virtualenv: run bin/bootstrap --kubernetes")
+    archive = image_archive(WATCHER_TAG)
+    project = tmp_path / "smoke"
+    project.mkdir()
+    (project / "Pulumi.yaml").write_text(
+        "name: kube-smoke\n"
+        f"runtime: {{name: python, options: {{toolchain: pip, virtualenv: {venv}}}}}\n")
+    (project / "__main__.py").write_text(SMOKE_PROGRAM)
+    env = {**os.environ, "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+           "PULUMI_CONFIG_PASSPHRASE": "mm2-test-only-passphrase"}
+    (tmp_path / "state").mkdir()
+
+    def pulumi(*args: str) -> subprocess.CompletedProcess[str]:
+        out = subprocess.run(["pulumi", *args, "--stack", "smoke", "--non-interactive"], cwd=project, env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, f"pulumi {' '.join(args)}:\n{out.stdout[-4000:]}\n{out.stderr[-2000:]}"
+        return out
+
+    try:
+        started = kube("up")
+        assert started.returncode == 0, started.stderr
+        kubeconfig = started.stdout.strip()
+        assert kube("load", str(archive)).returncode == 0
+        subprocess.run(["pulumi", "stack", "init", "smoke", "--non-interactive"], cwd=project, env=env,
+                       check=True, capture_output=True)
+        pulumi("config", "set", "kubeconfig", kubeconfig)
+        pulumi("config", "set", "image", WATCHER_TAG)
+        pulumi("up", "--yes", "--skip-preview")
+        pod_ip = pulumi("stack", "output", "podIP").stdout.strip()
+        assert ipaddress.ip_address(pod_ip) in POD_SUBNET
+        shown = json.loads(kubectl(kubeconfig, "-n", "mm2-smoke", "get", "pod", "web", "-o", "json").stdout)
+        assert any(c["type"] == "Ready" and c["status"] == "True" for c in shown["status"]["conditions"])
+        env_inside = kubectl(kubeconfig, "-n", "mm2-smoke", "exec", "web", "--", "printenv", "greeting")
+        assert env_inside.stdout.strip() == "hello", env_inside.stderr
+        # A second up changes nothing: the provider reads back what it created.
+        assert "unchanged" in pulumi("up", "--yes", "--skip-preview").stdout
+        pulumi("destroy", "--yes", "--skip-preview")
+        gone = kubectl(kubeconfig, "get", "namespace", "mm2-smoke")
+        assert gone.returncode != 0 and "NotFound" in gone.stderr
+    finally:
+        stopped = kube("down")
+    assert stopped.returncode == 0, stopped.stderr
+    assert leftovers() == []
