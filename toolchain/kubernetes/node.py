@@ -330,7 +330,8 @@ state = "/run/containerd"
         "volumePluginDir": str(kubelet / "volume-plugins"), "podLogsDir": str(lay.root / "pod-logs"),
         "clusterDomain": "cluster.local", "registerNode": True,
         "serializeImagePulls": False, "rotateCertificates": False, "serverTLSBootstrap": False,
-        # Room for a few GB of images on a busy disk, without evicting the test pods.
+        # A shared disk fuller than the defaults allow (85%/10%) must not evict the pods, and no
+        # image may be garbage-collected: nothing here can pull it again.
         "evictionHard": {"memory.available": "100Mi", "nodefs.available": "2%", "imagefs.available": "2%"},
         "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
     }, indent=2) + "\n")
