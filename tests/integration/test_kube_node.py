@@ -56,9 +56,17 @@ def image_archive(tag: str) -> Path:
     return found[-1]
 
 
+# Where Kubernetes, containerd and CNI write by default; the node must write none of them on the host.
+HOST_DEFAULTS = ("/usr/libexec/kubernetes", "/var/lib/kubelet", "/var/lib/cni", "/etc/cni", "/opt/cni",
+                 "/etc/kubernetes", "/var/log/pods", "/var/log/containers", "/run/containerd/io.containerd.grpc.v1.cri",
+                 "/run/containerd/runc/k8s.io", "/var/lib/containerd/io.containerd.grpc.v1.cri")
+BEFORE = {p for p in HOST_DEFAULTS if os.path.lexists(p)}
+
+
 def leftovers() -> list[str]:
-    """What the node would leave behind: processes, mounts, its network namespace, cgroups, state."""
-    left = []
+    """What the node would leave behind: processes, mounts, its network namespace, cgroups, state,
+    default paths of its parts on the host."""
+    left = [f"host path {p}" for p in HOST_DEFAULTS if os.path.lexists(p) and p not in BEFORE]
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:

@@ -368,6 +368,8 @@ def daemon_argv(lay: Layout, name: str) -> list[str]:
                 "--bind-address=127.0.0.1", "--leader-elect=false", "--use-service-account-credentials=true",
                 f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}",
                 f"--cluster-signing-cert-file={pki / 'ca.crt'}", f"--cluster-signing-key-file={pki / 'ca.key'}",
+                # Its default, /usr/libexec/kubernetes/..., would be created on the host's disk.
+                f"--flex-volume-plugin-dir={r / 'kubelet' / 'volume-plugins'}",
                 "--profiling=false", "--v=1"]
     if name == "kube-scheduler":
         return [str(b / "kube-scheduler"), f"--kubeconfig={r / 'scheduler.kubeconfig'}",
