@@ -36,8 +36,9 @@ def kube(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
 
 
 def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", f"--kubeconfig={kubeconfig}", *args], input=stdin, capture_output=True,
-                          text=True, timeout=120)
+    # Its discovery cache goes with the node's state, not into ~/.kube.
+    return subprocess.run(["kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={STATE / 'kubectl-cache'}", *args],
+                          input=stdin, capture_output=True, text=True, timeout=120)
 
 
 def image_archive(tag: str) -> Path:
