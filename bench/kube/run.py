@@ -1,0 +1,168 @@
+"""bin/kube benchmark: the cost of `bin/bootstrap --kubernetes` cold and warm, and of the node's life.
+
+    source .mm2/env && python bench/kube/run.py [--repeats 3] [--skip-cold] [--out-dir bench/results]
+
+Builds: `bin/bootstrap --kubernetes` run as it is, with a scratch MM2_CACHE, GOCACHE and GOMODCACHE
+(the Pulumi CLI already built is put first on PATH, so bootstrap does not rebuild it), three times:
+`cold` (empty caches: module downloads and every package compiled), `relink` (the build markers
+removed, the Go caches warm: what a changed build key costs) and `warm` (nothing to do). Each
+binary's seconds come from bootstrap's own "building X ... done in Ns" lines; Go runs under
+`nice -n 19` there, so the figures depend on what else the machine runs (the load is recorded).
+Node: per repeat, `bin/kube up` from nothing, a second `up` (a no-op), `bin/kube load` of the
+watcher image, a pod of it applied until Ready, and `bin/kube down`. Needs root. Writes
+<out-dir>/kube-<date>.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILT = re.compile(r"\[bootstrap\] building (\S+) from Go modules .* done in (\d+)s")
+POD = {
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bench"},
+    "spec": {"terminationGracePeriodSeconds": 1, "containers": [{
+        "name": "http", "image": "mm2-iac/watcher:py3.11", "imagePullPolicy": "Never",
+        "command": ["python", "-m", "http.server", "8080", "--directory", "/tmp"],
+        "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}}]},
+}
+
+
+def timed(argv: list[str], **kwargs: Any) -> tuple[float, subprocess.CompletedProcess[str]]:
+    t0 = time.monotonic()
+    out = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+    return time.monotonic() - t0, out
+
+
+def bootstrap(env: dict[str, str]) -> dict[str, Any]:
+    wall, out = timed([str(ROOT / "bin" / "bootstrap"), "--kubernetes"], env=env)
+    return {"wall_s": round(wall, 1), "binaries_s": {m[1]: int(m[2]) for m in BUILT.finditer(out.stderr)}}
+
+
+def builds(skip_cold: bool) -> dict[str, Any]:
+    env_file = ROOT / ".mm2" / "env"
+    saved = env_file.read_text()  # bootstrap rewrites it with the scratch cache's paths
+    scratch = Path(tempfile.mkdtemp(prefix="kube-bench-"))
+    pulumi_bin = Path(shutil.which("pulumi") or "").parent
+    env = {**os.environ, "MM2_CACHE": str(scratch / "cache"), "GOCACHE": str(scratch / "go-build"),
+           "GOMODCACHE": str(scratch / "mod"), "PATH": f"{pulumi_bin}:{os.environ['PATH']}"}
+    result: dict[str, Any] = {}
+    try:
+        if skip_cold:
+            env.pop("GOCACHE"), env.pop("GOMODCACHE")
+        result["cold" if not skip_cold else "first (shared Go caches)"] = bootstrap(env)
+        for key in (scratch / "cache").glob("*/bin/*.key"):
+            key.unlink()
+        result["relink"] = bootstrap(env)
+        result["warm"] = bootstrap(env)
+        result["go_build_cache_gib"] = round(_du(scratch / "go-build") / 2**30, 2) if not skip_cold else None
+        result["go_module_cache_gib"] = round(_du(scratch / "mod") / 2**30, 2) if not skip_cold else None
+        built = sorted(p for p in (scratch / "cache").glob("*/bin/*") if p.suffix not in (".key", ".tar"))
+        result["binaries_mib"] = {p.name: round(p.stat().st_size / 2**20, 1) for p in built}
+    finally:
+        env_file.write_text(saved)
+        subprocess.run(["chmod", "-R", "u+w", str(scratch)], check=False)  # the module cache is read-only
+        shutil.rmtree(scratch, ignore_errors=True)
+    return result
+
+
+def _du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def node(repeats: int, archive: Path) -> dict[str, Any]:
+    kube = str(ROOT / "bin" / "kube")
+    rows: list[dict[str, float]] = []
+    for _ in range(repeats):
+        subprocess.run([kube, "down"], capture_output=True, check=True)
+        up, out = timed([kube, "up"])
+        kubeconfig = out.stdout.strip()
+        kubectl = ["kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={Path(kubeconfig).parent / 'kubectl-cache'}"]
+        again, _ = timed([kube, "up"])
+        load, _ = timed([kube, "load", str(archive)])
+        pod, _ = timed([*kubectl, "apply", "-f", "-"], input=json.dumps(POD))
+        ready, _ = timed([*kubectl, "wait", "--for=condition=Ready", "pod/bench", "--timeout=120s"])
+        down, _ = timed([kube, "down"])
+        rows.append({"up_s": up, "up_again_s": again, "load_watcher_image_s": load, "pod_ready_s": pod + ready,
+                     "down_s": down})
+    return {k: round(statistics.median(r[k] for r in rows), 2) for k in rows[0]} | {"repeats": repeats}
+
+
+def watcher_archive() -> Path:
+    cache = Path(os.environ.get("MM2_CACHE", Path.home() / ".cache" / "mm2-iac")) / "images"
+    found = [Path(r["archive"]) for r in (json.loads(p.read_text()) for p in cache.glob("*/record.json"))
+             if r.get("tag") == POD["spec"]["containers"][0]["image"] and Path(r["archive"]).is_file()]  # type: ignore[index]
+    if not found:
+        raise SystemExit("no built watcher image: run bin/bootstrap --images")
+    return max(found, key=lambda p: p.stat().st_mtime)
+
+
+def machine() -> str:
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    mem = int(next(line for line in meminfo if line.startswith("MemTotal")).split()[1])
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.machine())
+    go = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True).stdout.strip()
+    return f"{os.cpu_count()} cores, {mem / 2**20:.1f} GiB, {model}; {go}, kernel {platform.release()}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-cold", action="store_true", help="use the shared Go caches (no cold figures)")
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
+    args = parser.parse_args()
+    start_load = os.getloadavg()
+    result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
+              "load_at_start": [round(x, 1) for x in start_load], "builds": builds(args.skip_cold),
+              "node": node(args.repeats, watcher_archive())}
+    result["load_at_end"] = [round(x, 1) for x in os.getloadavg()]
+    stem = args.out_dir / f"kube-{datetime.now(timezone.utc):%Y%m%d}"
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    stem.with_suffix(".md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+def markdown(r: dict[str, Any]) -> str:
+    b = r["builds"]
+    runs = [k for k in b if isinstance(b[k], dict) and "wall_s" in b[k]]
+    names = list(b[runs[0]]["binaries_s"])  # the first run built every binary, in bootstrap's order
+    lines = [f"# bin/kube benchmark ({r['date'][:10]})", "",
+             f"Machine: {r['machine']}; load average {r['load_at_start']} at start, {r['load_at_end']} at end. "
+             "Command: `python bench/kube/run.py`. Builds: `bin/bootstrap --kubernetes` on scratch caches "
+             "(Go under nice 19, in bootstrap's order: later binaries reuse the packages earlier ones compiled); "
+             "seconds per binary as bootstrap reports them (cold includes the module downloads; - = not built: its "
+             "build key was current).", "",
+             "| binary | " + " | ".join(f"{k} (s)" for k in runs) + " | size (MiB) |",
+             "|---|" + "---:|" * (len(runs) + 1)]
+    for n in names:
+        lines.append(f"| {n} | " + " | ".join(str(b[k]["binaries_s"].get(n, "-")) for k in runs)
+                     + f" | {b['binaries_mib'].get(n, '')} |")
+    lines.append("| bootstrap wall | " + " | ".join(str(b[k]["wall_s"]) for k in runs) + " | |")
+    if b.get("go_build_cache_gib") is not None:
+        lines += ["", f"Go build cache after the cold run: {b['go_build_cache_gib']} GiB; module cache "
+                      f"{b['go_module_cache_gib']} GiB."]
+    n = r["node"]
+    lines += ["", f"Node (medians of {n['repeats']}):", "", "| step | seconds |", "|---|---:|"]
+    lines += [f"| {k.removesuffix('_s').replace('_', ' ')} | {v} |" for k, v in n.items() if k != "repeats"]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""bin/kube on this machine: a real single-node Kubernetes runs a pod of the project's own image,
+and `down` leaves nothing of it behind.
+
+Opt-in (MM2_KUBE_TEST=1), outside bin/test's default selection until issue #25 wires the
+Kubernetes lane in: it needs root, `bin/bootstrap --kubernetes` (Go builds of etcd, Kubernetes and
+the pause binary: minutes cold, cached after) and the watcher image (`bin/bootstrap --images`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.harness import ROOT, wait_until
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("MM2_KUBE_TEST") != "1",
+    reason="opt-in: MM2_KUBE_TEST=1 (root, bin/bootstrap --kubernetes and the watcher image)",
+)
+
+STATE = Path(os.environ.get("MM2_KUBE_DIR", ROOT / ".mm2" / "kube")).resolve()
+NETNS = "mm2-kube"
+POD_SUBNET = ipaddress.ip_network("10.201.0.0/24")
+WATCHER_TAG = "mm2-iac/watcher:py3.11"
+
+
+def kube(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(ROOT / "bin" / "kube"), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    # Its discovery cache goes with the node's state, not into ~/.kube.
+    return subprocess.run(["kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={STATE / 'kubectl-cache'}", *args],
+                          input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def image_archive(tag: str) -> Path:
+    """The built archive of `tag`: from this checkout's image index, else the newest record in the cache."""
+    index = Path(os.environ.get("MM2_IMAGES", ROOT / ".mm2" / "images.json"))
+    if index.is_file():
+        record = json.loads(index.read_text()).get(tag)
+        if record and Path(record["archive"]).is_file():
+            return Path(record["archive"])
+    cache = Path(os.environ.get("MM2_CACHE", Path.home() / ".cache" / "mm2-iac")) / "images"
+    records = [json.loads(p.read_text()) for p in cache.glob("*/record.json")]
+    found = sorted((Path(r["archive"]) for r in records if r.get("tag") == tag and Path(r["archive"]).is_file()),
+                   key=lambda p: p.stat().st_mtime)
+    if not found:
+        pytest.skip(f"no built {tag} image: run bin/bootstrap --images")
+    return found[-1]
+
+
+# Where Kubernetes, containerd and CNI write by default; the node must write none of them on the host.
+HOST_DEFAULTS = ("/usr/libexec/kubernetes", "/var/lib/kubelet", "/var/lib/cni", "/etc/cni", "/opt/cni",
+                 "/etc/kubernetes", "/var/log/pods", "/var/log/containers", "/run/containerd/io.containerd.grpc.v1.cri",
+                 "/run/containerd/runc/k8s.io", "/var/lib/containerd/io.containerd.grpc.v1.cri")
+BEFORE = {p for p in HOST_DEFAULTS if os.path.lexists(p)}
+
+
+def leftovers() -> list[str]:
+    """What the node would leave behind: processes, mounts, its network namespace, cgroups, state,
+    default paths of its parts on the host."""
+    left = [f"host path {p}" for p in HOST_DEFAULTS if os.path.lexists(p) and p not in BEFORE]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(STATE) in cmdline:
+                left.append(f"process {entry.name}: {cmdline[:120]}")
+    mounts = Path("/proc/self/mountinfo").read_text()
+    left += [f"mount {line.split()[4]}" for line in mounts.splitlines() if str(STATE) in line.split()[4]]
+    if Path("/run/netns", NETNS).exists():
+        left.append(f"network namespace {NETNS}")
+    left += [f"cgroup {p}" for p in Path("/sys/fs/cgroup").glob(f"*/{NETNS}")]
+    if STATE.exists():
+        left.append(f"state folder {STATE}")
+    return left
+
+
+def pod(name: str, image: str) -> dict[str, Any]:
+    """A pod of the project's watcher image serving HTTP, Ready once the kubelet's probe reaches it."""
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{
+            "name": "http", "image": image, "imagePullPolicy": "Never",
+            "command": ["python", "-m", "http.server", "8080", "--bind", "0.0.0.0", "--directory", "/tmp"],
+            "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1},
+        }]},
+    }
+
+
+def test_node_runs_a_pod_of_the_project_image_and_down_leaves_nothing() -> None:
+    archive = image_archive(WATCHER_TAG)
+    try:
+        started = kube("up")
+        assert started.returncode == 0, started.stderr
+        kubeconfig = started.stdout.strip()
+        # Up again is a no-op on a healthy node.
+        t0 = time.monotonic()
+        again = kube("up")
+        assert again.returncode == 0 and "up already" in again.stderr, again.stderr
+        assert time.monotonic() - t0 < 15
+        status = kube("status")
+        assert status.returncode == 0, status.stdout
+
+        loaded = kube("load", str(archive))
+        assert loaded.returncode == 0, loaded.stderr
+        applied = kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(pod("probe", WATCHER_TAG)))
+        assert applied.returncode == 0, applied.stderr
+        ready = kubectl(kubeconfig, "wait", "--for=condition=Ready", "pod/probe", "--timeout=120s")
+        assert ready.returncode == 0, kubectl(kubeconfig, "describe", "pod", "probe").stdout
+
+        shown = json.loads(kubectl(kubeconfig, "get", "pod", "probe", "-o", "json").stdout)
+        assert shown["status"]["phase"] == "Running"
+        assert ipaddress.ip_address(shown["status"]["podIP"]) in POD_SUBNET
+        # The API server reaches the kubelet and containerd's stream server: exec runs in the pod.
+        inside = kubectl(kubeconfig, "exec", "probe", "--", "python", "-c", "import os; print(os.getuid())")
+        assert inside.returncode == 0 and inside.stdout.strip() != "0", inside.stderr
+        # The kubelet's readiness probes reached the pod over the node's bridge.
+        wait_until(lambda: '"GET / HTTP/1.1" 200' in kubectl(kubeconfig, "logs", "probe").stdout, 30,
+                   "the kubelet's probe requests in the pod's log")
+    finally:
+        stopped = kube("down")
+    assert stopped.returncode == 0, stopped.stderr
+    assert leftovers() == []
+
+
+SMOKE_PROGRAM = '''
+import pulumi
+import pulumi_kubernetes as k8s
+
+config = pulumi.Config()
+node = k8s.Provider("node", kubeconfig=config.require("kubeconfig"))
+opts = pulumi.ResourceOptions(provider=node)
+namespace = k8s.core.v1.Namespace("smoke", metadata={"name": "mm2-smoke"}, opts=opts)
+settings = k8s.core.v1.ConfigMap(
+    "settings", metadata={"namespace": namespace.metadata["name"]}, data={"greeting": "hello"}, opts=opts)
+pod = k8s.core.v1.Pod(
+    "web",
+    metadata={"namespace": namespace.metadata["name"], "name": "web"},
+    spec={"terminationGracePeriodSeconds": 2, "containers": [{
+        "name": "http", "image": config.require("image"), "imagePullPolicy": "Never",
+        "command": ["python", "-m", "http.server", "8080", "--bind", "0.0.0.0", "--directory", "/tmp"],
+        "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1},
+        "envFrom": [{"configMapRef": {"name": settings.metadata["name"]}}],
+    }]},
+    opts=opts,
+)
+pulumi.export("podIP", pod.status.apply(lambda status: status.pod_ip))
+'''
+
+
+def test_pulumi_kubernetes_provider_deploys_and_destroys_on_the_node(tmp_path: Path) -> None:
+    """The real pulumi-kubernetes provider (the plugin bin/bootstrap --kubernetes builds, with its
+    pinned SDK) creates a namespace, a ConfigMap and a pod on the node, waits for the pod to be
+    Ready, and destroys them."""
+    venv = Path(os.environ.get("MM2_KUBE_SDK_VENV", ""))
+    if not (venv / "bin" / "python").is_file():
+        pytest.skip("no pulumi-kubernetes SDK virtualenv: run bin/bootstrap --kubernetes")
+    archive = image_archive(WATCHER_TAG)
+    project = tmp_path / "smoke"
+    project.mkdir()
+    (project / "Pulumi.yaml").write_text(
+        "name: kube-smoke\n"
+        f"runtime: {{name: python, options: {{toolchain: pip, virtualenv: {venv}}}}}\n")
+    (project / "__main__.py").write_text(SMOKE_PROGRAM)
+    env = {**os.environ, "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+           "PULUMI_CONFIG_PASSPHRASE": "mm2-test-only-passphrase"}
+    (tmp_path / "state").mkdir()
+
+    def pulumi(*args: str) -> subprocess.CompletedProcess[str]:
+        out = subprocess.run(["pulumi", *args, "--stack", "smoke", "--non-interactive"], cwd=project, env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, f"pulumi {' '.join(args)}:\n{out.stdout[-4000:]}\n{out.stderr[-2000:]}"
+        return out
+
+    try:
+        started = kube("up")
+        assert started.returncode == 0, started.stderr
+        kubeconfig = started.stdout.strip()
+        assert kube("load", str(archive)).returncode == 0
+        subprocess.run(["pulumi", "stack", "init", "smoke", "--non-interactive"], cwd=project, env=env,
+                       check=True, capture_output=True)
+        pulumi("config", "set", "kubeconfig", kubeconfig)
+        pulumi("config", "set", "image", WATCHER_TAG)
+        pulumi("up", "--yes", "--skip-preview")
+        pod_ip = pulumi("stack", "output", "podIP").stdout.strip()
+        assert ipaddress.ip_address(pod_ip) in POD_SUBNET
+        shown = json.loads(kubectl(kubeconfig, "-n", "mm2-smoke", "get", "pod", "web", "-o", "json").stdout)
+        assert any(c["type"] == "Ready" and c["status"] == "True" for c in shown["status"]["conditions"])
+        env_inside = kubectl(kubeconfig, "-n", "mm2-smoke", "exec", "web", "--", "printenv", "greeting")
+        assert env_inside.stdout.strip() == "hello", env_inside.stderr
+        # A second up changes nothing: the provider reads back what it created.
+        assert "unchanged" in pulumi("up", "--yes", "--skip-preview").stdout
+        pulumi("destroy", "--yes", "--skip-preview")
+        gone = kubectl(kubeconfig, "get", "namespace", "mm2-smoke")
+        assert gone.returncode != 0 and "NotFound" in gone.stderr
+    finally:
+        stopped = kube("down")
+    assert stopped.returncode == 0, stopped.stderr
+    assert leftovers() == []

@@ -1,0 +1,66 @@
+"""bin/kube's node, as data: every address it binds or dials stays on this machine, and the pause
+image is the same archive from the same binary. (The node itself runs in the opt-in integration
+test, tests/integration/test_kube_node.py.)"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from toolchain.kubernetes import node
+
+NODE_RANGES = [ipaddress.ip_network(n) for n in (f"{node.NODE_IP}/32", node.POD_SUBNET, node.SERVICE_RANGE)]
+
+
+def on_this_machine(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    return ip.is_loopback or ip.is_unspecified or any(ip in net for net in NODE_RANGES)
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> node.Layout:
+    lay = node.Layout(root=tmp_path / "kube", bin=tmp_path / "bin", api_port=16443)
+    lay.root.mkdir()
+    return lay
+
+
+def test_every_address_a_daemon_binds_or_dials_is_loopback_or_inside_the_node(layout: node.Layout) -> None:
+    node.write_configs(layout)
+    texts = [" ".join(node.daemon_argv(layout, d)) for d in node.DAEMONS]
+    texts += [p.read_text() for p in layout.root.rglob("*") if p.is_file()]
+    addresses = {m for text in texts for m in re.findall(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])", text)}
+    assert addresses, "no address found: the pattern is wrong"
+    assert {a for a in addresses if not on_this_machine(a)} == set()
+
+
+def test_the_host_side_listens_on_loopback_only(layout: node.Layout) -> None:
+    forwarder = node.daemon_argv(layout, "forwarder")
+    assert forwarder[1] == "TCP-LISTEN:16443,bind=127.0.0.1,fork,reuseaddr"
+    node.write_configs(layout)
+    server = json.loads(layout.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    assert server == "https://127.0.0.1:16443"
+
+
+def test_pods_neither_masquerade_nor_ask_the_hosts_resolver(layout: node.Layout) -> None:
+    node.write_configs(layout)
+    (bridge,) = json.loads((layout.root / "cni" / "10-mm2-kube.conflist").read_text())["plugins"]
+    assert bridge["ipMasq"] is False
+    kubelet = json.loads((layout.root / "kubelet-config.json").read_text())
+    assert Path(kubelet["resolvConf"]).read_text() == "nameserver 127.0.0.1\n"
+
+
+def test_pause_archive_is_the_same_bytes_from_the_same_binary(tmp_path: Path) -> None:
+    binary = tmp_path / "pause"
+    binary.write_bytes(b"\x7fELF not really")
+    first, second = tmp_path / "a.tar", tmp_path / "b.tar"
+    node.pause_archive(binary, first)
+    node.pause_archive(binary, second)
+    assert first.read_bytes() == second.read_bytes()
+    with tarfile.open(first) as tar:
+        manifest = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+    assert manifest[0]["RepoTags"] == [node.PAUSE_IMAGE]
