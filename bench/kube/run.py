@@ -33,11 +33,21 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 BUILT = re.compile(r"\[bootstrap\] building (\S+) from Go modules .* done in (\d+)s")
 POD = {
-    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bench"},
-    "spec": {"terminationGracePeriodSeconds": 1, "containers": [{
-        "name": "http", "image": "mm2-iac/watcher:py3.11", "imagePullPolicy": "Never",
-        "command": ["python", "-m", "http.server", "8080", "--directory", "/tmp"],
-        "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}}]},
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "bench"},
+    "spec": {
+        "terminationGracePeriodSeconds": 1,
+        "containers": [
+            {
+                "name": "http",
+                "image": "mm2-iac/watcher:py3.11",
+                "imagePullPolicy": "Never",
+                "command": ["python", "-m", "http.server", "8080", "--directory", "/tmp"],
+                "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1},
+            }
+        ],
+    },
 }
 
 
@@ -59,8 +69,13 @@ def builds(skip_cold: bool) -> dict[str, Any]:
     saved = env_file.read_text()  # bootstrap rewrites it with the scratch cache's paths
     scratch = Path(tempfile.mkdtemp(prefix="kube-bench-"))
     pulumi_bin = Path(shutil.which("pulumi") or "").parent
-    env = {**os.environ, "MM2_CACHE": str(scratch / "cache"), "GOCACHE": str(scratch / "go-build"),
-           "GOMODCACHE": str(scratch / "mod"), "PATH": f"{pulumi_bin}:{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        "MM2_CACHE": str(scratch / "cache"),
+        "GOCACHE": str(scratch / "go-build"),
+        "GOMODCACHE": str(scratch / "mod"),
+        "PATH": f"{pulumi_bin}:{os.environ['PATH']}",
+    }
     result: dict[str, Any] = {}
     try:
         if skip_cold:
@@ -98,15 +113,19 @@ def node(repeats: int, archive: Path) -> dict[str, Any]:
         pod, _ = timed([*kubectl, "apply", "-f", "-"], input=json.dumps(POD))
         ready, _ = timed([*kubectl, "wait", "--for=condition=Ready", "pod/bench", "--timeout=120s"])
         down, _ = timed([kube, "down"])
-        rows.append({"up_s": up, "up_again_s": again, "load_watcher_image_s": load, "pod_ready_s": pod + ready,
-                     "down_s": down})
+        rows.append(
+            {"up_s": up, "up_again_s": again, "load_watcher_image_s": load, "pod_ready_s": pod + ready, "down_s": down}
+        )
     return {k: round(statistics.median(r[k] for r in rows), 2) for k in rows[0]} | {"repeats": repeats}
 
 
 def watcher_archive() -> Path:
     cache = Path(os.environ.get("MM2_CACHE", Path.home() / ".cache" / "mm2-iac")) / "images"
-    found = [Path(r["archive"]) for r in (json.loads(p.read_text()) for p in cache.glob("*/record.json"))
-             if r.get("tag") == POD["spec"]["containers"][0]["image"] and Path(r["archive"]).is_file()]  # type: ignore[index]
+    found = [
+        Path(r["archive"])
+        for r in (json.loads(p.read_text()) for p in cache.glob("*/record.json"))
+        if r.get("tag") == POD["spec"]["containers"][0]["image"] and Path(r["archive"]).is_file()
+    ]  # type: ignore[index]
     if not found:
         raise SystemExit("no built watcher image: run bin/bootstrap --images")
     return max(found, key=lambda p: p.stat().st_mtime)
@@ -115,8 +134,14 @@ def watcher_archive() -> Path:
 def machine() -> str:
     meminfo = Path("/proc/meminfo").read_text().splitlines()
     mem = int(next(line for line in meminfo if line.startswith("MemTotal")).split()[1])
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.machine())
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.machine(),
+    )
     go = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True).stdout.strip()
     return f"{os.cpu_count()} cores, {mem / 2**20:.1f} GiB, {model}; {go}, kernel {platform.release()}"
 
@@ -128,9 +153,13 @@ def main() -> int:
     parser.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     start_load = os.getloadavg()
-    result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
-              "load_at_start": [round(x, 1) for x in start_load], "builds": builds(args.skip_cold),
-              "node": node(args.repeats, watcher_archive())}
+    result = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "load_at_start": [round(x, 1) for x in start_load],
+        "builds": builds(args.skip_cold),
+        "node": node(args.repeats, watcher_archive()),
+    }
     result["load_at_end"] = [round(x, 1) for x in os.getloadavg()]
     stem = args.out_dir / f"kube-{datetime.now(timezone.utc):%Y%m%d}"
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
@@ -143,21 +172,31 @@ def markdown(r: dict[str, Any]) -> str:
     b = r["builds"]
     runs = [k for k in b if isinstance(b[k], dict) and "wall_s" in b[k]]
     names = list(b[runs[0]]["binaries_s"])  # the first run built every binary, in bootstrap's order
-    lines = [f"# bin/kube benchmark ({r['date'][:10]})", "",
-             f"Machine: {r['machine']}; load average {r['load_at_start']} at start, {r['load_at_end']} at end. "
-             "Command: `python bench/kube/run.py`. Builds: `bin/bootstrap --kubernetes` on scratch caches "
-             "(Go under nice 19, in bootstrap's order: later binaries reuse the packages earlier ones compiled); "
-             "seconds per binary as bootstrap reports them (cold includes the module downloads; - = not built: its "
-             "build key was current).", "",
-             "| binary | " + " | ".join(f"{k} (s)" for k in runs) + " | size (MiB) |",
-             "|---|" + "---:|" * (len(runs) + 1)]
+    lines = [
+        f"# bin/kube benchmark ({r['date'][:10]})",
+        "",
+        f"Machine: {r['machine']}; load average {r['load_at_start']} at start, {r['load_at_end']} at end. "
+        "Command: `python bench/kube/run.py`. Builds: `bin/bootstrap --kubernetes` on scratch caches "
+        "(Go under nice 19, in bootstrap's order: later binaries reuse the packages earlier ones compiled); "
+        "seconds per binary as bootstrap reports them (cold includes the module downloads; - = not built: its "
+        "build key was current).",
+        "",
+        "| binary | " + " | ".join(f"{k} (s)" for k in runs) + " | size (MiB) |",
+        "|---|" + "---:|" * (len(runs) + 1),
+    ]
     for n in names:
-        lines.append(f"| {n} | " + " | ".join(str(b[k]["binaries_s"].get(n, "-")) for k in runs)
-                     + f" | {b['binaries_mib'].get(n, '')} |")
+        lines.append(
+            f"| {n} | "
+            + " | ".join(str(b[k]["binaries_s"].get(n, "-")) for k in runs)
+            + f" | {b['binaries_mib'].get(n, '')} |"
+        )
     lines.append("| bootstrap wall | " + " | ".join(str(b[k]["wall_s"]) for k in runs) + " | |")
     if b.get("go_build_cache_gib") is not None:
-        lines += ["", f"Go build cache after the cold run: {b['go_build_cache_gib']} GiB; module cache "
-                      f"{b['go_module_cache_gib']} GiB."]
+        lines += [
+            "",
+            f"Go build cache after the cold run: {b['go_build_cache_gib']} GiB; module cache "
+            f"{b['go_module_cache_gib']} GiB.",
+        ]
     n = r["node"]
     lines += ["", f"Node (medians of {n['repeats']}):", "", "| step | seconds |", "|---|---:|"]
     lines += [f"| {k.removesuffix('_s').replace('_', ' ')} | {v} |" for k, v in n.items() if k != "repeats"]

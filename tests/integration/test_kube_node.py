@@ -37,8 +37,13 @@ def kube(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
 
 def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     # Its discovery cache goes with the node's state, not into ~/.kube.
-    return subprocess.run(["kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={STATE / 'kubectl-cache'}", *args],
-                          input=stdin, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={STATE / 'kubectl-cache'}", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def image_archive(tag: str) -> Path:
@@ -50,17 +55,29 @@ def image_archive(tag: str) -> Path:
             return Path(record["archive"])
     cache = Path(os.environ.get("MM2_CACHE", Path.home() / ".cache" / "mm2-iac")) / "images"
     records = [json.loads(p.read_text()) for p in cache.glob("*/record.json")]
-    found = sorted((Path(r["archive"]) for r in records if r.get("tag") == tag and Path(r["archive"]).is_file()),
-                   key=lambda p: p.stat().st_mtime)
+    found = sorted(
+        (Path(r["archive"]) for r in records if r.get("tag") == tag and Path(r["archive"]).is_file()),
+        key=lambda p: p.stat().st_mtime,
+    )
     if not found:
         pytest.skip(f"no built {tag} image: run bin/bootstrap --images")
     return found[-1]
 
 
 # Where Kubernetes, containerd and CNI write by default; the node must write none of them on the host.
-HOST_DEFAULTS = ("/usr/libexec/kubernetes", "/var/lib/kubelet", "/var/lib/cni", "/etc/cni", "/opt/cni",
-                 "/etc/kubernetes", "/var/log/pods", "/var/log/containers", "/run/containerd/io.containerd.grpc.v1.cri",
-                 "/run/containerd/runc/k8s.io", "/var/lib/containerd/io.containerd.grpc.v1.cri")
+HOST_DEFAULTS = (
+    "/usr/libexec/kubernetes",
+    "/var/lib/kubelet",
+    "/var/lib/cni",
+    "/etc/cni",
+    "/opt/cni",
+    "/etc/kubernetes",
+    "/var/log/pods",
+    "/var/log/containers",
+    "/run/containerd/io.containerd.grpc.v1.cri",
+    "/run/containerd/runc/k8s.io",
+    "/var/lib/containerd/io.containerd.grpc.v1.cri",
+)
 BEFORE = {p for p in HOST_DEFAULTS if os.path.lexists(p)}
 
 
@@ -89,12 +106,20 @@ def leftovers() -> list[str]:
 def pod(name: str, image: str) -> dict[str, Any]:
     """A pod of the project's watcher image serving HTTP, Ready once the kubelet's probe reaches it."""
     return {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{
-            "name": "http", "image": image, "imagePullPolicy": "Never",
-            "command": ["python", "-m", "http.server", "8080", "--bind", "0.0.0.0", "--directory", "/tmp"],
-            "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1},
-        }]},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "http",
+                    "image": image,
+                    "imagePullPolicy": "Never",
+                    "command": ["python", "-m", "http.server", "8080", "--bind", "0.0.0.0", "--directory", "/tmp"],
+                    "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1},
+                }
+            ]
+        },
     }
 
 
@@ -126,15 +151,18 @@ def test_node_runs_a_pod_of_the_project_image_and_down_leaves_nothing() -> None:
         inside = kubectl(kubeconfig, "exec", "probe", "--", "python", "-c", "import os; print(os.getuid())")
         assert inside.returncode == 0 and inside.stdout.strip() != "0", inside.stderr
         # The kubelet's readiness probes reached the pod over the node's bridge.
-        wait_until(lambda: '"GET / HTTP/1.1" 200' in kubectl(kubeconfig, "logs", "probe").stdout, 30,
-                   "the kubelet's probe requests in the pod's log")
+        wait_until(
+            lambda: '"GET / HTTP/1.1" 200' in kubectl(kubeconfig, "logs", "probe").stdout,
+            30,
+            "the kubelet's probe requests in the pod's log",
+        )
     finally:
         stopped = kube("down")
     assert stopped.returncode == 0, stopped.stderr
     assert leftovers() == []
 
 
-SMOKE_PROGRAM = '''
+SMOKE_PROGRAM = """
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -156,7 +184,7 @@ pod = k8s.core.v1.Pod(
     opts=opts,
 )
 pulumi.export("podIP", pod.status.apply(lambda status: status.pod_ip))
-'''
+"""
 
 
 def test_pulumi_kubernetes_provider_deploys_and_destroys_on_the_node(tmp_path: Path) -> None:
@@ -170,16 +198,25 @@ def test_pulumi_kubernetes_provider_deploys_and_destroys_on_the_node(tmp_path: P
     project = tmp_path / "smoke"
     project.mkdir()
     (project / "Pulumi.yaml").write_text(
-        "name: kube-smoke\n"
-        f"runtime: {{name: python, options: {{toolchain: pip, virtualenv: {venv}}}}}\n")
+        f"name: kube-smoke\nruntime: {{name: python, options: {{toolchain: pip, virtualenv: {venv}}}}}\n"
+    )
     (project / "__main__.py").write_text(SMOKE_PROGRAM)
-    env = {**os.environ, "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
-           "PULUMI_CONFIG_PASSPHRASE": "mm2-test-only-passphrase"}
+    env = {
+        **os.environ,
+        "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+        "PULUMI_CONFIG_PASSPHRASE": "mm2-test-only-passphrase",
+    }
     (tmp_path / "state").mkdir()
 
     def pulumi(*args: str) -> subprocess.CompletedProcess[str]:
-        out = subprocess.run(["pulumi", *args, "--stack", "smoke", "--non-interactive"], cwd=project, env=env,
-                             capture_output=True, text=True, timeout=600)
+        out = subprocess.run(
+            ["pulumi", *args, "--stack", "smoke", "--non-interactive"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert out.returncode == 0, f"pulumi {' '.join(args)}:\n{out.stdout[-4000:]}\n{out.stderr[-2000:]}"
         return out
 
@@ -188,8 +225,13 @@ def test_pulumi_kubernetes_provider_deploys_and_destroys_on_the_node(tmp_path: P
         assert started.returncode == 0, started.stderr
         kubeconfig = started.stdout.strip()
         assert kube("load", str(archive)).returncode == 0
-        subprocess.run(["pulumi", "stack", "init", "smoke", "--non-interactive"], cwd=project, env=env,
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["pulumi", "stack", "init", "smoke", "--non-interactive"],
+            cwd=project,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         pulumi("config", "set", "kubeconfig", kubeconfig)
         pulumi("config", "set", "image", WATCHER_TAG)
         pulumi("up", "--yes", "--skip-preview")

@@ -1,0 +1,134 @@
+"""The local node's names, addresses and state layout, defined once, and the small helpers every
+part of it uses (toolchain/kubernetes/node.py, node_files.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NETNS = "mm2-kube"
+NETNS_PATH = Path("/run/netns") / NETNS
+NODE_NAME = "mm2-kube"
+# Addresses that exist only inside the node's network namespace.
+NODE_IP = "10.200.0.1"
+POD_SUBNET = "10.201.0.0/24"
+SERVICE_RANGE = "10.202.0.0/24"
+SERVICE_IP = "10.202.0.1"  # the `kubernetes` Service: the range's first address
+API_PORT = 6443  # inside the node
+CGROUP_ROOT = "mm2-kube"  # the kubelet's cgroup root, in every cgroup hierarchy
+PAUSE_IMAGE = "mm2-iac/pause:1"
+# What the kubelet sets for the whole machine unless it reads these values already.
+KERNEL_SETTINGS = {"vm/overcommit_memory": "1", "kernel/panic": "10", "kernel/panic_on_oops": "1"}
+# Daemons in start order; `down` stops them in reverse.
+DAEMONS = (
+    "forwarder",
+    "api-socket",
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "containerd",
+    "kubelet",
+)
+UP_TIMEOUT = float(os.environ.get("MM2_KUBE_TIMEOUT", "180"))
+
+
+class KubeError(RuntimeError):
+    """A part of the node did not start or stop; the message says which and how to look."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the node keeps its state, defined once."""
+
+    root: Path
+    bin: Path
+    api_port: int
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def run(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def mntns(self) -> Path:
+        return self.root / "mntns"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The host's kubeconfig: the API server through the forwarder on 127.0.0.1."""
+        return self.root / "kubeconfig"
+
+    @property
+    def containerd_socket(self) -> Path:
+        return self.root / "containerd" / "containerd.sock"
+
+    @property
+    def api_socket(self) -> Path:
+        return self.root / "run" / "api.sock"
+
+    def pidfile(self, name: str) -> Path:
+        return self.run / f"{name}.pid"
+
+    def log(self, name: str) -> Path:
+        return self.logs / f"{name}.log"
+
+
+def layout_from_env() -> Layout:
+    cache = Path(os.environ.get("MM2_CACHE", Path.home() / ".cache" / "mm2-iac"))
+    version = _versions().get("KUBERNETES_VERSION", "")
+    return Layout(
+        root=Path(os.environ.get("MM2_KUBE_DIR", ROOT / ".mm2" / "kube")).resolve(),
+        bin=Path(os.environ.get("MM2_KUBE_BIN", cache / f"kubernetes-{version}" / "bin")),
+        api_port=int(os.environ.get("MM2_KUBE_API_PORT", "16443")),
+    )
+
+
+def _versions() -> dict[str, str]:
+    pairs = (
+        line.split("=", 1)
+        for line in (ROOT / "toolchain" / "versions.env").read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    )
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+# --- small helpers ------------------------------------------------------------------------------
+
+
+def say(message: str) -> None:
+    print(f"[kube] {message}", file=sys.stderr, flush=True)
+
+
+def run(argv: Sequence[str | os.PathLike[str]], check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise KubeError(f"{' '.join(map(str, argv))} failed ({result.returncode}): {result.stderr.strip()[-2000:]}")
+    return result
+
+
+def wait_for(what: str, condition: Callable[[], bool], timeout: float, log: Path | None = None) -> None:
+    """Polls `condition` until it holds; after `timeout` seconds fails naming what and the log tail."""
+    deadline = time.monotonic() + timeout
+    interval = 0.05
+    while not condition():
+        if time.monotonic() > deadline:
+            tail = ""
+            if log is not None and log.is_file():
+                tail = "\n  " + "\n  ".join(log.read_text(errors="replace").splitlines()[-25:])
+            raise KubeError(f"{what}: not after {timeout:.0f}s.{' Log ' + str(log) + ':' if log else ''}{tail}")
+        time.sleep(interval)  # the poll's interval, not a wait for the condition
+        interval = min(interval * 2, 0.5)
