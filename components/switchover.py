@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pulumi
@@ -85,7 +86,8 @@ class SwitchoverProvider(ResourceProvider):
             f"failover {plain(props['pair'])['name']}: {active} is active; writes to {', '.join(topics)} on "
             f"{passive} are fenced"
         )
-        return CreateResult(id_=str(plain(props["pair"])["name"]), outs={**props, "cuts": {}, "last": None})
+        outs = {**props, "cuts": {}, "last": None, "fenceMissing": []}
+        return CreateResult(id_=str(plain(props["pair"])["name"]), outs=outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         old_pair, new_pair = plain(olds.get("pair")) or {}, plain(news.get("pair")) or {}
@@ -93,7 +95,17 @@ class SwitchoverProvider(ResourceProvider):
         if "active" not in changed:
             # New credentials in the exports are kept too: delete lifts the fence with them.
             moved = bool(changed) or plain(olds.get("exports")) != plain(news.get("exports"))
-            return SwitchoverDiff(changes=moved, impacts=[])
+            lost = list(plain(olds.get("fenceMissing")) or [])
+            impacts = []
+            if lost:
+                impacts.append(
+                    (
+                        "warning",
+                        f"failover {new_pair.get('name')}: the passive side's fence lacks "
+                        f"{', '.join(lost)} (refresh found it gone): up puts it back",
+                    )
+                )
+            return SwitchoverDiff(changes=moved or bool(lost), impacts=impacts)
         if has_unknown(news.get("exports")):
             return SwitchoverDiff(changes=True, impacts=[("warning", "switchover planned: its plan shows at `up`")])
         from components.ops.switchover import preview, preview_unplanned
@@ -121,11 +133,16 @@ class SwitchoverProvider(ResourceProvider):
         exports = _exports(news)
         if old_active == active:
             if not plain(news["pair"]).get("unplanned"):
-                # The declared principals changed, or the lost side is back: the fence holds exactly them.
-                if not plain(olds["pair"]).get("unplanned"):
-                    fence_side(_exports(olds), _request(olds, active, passive), passive, on=False)
-                fence_side(exports, _request(news, active, passive), passive, on=True)
-            return UpdateResult(outs={**news, "cuts": cuts, "last": last})
+                # The fence holds exactly the declared principals: what is missing is added (drift,
+                # a new principal, the lost side back), then a principal no longer declared is let go;
+                # the others' bindings stay in place throughout.
+                declared = _request(news, active, passive)
+                fence_side(exports, declared, passive, on=True)
+                before = _request(olds, active, passive)
+                gone = tuple(p for p in before.principals if p not in declared.principals)
+                if gone and not plain(olds["pair"]).get("unplanned"):
+                    fence_side(_exports(olds), replace(before, principals=gone), passive, on=False)
+            return UpdateResult(outs={**news, "cuts": cuts, "last": last, "fenceMissing": []})
         request = _request({**news, "cuts": cuts}, old_active, active)
         report = (run_unplanned if request.unplanned else run)(exports, request, LOG.info)
         cuts[request.stops] = cut_document(report.cut)
@@ -138,10 +155,21 @@ class SwitchoverProvider(ResourceProvider):
             "divergentRecords": report.divergent,
             "unplanned": request.unplanned,
         }
-        return UpdateResult(outs={**news, "cuts": cuts, "last": last})
+        return UpdateResult(outs={**news, "cuts": cuts, "last": last, "fenceMissing": []})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(id_=id_, outs=props)
+        """Refresh: the passive side's fence as the cluster has it (a binding gone is drift)."""
+        from components.ops.switchover import missing_fence
+
+        active, passive = _sides(props)
+        if plain(props["pair"]).get("unplanned"):
+            return ReadResult(id_=id_, outs=props)  # the lost side cannot be asked
+        try:
+            lost = missing_fence(_exports(props), _request(props, passive, active), passive)
+        except Exception as exc:  # a refresh must not fail on a cluster that does not answer
+            LOG.warning(f"failover {plain(props['pair'])['name']}: could not read the fence on {passive}: {exc}")
+            return ReadResult(id_=id_, outs=props)
+        return ReadResult(id_=id_, outs={**props, "fenceMissing": lost})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         from components.ops.switchover import fence_side

@@ -148,6 +148,36 @@ def fence_side(outputs: StackExports, request: Request, alias: str, on: bool) ->
     return topics
 
 
+def missing_fence(outputs: StackExports, request: Request, alias: str) -> list[str]:
+    """The DENY WRITE bindings of cluster `alias`'s fence that are not on the cluster: drift, for
+    example one deleted behind the stack's back ("User:app on orders")."""
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    other = request.new if alias == request.old else request.old
+    topics = flow_topics(outputs, request, f"{alias}->{other}")
+    anything: Any = None  # librdkafka: None matches any name, principal and host
+    wanted = AclBindingFilter(
+        ResourceType.TOPIC,
+        anything,
+        ResourcePatternType.LITERAL,
+        anything,
+        anything,
+        AclOperation.WRITE,
+        AclPermissionType.DENY,
+    )
+    # Kept alive until the answer: a collected client destroys its handle under the future.
+    admin = AdminClient(kafka_config(outputs, alias, log_level=0))
+    present = {(b.principal, b.name) for b in admin.describe_acls(wanted, request_timeout=_TIMEOUT_S).result()}
+    return [f"{p} on {t}" for p in request.principals for t in topics if (p, t) not in present]
+
+
 # -- drain and cut -------------------------------------------------------------------------
 
 

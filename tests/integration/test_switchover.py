@@ -475,3 +475,35 @@ def test_an_unplanned_failover_is_recorded_and_the_way_back_picks_up(stack: Test
         assert f"orders p{p} offsets {start}.." in preview, preview[-3000:]
     stack.up()
     assert pair_state(stack)["active"] == "primary"
+
+
+def test_a_fence_deleted_behind_the_stacks_back_is_drift_that_up_restores(stack: TestStack) -> None:
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    passive = "dr" if pair_state(stack)["active"] == "primary" else "primary"
+    outputs = stack.outputs()
+    deny = AclBindingFilter(
+        ResourceType.TOPIC,
+        "orders",
+        ResourcePatternType.LITERAL,
+        f"User:{APP}",
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.DENY,
+    )
+    admin = AdminClient(kafka_conf(outputs, passive))
+    for future in admin.delete_acls([deny]).values():
+        assert future.result(30), "the fence's binding was there to delete"
+    # (No record is written through the gap: it would be divergence for the next switchover.)
+    stack.pulumi("refresh", "--yes", "--skip-preview")
+    assert f"fence lacks User:{APP} on orders" in diff_preview(stack)
+    stack.up()
+    assert produce_as_app(outputs, passive, "orders", [b"fenced-again"]), f"{passive} must refuse the app again"
+    assert "fence lacks" not in diff_preview(stack)
