@@ -32,6 +32,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILT = re.compile(r"\[bootstrap\] building (\S+) from Go modules .* done in (\d+)s")
+WATCHER_IMAGE = "mm2-iac/watcher:py3.11"
 POD = {
     "apiVersion": "v1",
     "kind": "Pod",
@@ -41,7 +42,7 @@ POD = {
         "containers": [
             {
                 "name": "http",
-                "image": "mm2-iac/watcher:py3.11",
+                "image": WATCHER_IMAGE,
                 "imagePullPolicy": "Never",
                 "command": ["python", "-m", "http.server", "8080", "--directory", "/tmp"],
                 "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1},
@@ -124,8 +125,8 @@ def watcher_archive() -> Path:
     found = [
         Path(r["archive"])
         for r in (json.loads(p.read_text()) for p in cache.glob("*/record.json"))
-        if r.get("tag") == POD["spec"]["containers"][0]["image"] and Path(r["archive"]).is_file()
-    ]  # type: ignore[index]
+        if r.get("tag") == WATCHER_IMAGE and Path(r["archive"]).is_file()
+    ]
     if not found:
         raise SystemExit("no built watcher image: run bin/bootstrap --images")
     return max(found, key=lambda p: p.stat().st_mtime)
