@@ -177,6 +177,36 @@ def run(
     return states
 
 
+def wait_healthy(
+    outputs: StackExports, flows: Sequence[str], timeout_s: float, *, log: Any = print
+) -> list[ConnectorStatus]:
+    """Poll the flows' connectors until every one and its tasks are RUNNING; returns the last status.
+
+    Right after a deploy or a rebalance a task is briefly UNASSIGNED (MM2's source connector
+    reconfigures its tasks once it has listed the topics), so one status read is not a verdict.
+    A FAILED connector or task ends the wait at once: it does not recover by itself."""
+    deadline = time.monotonic() + timeout_s
+    waited = False
+    while True:
+        states = run(outputs, Operation.STATUS, flows=flows, log=log)
+        unhealthy = [s for s in states if not s.healthy]
+        if not unhealthy or any(s.failed for s in unhealthy) or time.monotonic() >= deadline:
+            return states
+        if not waited:
+            log(f"waiting up to {timeout_s:.0f}s for {describe(unhealthy)} to be RUNNING ...")
+            waited = True
+        time.sleep(POLL_S)
+
+
+def describe(states: Sequence[ConnectorStatus]) -> str:
+    """One line per connector: its state and every task not RUNNING, e.g. `x RUNNING (task 0 UNASSIGNED)`."""
+    parts = []
+    for s in states:
+        off = [f"task {t.id} {t.state}" for t in s.tasks if t.state != "RUNNING"]
+        parts.append(f"{s.name} {s.state}" + (f" ({', '.join(off)})" if off else ""))
+    return ", ".join(parts)
+
+
 def _wait_state(client: Any, target: Target, wanted: str, timeout_s: float) -> None:
     # Pause and stop are asynchronous: Connect answers 202 and the workers act on it afterwards.
     # Stopped connectors shut their tasks down; paused ones keep them, paused too.

@@ -63,6 +63,7 @@ from components.platform.local import process as proc
 from components.platform.local.layout import brokers_path, process_marker
 
 ROOT = Path(__file__).resolve().parents[2]
+HEALTHY_WAIT_S = 90.0  # a flow just deployed or rebalanced settles its tasks well within this
 
 
 def source_broker_markers(stack: str, alias: str) -> list[str]:
@@ -139,12 +140,11 @@ def _drill_target(outputs: StackExports, stack: str, flow_name: str | None, topi
             "The drill stops the source by its local-platform processes; next step: deploy the stack on the "
             "local platform (`bin/pulumi up`), or run `bin/pulumi refresh` + `up` if the brokers are down."
         )
-    unhealthy = [
-        c for c in connectors.run(outputs, connectors.Operation.STATUS, flows=[name], log=log) if not c.healthy
-    ]
+    states = connectors.wait_healthy(outputs, [name], HEALTHY_WAIT_S, log=log)
+    unhealthy = [c for c in states if not c.healthy]
     if unhealthy:
         raise OpsError(
-            f"drill: flow {name} is not healthy ({', '.join(f'{c.name} {c.state}' for c in unhealthy)}). "
+            f"drill: flow {name} is not healthy ({connectors.describe(unhealthy)}). "
             f"Next step: `bin/connectors --stack {stack} status --flow {name}`, fix, and run the drill again."
         )
     return DrillTarget(

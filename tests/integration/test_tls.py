@@ -193,8 +193,10 @@ def test_ops_commands_reach_the_https_rest_api(stack: TestStack, tmp_path: Path)
         check=False,
     )
     stack.up_output += run.stdout + run.stderr  # type: ignore[attr-defined]  # searched for passwords below
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "mm2-primary-to-dr-source" in run.stdout and "RUNNING" in run.stdout
+    # 3 is an answer too (a task briefly UNASSIGNED while MM2 reconfigures them); 1 is not reaching it.
+    assert run.returncode in (0, 3), run.stderr[-2000:]
+    states = {c["name"]: c["state"] for c in json.loads(run.stdout)}
+    assert states["mm2-primary-to-dr-source"] == "RUNNING", states
 
 
 def test_spark_validation_reads_both_clusters_over_tls(stack: TestStack, tmp_path: Path) -> None:

@@ -91,3 +91,28 @@ def test_missing_connector_and_bad_options_fail_with_next_step(fake: FakeConnect
         ops.run(outputs(), Operation.PAUSE, failed_only=True, log=lambda _m: None)
     with pytest.raises(OpsError, match="flow 'a->b' is not in the stack outputs"):
         ops.run(outputs(), Operation.STATUS, flows=["a->b"], log=lambda _m: None)
+
+
+def unassigned(name: str) -> dict[str, Any]:
+    status = running(name, tasks=2)
+    status["tasks"][0] |= {"state": "UNASSIGNED"}
+    return status
+
+
+def test_wait_healthy_rides_out_a_task_still_unassigned_after_a_deploy(fake: FakeConnect) -> None:
+    fake.statuses[NAMES[0]] = [unassigned(NAMES[0]), unassigned(NAMES[0]), running(NAMES[0], tasks=2)]
+    said: list[str] = []
+    states = ops.wait_healthy(outputs(), ["primary->dr"], 30, log=said.append)
+    assert all(s.healthy for s in states)
+    assert said == [f"waiting up to 30s for {NAMES[0]} RUNNING (task 0 UNASSIGNED) to be RUNNING ..."]
+    assert fake.seen("GET").count(f"GET /connectors/{NAMES[0]}/status") == 3
+
+
+def test_wait_healthy_stops_at_a_failed_task_and_at_the_deadline(fake: FakeConnect) -> None:
+    fake.statuses[NAMES[0]] = [failed(NAMES[0])]
+    states = ops.wait_healthy(outputs(), ["primary->dr"], 30, log=lambda _m: None)
+    assert ops.describe([s for s in states if not s.healthy]) == f"{NAMES[0]} RUNNING (task 1 FAILED)"
+    assert fake.seen("GET").count(f"GET /connectors/{NAMES[0]}/status") == 1
+    fake.statuses[NAMES[0]] = [unassigned(NAMES[0])]
+    states = ops.wait_healthy(outputs(), ["primary->dr"], 0, log=lambda _m: None)
+    assert [s.name for s in states if not s.healthy] == [NAMES[0]]
