@@ -1,9 +1,10 @@
-"""bin/kube on this machine: a real single-node Kubernetes runs a pod of the project's own image,
-and `down` leaves nothing of it behind.
+"""bin/kube on this machine: a real single-node Kubernetes runs pods of the project's own image,
+routes a Service by its DNS name, keeps a claimed volume's data across pods, and `down` leaves
+nothing of it behind.
 
 Opt-in (MM2_KUBE_TEST=1), outside bin/test's default selection until issue #25 wires the
-Kubernetes lane in: it needs root, `bin/bootstrap --kubernetes` (Go builds of etcd, Kubernetes and
-the pause binary: minutes cold, cached after) and the watcher image (`bin/bootstrap --images`).
+Kubernetes lane in: it needs root, `bin/bootstrap --kubernetes` (Go builds of etcd, Kubernetes, CoreDNS
+and the pause binary: minutes cold, cached after) and the watcher image (`bin/bootstrap --images`).
 """
 
 from __future__ import annotations
@@ -155,6 +156,85 @@ def test_node_runs_a_pod_of_the_project_image_and_down_leaves_nothing() -> None:
             lambda: '"GET / HTTP/1.1" 200' in kubectl(kubeconfig, "logs", "probe").stdout,
             30,
             "the kubelet's probe requests in the pod's log",
+        )
+    finally:
+        stopped = kube("down")
+    assert stopped.returncode == 0, stopped.stderr
+    assert leftovers() == []
+
+
+def service_and_claim() -> list[dict[str, Any]]:
+    """A Service in front of the `web` pod, and a claim on the node's default StorageClass."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        },
+    ]
+
+
+def client_pod() -> dict[str, Any]:
+    """A pod of the watcher image (its non-root user) with the claim mounted at /data."""
+    spec = pod("client", WATCHER_TAG)
+    container = spec["spec"]["containers"][0]
+    container["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    spec["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    spec["spec"]["securityContext"] = {"runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000}
+    spec["spec"]["terminationGracePeriodSeconds"] = 1
+    return spec
+
+
+def test_pods_reach_a_service_by_name_and_keep_their_volume() -> None:
+    """kube-proxy, CoreDNS and the volume provisioner: a Service name resolves and answers, a claim
+    gets a volume a non-root pod writes to, the data outlives the pod, and the volume goes with the
+    claim. A name outside the cluster does not resolve (nothing is forwarded off the node)."""
+    archive = image_archive(WATCHER_TAG)
+    try:
+        started = kube("up")
+        assert started.returncode == 0, started.stderr
+        kubeconfig = started.stdout.strip()
+        assert kube("load", str(archive)).returncode == 0
+        web = pod("web", WATCHER_TAG)
+        web["metadata"]["labels"] = {"app": "web"}
+        items = {"apiVersion": "v1", "kind": "List", "items": [web, *service_and_claim(), client_pod()]}
+        applied = kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(items))
+        assert applied.returncode == 0, applied.stderr
+        ready = kubectl(kubeconfig, "wait", "--for=condition=Ready", "pod/web", "pod/client", "--timeout=120s")
+        assert ready.returncode == 0, kubectl(kubeconfig, "describe", "pods").stdout[-3000:]
+
+        def in_client(code: str) -> subprocess.CompletedProcess[str]:
+            return kubectl(kubeconfig, "exec", "client", "--", "python", "-c", code)
+
+        url = "http://web.default.svc.cluster.local/"
+        fetch = f"import urllib.request as u; print(u.urlopen('{url}', timeout=3).status)"
+        # kube-proxy programs a new Service within its sync period: polled, not assumed.
+        wait_until(lambda: in_client(fetch).stdout.strip() == "200", 60, "the Service answering by its name")
+        outside = in_client("import socket; socket.gethostbyname('example.com')")
+        assert outside.returncode != 0 and "gaierror" in outside.stderr, outside
+
+        wrote = in_client("import os; open('/data/kept', 'w').write(str(os.getuid()))")
+        assert wrote.returncode == 0, wrote.stderr
+        claim = json.loads(kubectl(kubeconfig, "get", "pvc", "data", "-o", "json").stdout)
+        folder = STATE / "volumes" / claim["spec"]["volumeName"]
+        assert (folder / "kept").read_text() == "1000"
+        assert kubectl(kubeconfig, "delete", "pod", "client", "--wait=true").returncode == 0
+        assert kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(client_pod())).returncode == 0
+        assert kubectl(kubeconfig, "wait", "--for=condition=Ready", "pod/client", "--timeout=120s").returncode == 0
+        assert in_client("print(open('/data/kept').read())").stdout.strip() == "1000"
+
+        assert kubectl(kubeconfig, "delete", "pod", "client", "--wait=true").returncode == 0
+        assert kubectl(kubeconfig, "delete", "pvc", "data", "--wait=true").returncode == 0
+        wait_until(lambda: not folder.exists(), 60, f"{folder} removed with its claim")
+        wait_until(
+            lambda: kubectl(kubeconfig, "get", "pv", "-o", "name").stdout.strip() == "", 60, "the volume deleted"
         )
     finally:
         stopped = kube("down")

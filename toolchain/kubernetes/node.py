@@ -65,6 +65,8 @@ from toolchain.kubernetes.node_base import (  # noqa: F401 (re-exported: bin/kub
     wait_for,
 )
 from toolchain.kubernetes.node_files import (  # noqa: F401 (re-exported)
+    BOOTSTRAP_OBJECTS,
+    ROLES,
     daemon_argv,
     issue,
     kubeconfig,
@@ -179,19 +181,39 @@ def stray_pids(lay: Layout) -> set[int]:
 # --- the API ------------------------------------------------------------------------------------
 
 
-def api_get(lay: Layout, path: str, timeout: float = 3.0) -> tuple[int, bytes]:
-    """GET through the host forwarder as the admin; (0, b"") when nothing answers."""
+def _admin(lay: Layout) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=str(lay.pki / "ca.crt"))
     context.load_cert_chain(str(lay.pki / "admin.crt"), str(lay.pki / "admin.key"))
+    return context
+
+
+def api_get(lay: Layout, path: str, timeout: float = 3.0) -> tuple[int, bytes]:
+    """GET through the host forwarder as the admin; (0, b"") when nothing answers."""
     try:
         with urllib.request.urlopen(
-            f"https://127.0.0.1:{lay.api_port}{path}", context=context, timeout=timeout
+            f"https://127.0.0.1:{lay.api_port}{path}", context=_admin(lay), timeout=timeout
         ) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
     except (OSError, ssl.SSLError):
         return 0, b""
+
+
+def api_create(lay: Layout, collection: str, obj: dict[str, object]) -> None:
+    """POST an object as the admin; one that exists already is left as it is."""
+    request = urllib.request.Request(
+        f"https://127.0.0.1:{lay.api_port}{collection}",
+        data=json.dumps(obj).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, context=_admin(lay), timeout=10):
+            return
+    except urllib.error.HTTPError as error:
+        if error.code != 409:
+            raise KubeError(f"creating {collection}/{obj['metadata']}: {error.code} {error.read()[:500]!r}") from None
 
 
 def node_ready(lay: Layout) -> bool:
@@ -277,7 +299,8 @@ def up(lay: Layout) -> int:
     if lay.root.exists() or NETNS_PATH.exists():
         say("a part of the node is missing or left over: taking it down first")
         down(lay)
-    binaries = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "pause")
+    binaries = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"]
+    binaries += ["coredns", "pause"]
     missing = [n for n in binaries if not os.access(lay.bin / n, os.X_OK)]
     if missing:
         raise KubeError(f"{', '.join(missing)} not in {lay.bin}. Fix: bin/bootstrap --kubernetes (builds, caches).")
@@ -290,7 +313,7 @@ def up(lay: Layout) -> int:
     if not port_free(lay.api_port):
         raise KubeError(f"127.0.0.1:{lay.api_port} is taken. Fix: free it, or pick another with MM2_KUBE_API_PORT.")
     t0 = time.monotonic()
-    for folder in (lay.root, lay.logs, lay.run):
+    for folder in (lay.root, lay.logs, lay.run, lay.volumes):
         folder.mkdir(parents=True, exist_ok=True)
     make_pki(lay.pki)
     write_configs(lay)
@@ -308,6 +331,8 @@ def up(lay: Layout) -> int:
         UP_TIMEOUT,
         lay.log("kube-apiserver"),
     )
+    for collection, obj in BOOTSTRAP_OBJECTS:
+        api_create(lay, collection, obj)
     start(lay, "kube-controller-manager")
     start(lay, "kube-scheduler")
     start(lay, "containerd")
@@ -320,6 +345,20 @@ def up(lay: Layout) -> int:
     load(lay, [_pause_image(lay)])
     start(lay, "kubelet")
     wait_for(f"node {NODE_NAME} Ready", lambda: node_ready(lay), UP_TIMEOUT, lay.log("kubelet"))
+    for daemon in ("kube-proxy", "coredns", "provisioner"):
+        start(lay, daemon)
+    wait_for(
+        "kube-proxy synced (Services reachable)",
+        lambda: node_http_ok("http://127.0.0.1:10256/healthz"),
+        UP_TIMEOUT,
+        lay.log("kube-proxy"),
+    )
+    wait_for(
+        "CoreDNS ready (cluster names resolve)",
+        lambda: node_http_ok("http://127.0.0.1:8181/ready"),
+        UP_TIMEOUT,
+        lay.log("coredns"),
+    )
     # Pods are refused until their namespace's default service account exists.
     account = "/api/v1/namespaces/default/serviceaccounts/default"
     wait_for(

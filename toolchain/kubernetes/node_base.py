@@ -20,6 +20,9 @@ NODE_IP = "10.200.0.1"
 POD_SUBNET = "10.201.0.0/24"
 SERVICE_RANGE = "10.202.0.0/24"
 SERVICE_IP = "10.202.0.1"  # the `kubernetes` Service: the range's first address
+CLUSTER_DOMAIN = "cluster.local"
+CLUSTER_DNS = NODE_IP  # CoreDNS answers the pods on the node's address
+STORAGE_CLASS = "standard"  # the node's default StorageClass: folders of the state (provisioner.py)
 API_PORT = 6443  # inside the node
 CGROUP_ROOT = "mm2-kube"  # the kubelet's cgroup root, in every cgroup hierarchy
 PAUSE_IMAGE = "mm2-iac/pause:1"
@@ -35,6 +38,9 @@ DAEMONS = (
     "kube-scheduler",
     "containerd",
     "kubelet",
+    "kube-proxy",
+    "coredns",
+    "provisioner",
 )
 UP_TIMEOUT = float(os.environ.get("MM2_KUBE_TIMEOUT", "180"))
 
@@ -66,6 +72,11 @@ class Layout:
     @property
     def mntns(self) -> Path:
         return self.root / "mntns"
+
+    @property
+    def volumes(self) -> Path:
+        """The persistent volumes' folders (toolchain/kubernetes/provisioner.py)."""
+        return self.root / "volumes"
 
     @property
     def kubeconfig(self) -> Path:

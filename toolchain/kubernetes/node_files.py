@@ -8,22 +8,28 @@ import hashlib
 import io
 import json
 import os
+import sys
 import tarfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from toolchain.kubernetes.node_base import (
     API_PORT,
     CGROUP_ROOT,
+    CLUSTER_DNS,
+    CLUSTER_DOMAIN,
     NODE_IP,
     NODE_NAME,
     PAUSE_IMAGE,
     POD_SUBNET,
     SERVICE_IP,
     SERVICE_RANGE,
+    STORAGE_CLASS,
     Layout,
     run,
 )
+from toolchain.kubernetes.provisioner import PROVISIONER
 
 # --- certificates and kubeconfigs ---------------------------------------------------------------
 
@@ -112,6 +118,9 @@ def make_pki(pki: Path) -> None:
     issue(pki, "controller-manager", "/CN=system:kube-controller-manager")
     issue(pki, "scheduler", "/CN=system:kube-scheduler")
     issue(pki, "kubelet", f"/O=system:nodes/CN=system:node:{NODE_NAME}")
+    issue(pki, "kube-proxy", "/CN=system:kube-proxy")  # bound to system:node-proxier by Kubernetes itself
+    for user, role in ROLES.items():  # bound to their roles by bin/kube up
+        issue(pki, user, f"/CN={role['metadata']['name']}")
     # The service-account token signing key.
     _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", str(pki / "sa.key"))
     _openssl("pkey", "-in", str(pki / "sa.key"), "-pubout", "-out", str(pki / "sa.pub"))
@@ -189,7 +198,7 @@ def write_configs(lay: Layout) -> None:
     pki = lay.pki
     inside = f"https://127.0.0.1:{API_PORT}"
     (lay.root / "kubeconfig").write_text(kubeconfig(f"https://127.0.0.1:{lay.api_port}", pki, "admin"))
-    for user in ("controller-manager", "scheduler", "kubelet"):
+    for user in ("controller-manager", "scheduler", "kubelet", "kube-proxy", *ROLES):
         (lay.root / f"{user}.kubeconfig").write_text(kubeconfig(inside, pki, user))
     cni = lay.root / "cni"
     cni.mkdir(exist_ok=True)
@@ -249,9 +258,11 @@ state = "/run/containerd"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
 """)
+    (lay.root / "Corefile").write_text(corefile(lay))
     kubelet = lay.root / "kubelet"
     kubelet.mkdir(exist_ok=True)
-    # Pods resolve names through a server that cannot exist in their network: a lookup fails
+    # The resolver the kubelet hands on for names outside the cluster, which CoreDNS does not
+    # forward anyway: a server that cannot exist in the node's network, so such a lookup fails
     # inside the node instead of asking the host's resolver, which may be off this machine.
     (lay.root / "resolv.conf").write_text("nameserver 127.0.0.1\n")
     (lay.root / "kubelet-config.json").write_text(
@@ -278,7 +289,8 @@ state = "/run/containerd"
                 "resolvConf": str(lay.root / "resolv.conf"),
                 "volumePluginDir": str(kubelet / "volume-plugins"),
                 "podLogsDir": str(lay.root / "pod-logs"),
-                "clusterDomain": "cluster.local",
+                "clusterDomain": CLUSTER_DOMAIN,
+                "clusterDNS": [CLUSTER_DNS],
                 "registerNode": True,
                 "serializeImagePulls": False,
                 "rotateCertificates": False,
@@ -377,4 +389,108 @@ def daemon_argv(lay: Layout, name: str) -> list[str]:
             f"--node-ip={NODE_IP}",
             "--v=1",
         ]
+    if name == "kube-proxy":
+        return [
+            str(b / "kube-proxy"),
+            f"--kubeconfig={r / 'kube-proxy.kubeconfig'}",
+            f"--hostname-override={NODE_NAME}",
+            f"--cluster-cidr={POD_SUBNET}",
+            "--proxy-mode=iptables",
+            "--bind-address=0.0.0.0",
+            "--metrics-bind-address=127.0.0.1:10249",
+            "--healthz-bind-address=127.0.0.1:10256",
+            # Connection-tracking limits are the machine's, not the node's: left as they are.
+            "--conntrack-max-per-core=0",
+            "--conntrack-tcp-timeout-established=0",
+            "--conntrack-tcp-timeout-close-wait=0",
+            "--v=1",
+        ]
+    if name == "coredns":
+        return [str(b / "coredns"), "-conf", str(r / "Corefile")]
+    if name == "provisioner":
+        script = Path(__file__).with_name("provisioner.py")
+        return [sys.executable, str(script), f"https://127.0.0.1:{API_PORT}", str(pki), NODE_NAME, str(lay.volumes)]
     raise KeyError(name)
+
+
+def corefile(lay: Layout) -> str:
+    """CoreDNS on the node's address: the cluster's names from the API server, every other name
+    refused (no forward plugin is built in: nothing is asked of a resolver off this machine)."""
+    return f"""{CLUSTER_DOMAIN}:53 in-addr.arpa:53 ip6.arpa:53 {{
+    bind {CLUSTER_DNS}
+    errors
+    ready 127.0.0.1:8181
+    health 127.0.0.1:8080
+    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
+        kubeconfig {lay.root / "coredns.kubeconfig"} {NODE_NAME}
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }}
+    cache 5
+    loadbalance
+}}
+"""
+
+
+def _cluster_role(user: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": user},
+        "rules": rules,
+    }
+
+
+def _rule(group: str, resources: list[str], verbs: list[str]) -> dict[str, Any]:
+    return {"apiGroups": [group], "resources": resources, "verbs": verbs}
+
+
+def _binding(role: dict[str, Any]) -> dict[str, Any]:
+    """The ClusterRoleBinding that gives `role` to the user of the same name."""
+    name = role["metadata"]["name"]
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}],
+    }
+
+
+# The node's own daemons that Kubernetes has no role for: their certificate's file name -> the
+# role given to the user of the role's name. CoreDNS reads what its kubernetes plugin serves; the
+# provisioner makes and removes volumes for claims.
+ROLES = {
+    "coredns": _cluster_role(
+        "system:coredns",
+        [
+            _rule("", ["endpoints", "services", "pods", "namespaces"], ["list", "watch"]),
+            _rule("discovery.k8s.io", ["endpointslices"], ["list", "watch"]),
+        ],
+    ),
+    "provisioner": _cluster_role(
+        "system:mm2-kube-provisioner",
+        [
+            _rule("", ["persistentvolumeclaims"], ["get", "list"]),
+            _rule("", ["persistentvolumes"], ["get", "list", "create", "delete"]),
+            _rule("storage.k8s.io", ["storageclasses"], ["get", "list"]),
+        ],
+    ),
+}
+STORAGE_CLASS_OBJECT = {
+    "apiVersion": "storage.k8s.io/v1",
+    "kind": "StorageClass",
+    "metadata": {
+        "name": STORAGE_CLASS,
+        "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+    },
+    "provisioner": PROVISIONER,
+    "reclaimPolicy": "Delete",
+    "volumeBindingMode": "Immediate",
+}
+# (path of the collection, object) bin/kube up creates once the API server answers.
+BOOTSTRAP_OBJECTS = (
+    *(("/apis/rbac.authorization.k8s.io/v1/clusterroles", role) for role in ROLES.values()),
+    *(("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", _binding(role)) for role in ROLES.values()),
+    ("/apis/storage.k8s.io/v1/storageclasses", STORAGE_CLASS_OBJECT),
+)

@@ -64,3 +64,24 @@ def test_pause_archive_is_the_same_bytes_from_the_same_binary(tmp_path: Path) ->
     with tarfile.open(first) as tar:
         manifest = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
     assert manifest[0]["RepoTags"] == [node.PAUSE_IMAGE]
+
+
+def test_cluster_dns_answers_on_the_node_and_forwards_nothing(layout: node.Layout) -> None:
+    node.write_configs(layout)
+    kubelet = json.loads((layout.root / "kubelet-config.json").read_text())
+    assert kubelet["clusterDNS"] == [node.NODE_IP]
+    corefile = (layout.root / "Corefile").read_text()
+    assert f"bind {node.NODE_IP}" in corefile and "kubernetes cluster.local" in corefile
+    # Only the cluster's zones are served; a query for any other name has no server block to reach.
+    assert re.findall(r"^(\S.*)\{$", corefile, re.M) == ["cluster.local:53 in-addr.arpa:53 ip6.arpa:53 "]
+    assert "forward" not in corefile and "proxy" not in corefile
+
+
+def test_every_daemon_user_has_a_certificate_and_a_role(layout: node.Layout) -> None:
+    users = [r["metadata"]["name"] for r in node.ROLES.values()]
+    bound = [o for path, o in node.BOOTSTRAP_OBJECTS if path.endswith("clusterrolebindings")]
+    assert sorted(b["subjects"][0]["name"] for b in bound) == sorted(users)
+    assert all(b["roleRef"]["name"] == b["subjects"][0]["name"] for b in bound)
+    node.write_configs(layout)
+    for cert in node.ROLES:
+        assert (layout.root / f"{cert}.kubeconfig").is_file()
