@@ -237,7 +237,9 @@ def broker_start_script(
         preamble.rstrip("\n"),
         f"mkdir -p {runtime_dir}/logs",
         f"CONFIG={runtime_dir}/server.properties",
-        f'cp {_shell_quote(base_config)} "$CONFIG"',
+        # install, not cp: the copy of a read-only (0555 ConfigMap) file would be read-only too, so
+        # the lines below could not append to it, nor could a restarted container overwrite it.
+        f'install -m 0600 {_shell_quote(base_config)} "$CONFIG"',
         "{",
         *(f'  echo "{line}"' for line in pod_lines),
         '} >> "$CONFIG"',

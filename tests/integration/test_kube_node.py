@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,17 @@ def test_node_runs_a_pod_of_the_project_image_and_down_leaves_nothing() -> None:
     assert leftovers() == []
 
 
+NODE_PORT = 30080  # in bin/kube's default NodePort range, 30000-30099
+
+
+def http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            return int(response.status)
+    except OSError:
+        return 0
+
+
 def service_and_claim() -> list[dict[str, Any]]:
     """A Service in front of the `web` pod, and a claim on the node's default StorageClass."""
     return [
@@ -170,7 +182,11 @@ def service_and_claim() -> list[dict[str, Any]]:
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {"name": "web", "namespace": "default"},
-            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+            "spec": {
+                "type": "NodePort",
+                "selector": {"app": "web"},
+                "ports": [{"port": 80, "targetPort": 8080, "nodePort": NODE_PORT}],
+            },
         },
         {
             "apiVersion": "v1",
@@ -193,9 +209,10 @@ def client_pod() -> dict[str, Any]:
 
 
 def test_pods_reach_a_service_by_name_and_keep_their_volume() -> None:
-    """kube-proxy, CoreDNS and the volume provisioner: a Service name resolves and answers, a claim
-    gets a volume a non-root pod writes to, the data outlives the pod, and the volume goes with the
-    claim. A name outside the cluster does not resolve (nothing is forwarded off the node)."""
+    """kube-proxy, CoreDNS, the NodePorts and the volume provisioner: a Service name resolves and
+    answers in the node, and on 127.0.0.1 at its NodePort; a claim gets a volume a non-root pod
+    writes to, the data outlives the pod, and the volume goes with the claim. A name outside the
+    cluster does not resolve (nothing is forwarded off the node)."""
     archive = image_archive(WATCHER_TAG)
     try:
         started = kube("up")
@@ -217,6 +234,8 @@ def test_pods_reach_a_service_by_name_and_keep_their_volume() -> None:
         fetch = f"import urllib.request as u; print(u.urlopen('{url}', timeout=3).status)"
         # kube-proxy programs a new Service within its sync period: polled, not assumed.
         wait_until(lambda: in_client(fetch).stdout.strip() == "200", 60, "the Service answering by its name")
+        # The same Service from this machine: its NodePort on 127.0.0.1.
+        wait_until(lambda: http_status(f"http://127.0.0.1:{NODE_PORT}/") == 200, 60, "the NodePort on 127.0.0.1")
         outside = in_client("import socket; socket.gethostbyname('example.com')")
         assert outside.returncode != 0 and "gaierror" in outside.stderr, outside
 

@@ -10,7 +10,9 @@ CNI bridge, the kubelet, and every pod) runs inside a network namespace and a mo
 `up` creates. The network namespace has no interface to the host and no route out, so nothing
 the node does can reach an address outside this machine; its own addresses (the node's, the pods'
 bridge, the service range) exist only inside it. The host reaches the API server through a
-forwarder on 127.0.0.1 (`MM2_KUBE_API_PORT`, default 16443) and a UNIX socket in the state folder.
+forwarder on 127.0.0.1 (`MM2_KUBE_API_PORT`, default 16443) and a UNIX socket in the state folder,
+and the node's NodePorts at the same ports on 127.0.0.1 (`MM2_KUBE_NODE_PORTS`, default
+30000-30099; toolchain/kubernetes/nodeports.py).
 The mount namespace keeps what the node mounts (container root filesystems, volumes, the pods'
 network namespace pins) and the files it would otherwise write under /run, /var/lib and /var/log
 off the host; it goes away with the node's last process. The kubelet reads the three kernel
@@ -46,6 +48,7 @@ from toolchain.kubernetes.node_base import (  # noqa: F401 (re-exported: bin/kub
     API_PORT,
     CGROUP_ROOT,
     DAEMONS,
+    HOST_DAEMONS,
     KERNEL_SETTINGS,
     NETNS,
     NETNS_PATH,
@@ -133,7 +136,7 @@ def _proc_state(pid: int) -> str | None:
 
 def start(lay: Layout, name: str) -> None:
     argv = daemon_argv(lay, name)
-    if name != "forwarder":
+    if name not in HOST_DAEMONS:
         argv = in_node(argv)
     with lay.log(name).open("ab") as log:
         process = subprocess.Popen(
@@ -312,6 +315,12 @@ def up(lay: Layout) -> int:
             )
     if not port_free(lay.api_port):
         raise KubeError(f"127.0.0.1:{lay.api_port} is taken. Fix: free it, or pick another with MM2_KUBE_API_PORT.")
+    taken = [p for p in range(lay.node_ports[0], lay.node_ports[1] + 1) if not port_free(p)]
+    if taken:
+        raise KubeError(
+            f"127.0.0.1:{','.join(map(str, taken[:5]))} of the NodePort range {lay.node_ports[0]}-{lay.node_ports[1]} "
+            "taken. Fix: free them, or pick another range with MM2_KUBE_NODE_PORTS=FIRST-LAST."
+        )
     t0 = time.monotonic()
     for folder in (lay.root, lay.logs, lay.run, lay.volumes):
         folder.mkdir(parents=True, exist_ok=True)
@@ -345,7 +354,7 @@ def up(lay: Layout) -> int:
     load(lay, [_pause_image(lay)])
     start(lay, "kubelet")
     wait_for(f"node {NODE_NAME} Ready", lambda: node_ready(lay), UP_TIMEOUT, lay.log("kubelet"))
-    for daemon in ("kube-proxy", "coredns", "provisioner"):
+    for daemon in ("kube-proxy", "coredns", "provisioner", "nodeports"):
         start(lay, daemon)
     wait_for(
         "kube-proxy synced (Services reachable)",

@@ -41,7 +41,9 @@ DAEMONS = (
     "kube-proxy",
     "coredns",
     "provisioner",
+    "nodeports",
 )
+HOST_DAEMONS = ("forwarder", "nodeports")  # run in the host's namespaces (nodeports moves itself)
 UP_TIMEOUT = float(os.environ.get("MM2_KUBE_TIMEOUT", "180"))
 
 
@@ -56,6 +58,7 @@ class Layout:
     root: Path
     bin: Path
     api_port: int
+    node_ports: tuple[int, int] = (30000, 30099)  # the NodePort range, also on 127.0.0.1 (nodeports.py)
 
     @property
     def pki(self) -> Path:
@@ -105,7 +108,19 @@ def layout_from_env() -> Layout:
         root=Path(os.environ.get("MM2_KUBE_DIR", ROOT / ".mm2" / "kube")).resolve(),
         bin=Path(os.environ.get("MM2_KUBE_BIN", cache / f"kubernetes-{version}" / "bin")),
         api_port=int(os.environ.get("MM2_KUBE_API_PORT", "16443")),
+        node_ports=_port_range(os.environ.get("MM2_KUBE_NODE_PORTS", "30000-30099")),
     )
+
+
+def _port_range(text: str) -> tuple[int, int]:
+    first, _, last = text.partition("-")
+    try:
+        low, high = int(first), int(last)
+    except ValueError:
+        raise KubeError(f"MM2_KUBE_NODE_PORTS={text!r}: give a range FIRST-LAST, e.g. 30000-30099") from None
+    if not 1024 < low <= high < 32768 or high - low > 999:
+        raise KubeError(f"MM2_KUBE_NODE_PORTS={text!r}: ports 1025-32767, at most 1000 of them (default 30000-30099)")
+    return low, high
 
 
 def _versions() -> dict[str, str]:

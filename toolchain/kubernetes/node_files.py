@@ -19,6 +19,7 @@ from toolchain.kubernetes.node_base import (
     CGROUP_ROOT,
     CLUSTER_DNS,
     CLUSTER_DOMAIN,
+    NETNS_PATH,
     NODE_IP,
     NODE_NAME,
     PAUSE_IMAGE,
@@ -333,6 +334,7 @@ def daemon_argv(lay: Layout, name: str) -> list[str]:
             f"--secure-port={API_PORT}",
             f"--advertise-address={NODE_IP}",
             f"--service-cluster-ip-range={SERVICE_RANGE}",
+            f"--service-node-port-range={lay.node_ports[0]}-{lay.node_ports[1]}",
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
@@ -407,6 +409,10 @@ def daemon_argv(lay: Layout, name: str) -> list[str]:
         ]
     if name == "coredns":
         return [str(b / "coredns"), "-conf", str(r / "Corefile")]
+    if name == "nodeports":  # on the host: binds 127.0.0.1, then moves into the node's network
+        script = Path(__file__).with_name("nodeports.py")
+        first, last = lay.node_ports
+        return [sys.executable, str(script), str(NETNS_PATH), NODE_IP, str(first), str(last), str(r)]
     if name == "provisioner":
         script = Path(__file__).with_name("provisioner.py")
         return [sys.executable, str(script), f"https://127.0.0.1:{API_PORT}", str(pki), NODE_NAME, str(lay.volumes)]

@@ -150,7 +150,8 @@ def _config_data(workers: _Workers) -> tuple[dict[str, str], list[str]]:
         "#!/bin/bash\nset -euo pipefail\n"
         f"mkdir -p {RUNTIME_DIR}/logs\n"
         f"CONFIG={RUNTIME_DIR}/connect-distributed.properties\n"
-        f'cp {CONFIG_DIR}/connect-distributed.properties "$CONFIG"\n'
+        # A writable copy (0600) of the read-only file, also over the one a restarted container left.
+        f'install -m 0600 {CONFIG_DIR}/connect-distributed.properties "$CONFIG"\n'
         # Workers forward requests to the leader at the address it advertises: the pod IP.
         f'{{ echo "rest.advertised.host.name=${{POD_IP}}"; '
         f'echo "rest.advertised.port={KUBERNETES_REST_PORT}"; }} >> "$CONFIG"\n'
