@@ -51,6 +51,9 @@ class BrokerNetwork:
     advertised_port: int = CLIENT_PORT
     external_host: str | None = None  # EXTERNAL listener's advertised host template, if any
     external_port: int = EXTERNAL_PORT
+    # Brokers behind node ports: node i advertises external_port_base + 1 + i (the base itself is
+    # the bootstrap's); None: every node advertises external_port.
+    external_port_base: int | None = None
     # Host networking (docker): node i binds `listen_host` on host_port_base+2i (CLIENT) and
     # host_port_base+2i+1 (CONTROLLER), so the listeners differ per node; None: 9092/9093.
     host_port_base: int | None = None
@@ -162,8 +165,17 @@ def advertised_listeners(network: BrokerNetwork, ordinal: str) -> str:
     port = network.advertised_port if network.host_port_base is None else network.client_port(int(ordinal))
     out = f"CLIENT://{network.advertised_host.format(ordinal=ordinal)}:{port}"
     if network.external_host is not None:
-        out += f",EXTERNAL://{network.external_host.format(ordinal=ordinal)}:{network.external_port}"
+        out += f",EXTERNAL://{network.external_host.format(ordinal=ordinal)}:{external_port(network, ordinal)}"
     return out
+
+
+def external_port(network: BrokerNetwork, ordinal: str) -> str:
+    """The EXTERNAL listener's advertised port of node `ordinal`: a number, or shell arithmetic
+    when `ordinal` is a shell expression."""
+    base = network.external_port_base
+    if base is None:
+        return str(network.external_port)
+    return str(base + 1 + int(ordinal)) if ordinal.isdigit() else f"$(({base + 1} + {ordinal}))"
 
 
 def scram_credentials(cluster: Cluster) -> tuple[SaslMechanism, str, str] | None:

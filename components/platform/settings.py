@@ -58,6 +58,9 @@ class KafkaPodSettings:
     tls_secret: str | None = None
     external_host: str | None = None  # e.g. "us-east-kafka-{ordinal}.kafka.example.com"
     external_service_annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # NodePort instead of LoadBalancer for the external listener: the bootstrap Service gets this
+    # node port, broker i the next ones (port + 1 + i), and each advertises externalHost:its port.
+    external_node_port: int | None = None
     context: str | None = None  # kubeconfig context of the Kubernetes cluster hosting it
 
 
@@ -80,6 +83,7 @@ class ConnectPodSettings:
     rest_users_secret: str | None = None
     tls_secret: str | None = None
     service_type: str = "ClusterIP"
+    node_port: int | None = None  # the REST API's node port when service_type is NodePort
     service_annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     metrics: bool = True
     # Labels the Prometheus Operator selects ServiceMonitors and PrometheusRules by.
@@ -135,6 +139,7 @@ _KAFKA_FIELDS = {
     "tlsSecret": "tls_secret",
     "externalHost": "external_host",
     "externalServiceAnnotations": "external_service_annotations",
+    "externalNodePort": "external_node_port",
     "context": "context",
 }
 _CONNECT_FIELDS = {
@@ -145,6 +150,7 @@ _CONNECT_FIELDS = {
     "restUsersSecret": "rest_users_secret",
     "tlsSecret": "tls_secret",
     "serviceType": "service_type",
+    "nodePort": "node_port",
     "serviceAnnotations": "service_annotations",
     "metrics": "metrics",
     "prometheusLabels": "prometheus_labels",
@@ -210,14 +216,34 @@ def _kafka_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Kafka
     if values.get("zone_spread", "preferred") not in ("preferred", "required"):
         problems.append(f"{where}.zoneSpread: must be preferred or required, got {values['zone_spread']!r}.")
         values.pop("zone_spread")
+    if "external_node_port" in values:
+        values["external_node_port"] = _node_port(values["external_node_port"], f"{where}.externalNodePort", problems)
     host = values.get("external_host")
-    if host is not None and "{ordinal}" not in str(host):
+    if values.get("external_node_port") is not None and host is None:
+        problems.append(
+            f"{where}.externalNodePort: needs externalHost, the address clients reach the nodes at "
+            '(e.g. "kafka-nodes.example.com", or "127.0.0.1" on bin/kube\'s node).'
+        )
+    # Brokers on node ports differ by port; behind load balancers, by host.
+    if host is not None and values.get("external_node_port") is None and "{ordinal}" not in str(host):
         problems.append(
             f"{where}.externalHost: {host!r} must contain {{ordinal}} (each broker needs its own address), "
-            'e.g. "us-east-kafka-{ordinal}.kafka.example.com".'
+            'e.g. "us-east-kafka-{ordinal}.kafka.example.com"; or set externalNodePort.'
         )
         values.pop("external_host")
     return replace(base, **values)
+
+
+def _node_port(raw: Any, where: str, problems: list[str]) -> int | None:
+    """A whole number in Kubernetes' default NodePort range; None (after a problem) otherwise."""
+    try:
+        port = int(raw)
+    except (TypeError, ValueError):
+        port = -1
+    if not 30000 <= port <= 32767 or isinstance(raw, bool):
+        problems.append(f"{where}: {raw!r} is not a node port; give a whole number in 30000-32767.")
+        return None
+    return port
 
 
 def _connect_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> ConnectPodSettings:
@@ -244,6 +270,10 @@ def _connect_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Con
     if values.get("service_type", "ClusterIP") not in ("ClusterIP", "LoadBalancer", "NodePort"):
         problems.append(f"{where}.serviceType: must be ClusterIP, LoadBalancer or NodePort.")
         values.pop("service_type")
+    if "node_port" in values:
+        values["node_port"] = _node_port(values["node_port"], f"{where}.nodePort", problems)
+        if values.get("service_type") != "NodePort":
+            problems.append(f"{where}.nodePort: needs serviceType: NodePort.")
     return replace(base, **values)
 
 

@@ -267,7 +267,10 @@ def _deployment(workers: _Workers, data: dict[str, str], java_opts: list[str]) -
 
 def _service(workers: _Workers) -> dict[str, Any]:
     pod = workers.pod
-    service_ports = [{"name": "rest", "port": KUBERNETES_REST_PORT, "targetPort": KUBERNETES_REST_PORT}]
+    rest: dict[str, Any] = {"name": "rest", "port": KUBERNETES_REST_PORT, "targetPort": KUBERNETES_REST_PORT}
+    if pod.node_port is not None:
+        rest["nodePort"] = pod.node_port
+    service_ports = [rest]
     if pod.metrics:
         service_ports.append({"name": "metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT})
     return {

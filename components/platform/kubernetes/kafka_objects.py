@@ -50,7 +50,12 @@ from components.topology.model import Cluster, Platform
 def kubernetes_broker_network(cluster: Cluster, namespace: str, pod: KafkaPodSettings) -> BrokerNetwork:
     names = KafkaNames(cluster.alias)
     host = f"{names.pod('{ordinal}')}.{names.headless}.{namespace}.svc"
-    return BrokerNetwork(voter_host=host, advertised_host=host, external_host=pod.external_host)
+    return BrokerNetwork(
+        voter_host=host,
+        advertised_host=host,
+        external_host=pod.external_host,
+        external_port_base=pod.external_node_port,
+    )
 
 
 @dataclass(frozen=True)
@@ -341,27 +346,32 @@ def _network_policy(broker: _Broker) -> dict[str, Any]:
 
 
 def _external_services(broker: _Broker) -> tuple[dict[str, Any], ...]:
-    """A LoadBalancer for bootstrap and one per broker, when the cluster has an external host."""
+    """A Service for bootstrap and one per broker, when the cluster has an external host:
+    LoadBalancers, or NodePorts at externalNodePort (bootstrap) and the ports after it (brokers)."""
     pod, names = broker.pod, broker.names
     if not pod.external_host:
         return ()
 
-    def service(name: str, ordinal: str, selector: dict[str, str]) -> dict[str, Any]:
+    def service(name: str, ordinal: str, selector: dict[str, str], node_port: int | None) -> dict[str, Any]:
         # `{ordinal}` in an annotation value (e.g. an external-dns hostname) names each broker's address.
         annotations = {k: v.replace("{ordinal}", ordinal) for k, v in pod.external_service_annotations.items()}
+        port: dict[str, Any] = {"name": "external", "port": EXTERNAL_PORT, "targetPort": EXTERNAL_PORT}
+        if node_port is not None:
+            port["nodePort"] = node_port
         return {
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": broker.meta(name, annotations=annotations),
             "spec": {
-                "type": "LoadBalancer",
+                "type": "LoadBalancer" if node_port is None else "NodePort",
                 "selector": selector,
-                "ports": [{"name": "external", "port": EXTERNAL_PORT, "targetPort": EXTERNAL_PORT}],
+                "ports": [port],
             },
         }
 
-    externals = [service(names.external_bootstrap, "bootstrap", dict(broker.selector))]
+    base = pod.external_node_port
+    externals = [service(names.external_bootstrap, "bootstrap", dict(broker.selector), base)]
     for i in range(broker.cluster.brokers):
         pod_selector = {**broker.selector, "statefulset.kubernetes.io/pod-name": names.pod(i)}
-        externals.append(service(names.external(i), str(i), pod_selector))
+        externals.append(service(names.external(i), str(i), pod_selector, None if base is None else base + 1 + i))
     return tuple(externals)

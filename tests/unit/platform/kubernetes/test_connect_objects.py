@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from components.platform.kubernetes.connect_objects import connect_objects
-from components.platform.settings import kubernetes_settings
+from components.platform.settings import PlatformSettingsError, kubernetes_settings
 
 from ..helpers import SASL_KUBERNETES, parse_properties, topology
 from .objects import SETTINGS, connect, container
@@ -67,3 +69,13 @@ def test_metrics_off_drops_agent_monitor_and_rules() -> None:
     assert objs.service_monitor is None and objs.prometheus_rule is None
     assert "KAFKA_OPTS" in {e["name"] for e in container(objs.deployment)["env"]}  # REST auth still needs JAAS
     assert "initContainers" not in objs.deployment["spec"]["template"]["spec"]
+
+
+def test_connect_rest_api_on_a_node_port() -> None:
+    with pytest.raises(PlatformSettingsError, match="nodePort: needs serviceType: NodePort"):
+        kubernetes_settings({"workerGroups": {"mm2": {"nodePort": 30083}}})
+    settings = kubernetes_settings({"workerGroups": {"mm2": {"serviceType": "NodePort", "nodePort": 30083}}})
+    service = connect(settings).service
+    assert service["spec"]["type"] == "NodePort"
+    rest = next(p for p in service["spec"]["ports"] if p["name"] == "rest")
+    assert rest == {"name": "rest", "port": 8083, "targetPort": 8083, "nodePort": 30083}

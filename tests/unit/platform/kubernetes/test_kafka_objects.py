@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+from typing import Any
+
 import pytest
 
 from components.platform.kubernetes.kafka_objects import kafka_objects
-from components.platform.settings import kubernetes_settings
+from components.platform.settings import PlatformSettingsError, kubernetes_settings
 
 from ..helpers import SASL_KUBERNETES, parse_properties, topology
 from .objects import SETTINGS, container, kafka
@@ -151,6 +155,37 @@ def test_external_listener_load_balancer_per_broker() -> None:
     }
     script = objs.config_map["data"]["start.sh"]
     assert "EXTERNAL://a-${ORDINAL}.kafka.example.com:9094" in script
+
+
+def test_external_listener_on_node_ports_differs_by_port() -> None:
+    """On node ports (bin/kube's node: 127.0.0.1) the brokers share a host and each advertises
+    its own port, the one its Service takes; the bootstrap Service takes the first."""
+    settings = kubernetes_settings({"clusters": {"a": {"externalHost": "127.0.0.1", "externalNodePort": 30090}}})
+    objs = kafka("a", settings)
+    ports = [(s["spec"]["type"], s["spec"]["ports"][0]["nodePort"]) for s in objs.external_services]
+    assert ports == [("NodePort", 30090), ("NodePort", 30091), ("NodePort", 30092), ("NodePort", 30093)]
+    assert all(s["spec"]["ports"][0]["targetPort"] == 9094 for s in objs.external_services)
+    script = objs.config_map["data"]["start.sh"]
+    assert "EXTERNAL://127.0.0.1:$((30091 + ${ORDINAL}))" in script
+    # The shell gives broker 2 the port of its own Service.
+    line = next(x for x in script.splitlines() if "advertised.listeners" in x)
+    shown = subprocess.run(
+        ["bash", "-c", f"ORDINAL=2; {line.strip()}"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "EXTERNAL://127.0.0.1:30093" in shown
+
+
+@pytest.mark.parametrize(
+    ("cluster", "message"),
+    [
+        ({"externalNodePort": 30090}, "externalNodePort: needs externalHost"),
+        ({"externalHost": "x", "externalNodePort": 80}, "externalNodePort: 80 is not a node port"),
+        ({"externalHost": "x", "externalNodePort": "many"}, "'many' is not a node port"),
+    ],
+)
+def test_node_port_settings_name_the_key_and_the_fix(cluster: dict[str, Any], message: str) -> None:
+    with pytest.raises(PlatformSettingsError, match=re.escape(message)):
+        kubernetes_settings({"clusters": {"a": cluster}})
 
 
 def test_kafka_objects_refuse_other_platforms() -> None:
