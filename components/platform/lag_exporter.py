@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from components.topology import ConnectorRole, Topology, bootstrap_servers, connector_name
+from components.topology import ConnectorRole, Topology, connector_name
+from components.topology.connectors import internal_bootstrap_servers
 from components.watch.lag_plan import LagFlow, LagPlan, split_client
 
 POLL_S = 5.0  # a reading every 5 s on every platform: lag alerts see a paused flow within one evaluation
@@ -42,7 +43,7 @@ def public_clients(
     out = {}
     for alias in plan_clusters(topology, group):
         public, _secret = split_client(clients.get(alias) or {})
-        out[alias] = {"bootstrap.servers": bootstrap_servers(topology.clusters[alias]), **public}
+        out[alias] = {"bootstrap.servers": internal_bootstrap_servers(topology.clusters[alias]), **public}
     return out
 
 

@@ -142,9 +142,18 @@ def security_properties(security: Security, secrets_file: str) -> dict[str, str]
     return props
 
 
+def internal_bootstrap_servers(cluster: Cluster) -> str:
+    """The address the stack's own pods (Connect workers and the connectors they run, the lag
+    exporter) use: `internalBootstrap` when given, else the one everything uses."""
+    return cluster.internal_bootstrap or bootstrap_servers(cluster)
+
+
 def client_properties(cluster: Cluster, secrets_file: str) -> dict[str, str]:
-    """`bootstrap.servers` plus security: what any client of this cluster needs."""
-    return {"bootstrap.servers": bootstrap_servers(cluster), **security_properties(cluster.security, secrets_file)}
+    """`bootstrap.servers` plus security: what a connector (run by the workers) needs."""
+    return {
+        "bootstrap.servers": internal_bootstrap_servers(cluster),
+        **security_properties(cluster.security, secrets_file),
+    }
 
 
 def _prefixed(prefix: str, values: Mapping[str, str]) -> dict[str, str]:

@@ -169,6 +169,9 @@ class Cluster:
     port: int | None = None
     # external (required) and kubernetes (optional) address as given in config.
     bootstrap: str | None = None
+    # The address the stack's own pods (Connect workers, lag exporter) reach it at, when not
+    # `bootstrap` (e.g. the in-cluster Service beside an external listener); kubernetes/external.
+    internal_bootstrap: str | None = None
     datacenter: str | None = None
     security: Security = field(default_factory=Security)
     topics: tuple[TopicSpec, ...] = ()

@@ -30,6 +30,7 @@ CLUSTER_FIELDS = (
     "brokers",
     "port",
     "bootstrap",
+    "internalBootstrap",
     "datacenter",
     "security",
     "topics",
@@ -66,6 +67,7 @@ def parse_cluster(problems: Problems, alias: str, raw: Any) -> Cluster | None:
     brokers = _brokers(problems, mapping, where, platform)
     port, port_ok = _port(problems, mapping, where, platform, brokers)
     bootstrap, bootstrap_ok = _bootstrap(problems, mapping, where, platform)
+    internal_bootstrap = _internal_bootstrap(problems, mapping, where, platform)
     ok = ok and port_ok and bootstrap_ok
     datacenter = as_str(problems, mapping["datacenter"], f"{where}.datacenter") if "datacenter" in mapping else None
     security = parse_security(problems, mapping.get("security"), f"{where}.security", alias, platform)
@@ -85,6 +87,7 @@ def parse_cluster(problems: Problems, alias: str, raw: Any) -> Cluster | None:
         brokers=brokers,
         port=port,
         bootstrap=bootstrap,
+        internal_bootstrap=internal_bootstrap,
         datacenter=datacenter,
         security=security,
         topics=topics,
@@ -151,6 +154,25 @@ def _bootstrap(
         )
         return None, False
     return None, True
+
+
+def _internal_bootstrap(problems: Problems, mapping: Mapping[str, Any], where: str, platform: Platform) -> str | None:
+    if "internalBootstrap" not in mapping:
+        return None
+    address = as_str(problems, mapping["internalBootstrap"], f"{where}.internalBootstrap")
+    if platform in (Platform.LOCAL, Platform.DOCKER):
+        problems.add(
+            f"{where}.internalBootstrap",
+            f"a {platform.value} cluster has one address, on this machine's loopback.",
+            "Remove internalBootstrap.",
+        )
+    elif "bootstrap" not in mapping:
+        problems.add(
+            f"{where}.internalBootstrap",
+            "it is the address for the stack's pods beside `bootstrap`, the one for everything else.",
+            "Set bootstrap too (the address reachable from where pulumi up runs), or remove internalBootstrap.",
+        )
+    return address
 
 
 def check_client(problems: Problems, client: Mapping[str, str], where: str) -> None:

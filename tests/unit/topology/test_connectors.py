@@ -28,7 +28,7 @@ from components.topology.connectors import (
     transform_aliases,
 )
 from components.topology.model import Flow, PolicyKind, frozen_map
-from components.topology.runtime_config import with_exactly_once_stage
+from components.topology.runtime_config import with_exactly_once_stage, worker_properties
 from tests.unit.topology.helpers import dev_config, secure_config
 
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
@@ -308,6 +308,30 @@ def test_bootstrap_servers_per_platform() -> None:
     assert bootstrap_servers(topology.clusters["k8s"]) == "k8s-kafka-bootstrap:9092"
     assert bootstrap_servers(topology.clusters["ext"]) == "a:9092,b:9092"
     assert broker_ports(topology.clusters["primary"]) == ((19092, 19093), (19094, 19095), (19096, 19097))
+
+
+def test_the_stacks_pods_use_the_internal_address_and_everything_else_bootstrap() -> None:
+    """A cluster reached from outside at its external listener and by the workers at the in-cluster
+    Service: connector configs and worker storage use the latter, the stack's outputs the former."""
+    config = dev_config()
+    config["clusters"]["dr"] = {
+        "platform": "kubernetes",
+        "brokers": 1,
+        "bootstrap": "127.0.0.1:30090",
+        "internalBootstrap": "dr-kafka-bootstrap.mm2.svc:9092",
+        "topics": config["clusters"]["dr"].get("topics", {}),
+    }
+    config["workerGroups"]["mm2"] = {"platform": "kubernetes", "cluster": "dr", "workers": 1}
+    topology = parse_topology(config)
+    dr = topology.clusters["dr"]
+    assert bootstrap_servers(dr) == "127.0.0.1:30090"
+    connectors = flow_connectors(topology, topology.flows[0])
+    assert connectors.source.config["target.cluster.bootstrap.servers"] == "dr-kafka-bootstrap.mm2.svc:9092"
+    assert connectors.source.config["source.cluster.bootstrap.servers"] == bootstrap_servers(
+        topology.clusters["primary"]
+    )
+    worker = worker_properties(topology, topology.worker_groups["mm2"], 0)
+    assert worker["bootstrap.servers"] == "dr-kafka-bootstrap.mm2.svc:9092"
 
 
 def test_source_connector_gets_the_tuning_and_the_others_do_not() -> None:

@@ -75,3 +75,12 @@ def test_client_override_without_client_prefix() -> None:
     config = dev_config()
     config["clusters"]["primary"]["client"] = {"fetch.min.bytes": "1"}
     assert "producer., consumer. or admin." in problem_at(config, 'mm2:clusters.primary.client["fetch.min.bytes"]').fix
+
+
+def test_internal_bootstrap_needs_bootstrap_and_a_cluster_with_two_addresses() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["internalBootstrap"] = "x:9092"
+    assert "one address" in problem_at(config, "mm2:clusters.primary.internalBootstrap").message
+    config = dev_config()
+    config["clusters"]["k8s"] = {"platform": "kubernetes", "internalBootstrap": "k8s-kafka-bootstrap.mm2.svc:9092"}
+    assert "Set bootstrap too" in problem_at(config, "mm2:clusters.k8s.internalBootstrap").fix
