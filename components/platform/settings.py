@@ -62,6 +62,9 @@ class KafkaPodSettings:
     # node port, broker i the next ones (port + 1 + i), and each advertises externalHost:its port.
     external_node_port: int | None = None
     context: str | None = None  # kubeconfig context of the Kubernetes cluster hosting it
+    # Whether deleting the cluster (pulumi destroy, or removing it from the stack) deletes its
+    # volume claims, and so its data; Kubernetes' (and Strimzi's) default keeps them.
+    delete_claims: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,7 @@ _KAFKA_FIELDS = {
     "externalHost": "external_host",
     "externalServiceAnnotations": "external_service_annotations",
     "externalNodePort": "external_node_port",
+    "deleteClaims": "delete_claims",
     "context": "context",
 }
 _CONNECT_FIELDS = {
@@ -216,6 +220,10 @@ def _kafka_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Kafka
     if values.get("zone_spread", "preferred") not in ("preferred", "required"):
         problems.append(f"{where}.zoneSpread: must be preferred or required, got {values['zone_spread']!r}.")
         values.pop("zone_spread")
+    if "delete_claims" in values:
+        if not isinstance(values["delete_claims"], bool):
+            problems.append(f"{where}.deleteClaims: {values['delete_claims']!r} is not true or false.")
+        values["delete_claims"] = values["delete_claims"] is True
     if "external_node_port" in values:
         values["external_node_port"] = _node_port(values["external_node_port"], f"{where}.externalNodePort", problems)
     host = values.get("external_host")

@@ -307,6 +307,13 @@ def _stateful_set(broker: _Broker, data: dict[str, str]) -> dict[str, Any]:
                 },
             },
             "volumeClaimTemplates": [volume_claim],
+            # Kubernetes keeps a StatefulSet's claims when it goes, unless told: `deleteClaims`
+            # makes `pulumi destroy` remove the brokers' data too (a scale-down keeps it either way).
+            **(
+                {"persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Retain"}}
+                if pod.delete_claims
+                else {}
+            ),
         },
     }
 

@@ -188,6 +188,16 @@ def test_node_port_settings_name_the_key_and_the_fix(cluster: dict[str, Any], me
         kubernetes_settings({"clusters": {"a": cluster}})
 
 
+def test_claims_outlive_the_cluster_unless_deleteclaims() -> None:
+    kept = kafka("a").stateful_set["spec"]
+    assert "persistentVolumeClaimRetentionPolicy" not in kept  # Kubernetes' default: Retain
+    settings = kubernetes_settings({"clusters": {"a": {"deleteClaims": True}}})
+    policy = kafka("a", settings).stateful_set["spec"]["persistentVolumeClaimRetentionPolicy"]
+    assert policy == {"whenDeleted": "Delete", "whenScaled": "Retain"}
+    with pytest.raises(PlatformSettingsError, match="deleteClaims: 'yes' is not true or false"):
+        kubernetes_settings({"kafka": {"deleteClaims": "yes"}})
+
+
 def test_kafka_objects_refuse_other_platforms() -> None:
     topo = topology(
         {
