@@ -21,50 +21,14 @@ from typing import Any
 import pytest
 
 from tests.integration.harness import ROOT, wait_until
+from tests.integration.kube import NETNS, STATE, WATCHER_TAG, image_archive, kube, kubectl
+
+POD_SUBNET = ipaddress.ip_network("10.201.0.0/24")
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MM2_KUBE_TEST") != "1",
     reason="opt-in: MM2_KUBE_TEST=1 (root, bin/bootstrap --kubernetes and the watcher image)",
 )
-
-STATE = Path(os.environ.get("MM2_KUBE_DIR", ROOT / ".mm2" / "kube")).resolve()
-NETNS = "mm2-kube"
-POD_SUBNET = ipaddress.ip_network("10.201.0.0/24")
-WATCHER_TAG = "mm2-iac/watcher:py3.11"
-
-
-def kube(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(ROOT / "bin" / "kube"), *args], capture_output=True, text=True, timeout=timeout)
-
-
-def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    # Its discovery cache goes with the node's state, not into ~/.kube.
-    return subprocess.run(
-        ["kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={STATE / 'kubectl-cache'}", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def image_archive(tag: str) -> Path:
-    """The built archive of `tag`: from this checkout's image index, else the newest record in the cache."""
-    index = Path(os.environ.get("MM2_IMAGES", ROOT / ".mm2" / "images.json"))
-    if index.is_file():
-        record = json.loads(index.read_text()).get(tag)
-        if record and Path(record["archive"]).is_file():
-            return Path(record["archive"])
-    cache = Path(os.environ.get("MM2_CACHE", Path.home() / ".cache" / "mm2-iac")) / "images"
-    records = [json.loads(p.read_text()) for p in cache.glob("*/record.json")]
-    found = sorted(
-        (Path(r["archive"]) for r in records if r.get("tag") == tag and Path(r["archive"]).is_file()),
-        key=lambda p: p.stat().st_mtime,
-    )
-    if not found:
-        pytest.skip(f"no built {tag} image: run bin/bootstrap --images")
-    return found[-1]
-
 
 # Where Kubernetes, containerd and CNI write by default; the node must write none of them on the host.
 HOST_DEFAULTS = (
