@@ -40,6 +40,9 @@ def _ephemeral_floor() -> int:
 
 _PORTS = random.Random()  # its own generator: a test seeding `random` must not repeat our picks
 _HANDED_OUT: set[int] = set()  # every port free_port_block returned in this process
+# What bin/kube's node binds on 127.0.0.1 while it runs (its API server, its NodePort range):
+# never handed to a test's JVM, which could otherwise take one before the node starts.
+_NODE_PORTS = {16443, *range(30000, 30100)}
 
 
 def _worker_share(low: int, high: int) -> tuple[int, int]:
@@ -71,7 +74,7 @@ def free_port_block(size: int) -> int:
         block = range(base, base + size)
         # A block handed out earlier may not be bound yet (one config's clusters and groups are
         # all picked before any JVM starts): never hand out a port twice.
-        if not any(p in _HANDED_OUT or proc.port_in_use(p) for p in block):
+        if not any(p in _HANDED_OUT or p in _NODE_PORTS or proc.port_in_use(p) for p in block):
             _HANDED_OUT.update(block)
             return base
     raise RuntimeError(f"no block of {size} free ports found in {low}-{high + size}")

@@ -2,9 +2,9 @@
 routes a Service by its DNS name, keeps a claimed volume's data across pods, and `down` leaves
 nothing of it behind.
 
-Opt-in (MM2_KUBE_TEST=1), outside bin/test's default selection until issue #25 wires the
-Kubernetes lane in: it needs root, `bin/bootstrap --kubernetes` (Go builds of etcd, Kubernetes, CoreDNS
-and the pause binary: minutes cold, cached after) and the watcher image (`bin/bootstrap --images`).
+Part of the Kubernetes lane (tests/integration/kube.py, `lane_skip_reason`): it runs where
+`bin/bootstrap --kubernetes` has built the node (Go builds of etcd, Kubernetes, CoreDNS and the
+pause binary: minutes cold, cached after), as root, with the watcher image.
 """
 
 from __future__ import annotations
@@ -15,20 +15,25 @@ import os
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.harness import ROOT, wait_until
-from tests.integration.kube import NETNS, STATE, WATCHER_TAG, image_archive, kube, kubectl
+from tests.integration.kube import LANE, NETNS, STATE, WATCHER_TAG, image_archive, kube, kubectl, node_lock
 
 POD_SUBNET = ipaddress.ip_network("10.201.0.0/24")
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("MM2_KUBE_TEST") != "1",
-    reason="opt-in: MM2_KUBE_TEST=1 (root, bin/bootstrap --kubernetes and the watcher image)",
-)
+pytestmark = LANE
+
+
+@pytest.fixture(autouse=True)
+def exclusive_node() -> Iterator[None]:
+    with node_lock():
+        yield
+
 
 # Where Kubernetes, containerd and CNI write by default; the node must write none of them on the host.
 HOST_DEFAULTS = (

@@ -10,14 +10,12 @@ nothing of the stack in its namespace.
 
 Scaled to this machine and not yet the whole of Pulumi.prod.yaml (#25): PLAINTEXT instead of
 SASL_SSL, one broker and one worker per side, no REST basic auth, metrics off (the node has no
-Prometheus Operator). Opt-in like the node test (MM2_KUBE_TEST=1: root, bin/bootstrap
---kubernetes, the kafka and watcher images).
+Prometheus Operator). Part of the Kubernetes lane, like the node test (tests/integration/kube.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -27,12 +25,9 @@ from typing import Any
 import pytest
 
 from tests.integration.harness import ROOT, TestStack, wait_until
-from tests.integration.kube import KAFKA_TAG, WATCHER_TAG, image_archive, kube, kubectl
+from tests.integration.kube import KAFKA_TAG, LANE, WATCHER_TAG, image_archive, kube, kubectl, node_lock
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("MM2_KUBE_TEST") != "1",
-    reason="opt-in: MM2_KUBE_TEST=1 (root, bin/bootstrap --kubernetes, the kafka and watcher images)",
-)
+pytestmark = LANE
 
 NAMESPACE = "mm2"
 # In bin/kube's default NodePort range (30000-30099): each cluster's external bootstrap and the
@@ -103,6 +98,11 @@ def stack_config() -> dict[str, Any]:
 def node() -> Iterator[str]:
     """bin/kube's node with the project's images loaded and the stack's namespace; down after."""
     archives = [str(image_archive(KAFKA_TAG)), str(image_archive(WATCHER_TAG))]
+    with node_lock():
+        yield from _node(archives)
+
+
+def _node(archives: list[str]) -> Iterator[str]:
     try:
         started = kube("up")
         assert started.returncode == 0, started.stderr
