@@ -65,6 +65,9 @@ class KafkaPodSettings:
     # Whether deleting the cluster (pulumi destroy, or removing it from the stack) deletes its
     # volume claims, and so its data; Kubernetes' (and Strimzi's) default keeps them.
     delete_claims: bool = False
+    # Lets a change Kubernetes forbids in place (storageSize, storageClass) replace the brokers'
+    # StatefulSet: an outage of the cluster (components/platform/kubernetes/fixed_fields.py).
+    recreate_statefulset: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,7 @@ _KAFKA_FIELDS = {
     "externalServiceAnnotations": "external_service_annotations",
     "externalNodePort": "external_node_port",
     "deleteClaims": "delete_claims",
+    "recreateStatefulSet": "recreate_statefulset",
     "context": "context",
 }
 _CONNECT_FIELDS = {
@@ -220,10 +224,11 @@ def _kafka_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Kafka
     if values.get("zone_spread", "preferred") not in ("preferred", "required"):
         problems.append(f"{where}.zoneSpread: must be preferred or required, got {values['zone_spread']!r}.")
         values.pop("zone_spread")
-    if "delete_claims" in values:
-        if not isinstance(values["delete_claims"], bool):
-            problems.append(f"{where}.deleteClaims: {values['delete_claims']!r} is not true or false.")
-        values["delete_claims"] = values["delete_claims"] is True
+    for key, name in (("delete_claims", "deleteClaims"), ("recreate_statefulset", "recreateStatefulSet")):
+        if key in values:
+            if not isinstance(values[key], bool):
+                problems.append(f"{where}.{name}: {values[key]!r} is not true or false.")
+            values[key] = values[key] is True
     if "external_node_port" in values:
         values["external_node_port"] = _node_port(values["external_node_port"], f"{where}.externalNodePort", problems)
     host = values.get("external_host")

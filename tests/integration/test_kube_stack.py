@@ -5,7 +5,8 @@ bin/kube's node through the real pulumi-kubernetes provider.
 The host reaches each cluster at its external listener on node ports (`bootstrap`, 127.0.0.1) and
 each group's REST API at its node port (`url`); the workers reach the brokers at the in-cluster
 Services (`internalBootstrap`). Checked: every pod Running and Ready, records copied both ways, a
-broker pod deleted by hand back with its data and the flow catching up, the Spark stage and
+broker pod deleted by hand back with its data and the flow catching up, a change Kubernetes
+forbids in place refused at preview (and at up) before anything changed, the Spark stage and
 `bin/status` passing against those addresses, and `pulumi destroy` leaving nothing of the stack
 in its namespace.
 
@@ -205,6 +206,30 @@ def broker_recovers_with_its_data(node: str, outputs: dict[str, Any], before: se
     assert after <= copied, f"{len(after - copied)} record(s) written after the restart not copied"
 
 
+def forbidden_change_is_refused_at_preview(node: str, stack: TestStack) -> None:
+    """A new storageSize would make the provider replace the brokers' StatefulSet (Kubernetes
+    forbids changing its claim template in place): preview fails naming the key and the fix, and
+    up stops before anything changed."""
+    settings = stack.config["config"]["mm2-platform:kubernetes"]
+    settings["kafka"]["storageSize"] = "2Gi"
+    stack.write_config()
+    try:
+        preview = stack.pulumi("preview", check=False)
+        assert preview.returncode != 0
+        said = preview.stdout + preview.stderr
+        assert "mm2-platform:kubernetes.clusters.us.storageSize: changing the brokers' storage size" in said, said
+        assert "Fix: put back '1Gi'" in said
+        up = stack.pulumi("up", "--yes", "--skip-preview", check=False)
+        assert up.returncode != 0 and "storageSize" in up.stdout + up.stderr
+        shown = kubectl(node, "-n", NAMESPACE, "get", "statefulset", "us-kafka", "-o", "json")
+        template = json.loads(shown.stdout)["spec"]["volumeClaimTemplates"][0]
+        assert template["spec"]["resources"]["requests"]["storage"] == "1Gi"
+        assert all(ready(p) for p in pods(node))
+    finally:
+        settings["kafka"]["storageSize"] = "1Gi"
+        stack.write_config()
+
+
 def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     node: str, stack: TestStack, tmp_path: Path
 ) -> None:
@@ -226,6 +251,7 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
         seen = read_keys(outputs, target, f"{source}.orders", written[source])
         assert written[source] <= seen, f"{source}->{target}: {len(written[source] - seen)} record(s) not copied"
     broker_recovers_with_its_data(node, outputs, written["us"])
+    forbidden_change_is_refused_at_preview(node, stack)
 
     outputs_file = tmp_path / "outputs.json"
     outputs_file.write_text(json.dumps(outputs))

@@ -26,8 +26,10 @@ import pulumi_kubernetes as k8s
 from components.platform.container_broker import container_broker_secret_keys
 from components.platform.contract import BrokerRequest, DeployedBrokers, DeployedWorkers, WorkerRequest
 from components.platform.kubernetes.connect_objects import ConnectObjects, connect_objects
+from components.platform.kubernetes.fixed_fields import shape_inputs
 from components.platform.kubernetes.kafka_objects import KafkaObjects, kafka_objects
 from components.platform.kubernetes.names import connect_secret_names, kafka_secret_names
+from components.platform.kubernetes.shape_guard import StatefulSetShape
 from components.platform.secret_files import (
     REST_USERS_KEY,
     SECRETS_KEY,
@@ -162,11 +164,16 @@ def deploy_kafka_kubernetes(
     resources.append(config)
     resources.append(register(objects.headless_service, f"{name}-brokers", child))
     resources.append(register(objects.bootstrap_service, f"{name}-bootstrap", child))
+    shape = StatefulSetShape(
+        f"{name}-statefulset-shape",
+        shape_inputs(cluster.alias, settings.namespace, objects.stateful_set["metadata"]["name"], pod),
+        pulumi.ResourceOptions(parent=parent),
+    )
     resources.append(
         register(
             objects.stateful_set,
             f"{name}-statefulset",
-            pulumi.ResourceOptions.merge(pod_opts, pulumi.ResourceOptions(depends_on=[config])),
+            pulumi.ResourceOptions.merge(pod_opts, pulumi.ResourceOptions(depends_on=[config, shape])),
         )
     )
     resources.append(register(objects.pod_disruption_budget, f"{name}-pdb", child))

@@ -24,6 +24,7 @@ PURE = (
     "components.platform.kubernetes.watcher_objects",
     "components.platform.kubernetes.shipped_code",
     "components.platform.kubernetes.lag_exporter_objects",
+    "components.platform.kubernetes.fixed_fields",
     "components.platform.docker.specs",
     "components.platform.local.layout",
 )

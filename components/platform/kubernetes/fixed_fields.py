@@ -1,0 +1,67 @@
+"""What Kubernetes forbids changing in place in a cluster's StatefulSet, checked at preview.
+
+A StatefulSet's volume claim template (the brokers' `storageSize` and `storageClass`) cannot be
+changed in place. The pulumi-kubernetes provider answers such a change by deleting the
+StatefulSet and creating it again: every broker of the cluster stops at once, the new template
+still does not resize the claims the brokers have (only brokers added later get it), and with
+`deleteClaims` the claims, so the data, go with the old StatefulSet. So a change of those fields
+is refused at preview, naming the key, what would happen and the fix, unless the cluster's
+`recreateStatefulSet: true` says the operator wants that outage (never with `deleteClaims`).
+
+Pure; `components/platform/kubernetes/shape_guard.py` is the dynamic resource whose diff runs
+it, so the preview fails before anything changes (the StatefulSet depends on it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from components.platform.settings import KafkaPodSettings
+
+# The StatefulSet's fixed fields as the settings keys that set them.
+FIXED = {"storageSize": "storage size", "storageClass": "storage class"}
+
+
+def shape_inputs(alias: str, namespace: str, statefulset: str, pod: KafkaPodSettings) -> dict[str, Any]:
+    """What the guard records of one cluster's StatefulSet, and the settings that allow a change."""
+    return {
+        "cluster": alias,
+        "namespace": namespace,
+        "statefulset": statefulset,
+        "storageSize": pod.storage_size,
+        "storageClass": pod.storage_class or "",
+        "recreate": pod.recreate_statefulset,
+        "deleteClaims": pod.delete_claims,
+    }
+
+
+def fixed_field_problems(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[str]:
+    """One message per fixed field that `news` changes."""
+    recreate, delete_claims = bool(news.get("recreate")), bool(news.get("deleteClaims"))
+    problems = []
+    alias, namespace, name = news["cluster"], news["namespace"], news["statefulset"]
+    where = f"mm2-platform:kubernetes.clusters.{alias}"
+    for key, label in FIXED.items():
+        before, after = olds.get(key, news[key]), news[key]
+        if before == after:
+            continue
+        why = (
+            f"{where}.{key}: changing the brokers' {label} from {before or '(default)'!r} to {after or '(default)'!r} "
+            f"would replace StatefulSet {namespace}/{name}: Kubernetes forbids changing its volume claim template in "
+            "place, so the provider deletes it and creates it again, and every broker of "
+            f"{alias} stops at once. The brokers' existing claims keep their {label} either way."
+        )
+        if delete_claims:
+            problems.append(
+                f"{why} With deleteClaims: true their claims, so their data, would be deleted with it: refused. "
+                f"Fix: put back {before!r}."
+            )
+        elif not recreate:
+            problems.append(
+                f"{why} Fix: put back {before!r}. To grow the disks, expand each claim where the StorageClass "
+                f"allows it (kubectl -n {namespace} patch pvc data-{name}-<i> -p "
+                '\'{"spec":{"resources":{"requests":{"storage":"<size>"}}}}\'). To change the template '
+                f"anyway (an outage of {alias}, data kept), set {where}.recreateStatefulSet: true for that up."
+            )
+    return problems
