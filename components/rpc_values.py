@@ -17,6 +17,14 @@ from pulumi.output import Unknown
 from pulumi.runtime import rpc
 
 
+class Refused(ValueError):
+    """A dynamic provider's refusal of a change at its diff (so at preview): the message names the
+    key, what would happen and the fix. The project's provider host shows the message alone,
+    without the traceback a provider's failure gets."""
+
+    refusal = True
+
+
 def plain(value: Any) -> Any:
     """`value` with Pulumi's secret wrappers removed at any depth."""
     value = rpc.unwrap_rpc_secret(value)

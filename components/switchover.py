@@ -25,7 +25,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
-from components.rpc_values import has_unknown, plain
+from components.rpc_values import Refused, has_unknown, plain
 from components.topology.model import Divergence, Pair, Topology
 
 LOG = logging.getLogger("dynamic_provider.switchover")
@@ -119,7 +119,7 @@ class SwitchoverProvider(ResourceProvider):
             )
         plan = preview(_exports(state), request)
         if plan.problems:
-            raise ValueError("\n".join(plan_lines(plan)))
+            raise Refused("\n".join(plan_lines(plan)))
         return SwitchoverDiff(changes=True, impacts=[("warning", "\n".join(plan_lines(plan)))])
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:

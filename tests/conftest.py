@@ -36,7 +36,7 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/integration/test_security.py": 130,
     "tests/integration/test_broker_rolling.py": 118,
     "tests/integration/test_connector_states.py": 106,
-    "tests/integration/test_kube_stack.py": 155,
+    "tests/integration/test_kube_stack.py": 200,
     "tests/integration/test_docker_platform.py": 100,
     "tests/integration/test_kube_node.py": 90,
     "tests/integration/test_repair.py": 95,

@@ -6,7 +6,8 @@ The host reaches each cluster at its external listener on node ports (`bootstrap
 each group's REST API at its node port (`url`); the workers reach the brokers at the in-cluster
 Services (`internalBootstrap`). Checked: every pod Running and Ready, records copied both ways, a
 broker pod deleted by hand back with its data and the flow catching up, a change Kubernetes
-forbids in place refused at preview (and at up) before anything changed, the Spark stage and
+forbids in place refused at preview (and at up) before anything changed, a worker setting rolled
+one pod at a time under a stream with nothing lost (the longest gap printed), the Spark stage and
 `bin/status` passing against those addresses, and `pulumi destroy` leaving nothing of the stack
 in its namespace.
 
@@ -17,8 +18,11 @@ Prometheus Operator). Part of the Kubernetes lane, like the node test (tests/int
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,7 +64,8 @@ def stack_config() -> dict[str, Any]:
                 f"to-{target}": {
                     "platform": "kubernetes",
                     "cluster": target,
-                    "workers": 1,
+                    # Two workers beside eu, so a roll there is one pod at a time with one left.
+                    "workers": 2 if target == "eu" else 1,
                     "url": f"http://127.0.0.1:{REST[f'to-{target}']}",
                 }
                 for target in EXTERNAL
@@ -217,8 +222,12 @@ def forbidden_change_is_refused_at_preview(node: str, stack: TestStack) -> None:
         preview = stack.pulumi("preview", check=False)
         assert preview.returncode != 0
         said = preview.stdout + preview.stderr
-        assert "mm2-platform:kubernetes.clusters.us.storageSize: changing the brokers' storage size" in said, said
-        assert "Fix: put back '1Gi'" in said
+        # Both clusters share the setting; whichever guard the engine asks first refuses.
+        refused = r"mm2-platform:kubernetes\.clusters\.(us|eu)\.storageSize: changing the brokers' storage"
+        assert re.search(refused, said), said
+        # deleteClaims is on here: the data would go with the claims, so only putting it back is offered.
+        assert "their data, would be deleted with it: refused. Fix: put back '1Gi'." in said, said
+        assert "Traceback" not in said, said
         up = stack.pulumi("up", "--yes", "--skip-preview", check=False)
         assert up.returncode != 0 and "storageSize" in up.stdout + up.stderr
         shown = kubectl(node, "-n", NAMESPACE, "get", "statefulset", "us-kafka", "-o", "json")
@@ -230,6 +239,74 @@ def forbidden_change_is_refused_at_preview(node: str, stack: TestStack) -> None:
         stack.write_config()
 
 
+def rolling_change_loses_nothing(node: str, stack: TestStack, outputs: dict[str, Any]) -> None:
+    """A worker setting changed while records stream us->eu: the preview shows the Deployments
+    updated in place (nothing replaced), up rolls the workers one at a time, every record arrives,
+    and the longest time with none arriving is measured."""
+    from confluent_kafka import Consumer, Producer
+
+    stack.config["config"]["mm2-platform:kubernetes"]["connect"]["heap"] = "400m"
+    stack.write_config()
+    preview = stack.pulumi("preview", "--diff").stdout
+    assert "~ kubernetes:apps/v1:Deployment: (update)" in preview, preview[-3000:]
+    assert "replace" not in preview.lower(), preview[-3000:]
+    before = {p["metadata"]["uid"] for p in pods(node) if "-connect-" in p["metadata"]["name"]}
+
+    stop, sent, arrivals = threading.Event(), [0], []
+    run = f"roll-{time.monotonic_ns()}-".encode()
+
+    def stream() -> None:
+        producer = Producer({"bootstrap.servers": outputs["clusters"]["us"]["bootstrap"], "log_level": 0})
+        while not stop.is_set():
+            producer.produce("orders", key=run + str(sent[0]).encode(), value=b"x")
+            sent[0] += 1
+            producer.poll(0.02)  # about 50 records/s
+        assert producer.flush(60) == 0
+
+    def watch() -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": outputs["clusters"]["eu"]["bootstrap"],
+                "group.id": run.decode(),
+                "auto.offset.reset": "earliest",  # the run's keys tell its records from the earlier ones
+                "enable.auto.commit": False,
+                "log_level": 0,
+            }
+        )
+        consumer.subscribe(["us.orders"])
+        try:
+            while not stop.is_set() or len({k for _t, k in arrivals}) < sent[0]:
+                message = consumer.poll(0.5)
+                if message is not None and not message.error() and (message.key() or b"").startswith(run):
+                    arrivals.append((time.monotonic(), message.key()))
+                if stop.is_set() and time.monotonic() > stopped[0] + 180:
+                    return
+        finally:
+            consumer.close()
+
+    stopped = [float("inf")]
+    threads = [threading.Thread(target=stream), threading.Thread(target=watch)]
+    for t in threads:
+        t.start()
+    try:
+        wait_until(lambda: len(arrivals) > 50, 60, "the stream arriving on eu before the roll")
+        rolled = stack.pulumi("up", "--yes", "--skip-preview", check=False)
+        wait_until(lambda: len(arrivals) > 0 and time.monotonic() - arrivals[-1][0] < 2, 180, "records arriving again")
+    finally:
+        stopped[0] = time.monotonic()
+        stop.set()
+        for t in threads:
+            t.join(240)
+    assert rolled.returncode == 0, rolled.stdout[-4000:] + rolled.stderr[-2000:]
+    after = {p["metadata"]["uid"] for p in pods(node) if "-connect-" in p["metadata"]["name"]}
+    assert before.isdisjoint(after), "the workers were not replaced by the roll"
+    times = [t for t, _k in arrivals]
+    gap = max(b - a for a, b in itertools.pairwise(times))
+    missing = {run + str(i).encode() for i in range(sent[0])} - {k for _t, k in arrivals}
+    print(f"[kube stack] rolling {len(before)} workers: {sent[0]} records, longest gap {gap:.1f}s")
+    assert not missing, f"{len(missing)} of {sent[0]} records never arrived on eu"
+
+
 def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     node: str, stack: TestStack, tmp_path: Path
 ) -> None:
@@ -238,8 +315,8 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     took = time.monotonic() - started
     shown = pods(node)
     print(f"\n[kube stack] pulumi up {took:.0f}s: {', '.join(p['metadata']['name'] for p in shown)}")
-    # Two brokers, two workers and a lag exporter per group: all Running and Ready when up returns.
-    assert len(shown) == 6 and all(ready(p) for p in shown), [
+    # Two brokers, three workers and a lag exporter per group: all Running and Ready when up returns.
+    assert len(shown) == 7 and all(ready(p) for p in shown), [
         (p["metadata"]["name"], p["status"].get("phase")) for p in shown
     ]
 
@@ -252,18 +329,30 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
         assert written[source] <= seen, f"{source}->{target}: {len(written[source] - seen)} record(s) not copied"
     broker_recovers_with_its_data(node, outputs, written["us"])
     forbidden_change_is_refused_at_preview(node, stack)
+    rolling_change_loses_nothing(node, stack, outputs)
 
     outputs_file = tmp_path / "outputs.json"
     outputs_file.write_text(json.dumps(outputs))
     outputs_file.chmod(0o600)
-    status = subprocess.run(
-        [str(ROOT / "bin" / "status"), "--outputs", str(outputs_file)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert status.returncode == 0 and status.stdout.count("healthy") == 2, status.stdout + status.stderr
+    last: list[subprocess.CompletedProcess[str]] = []
+
+    def healthy() -> bool:
+        last[:] = [
+            subprocess.run(
+                [str(ROOT / "bin" / "status"), "--outputs", str(outputs_file)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+        ]
+        return last[0].returncode == 0 and last[0].stdout.count("healthy") == 2
+
+    # After the roll a connector is briefly UNASSIGNED while Connect rebalances: polled, bounded.
+    try:
+        wait_until(healthy, 120, "bin/status: both flows healthy", poll_s=3)
+    except AssertionError:
+        raise AssertionError(f"bin/status never healthy; last:\n{last[0].stdout}{last[0].stderr}") from None
     # The Spark stage reads both clusters at their external listeners from this machine.
     validate = subprocess.run(
         [str(ROOT / "bin" / "validate"), "--outputs", str(outputs_file)],

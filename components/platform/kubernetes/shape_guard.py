@@ -14,6 +14,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
 from components.platform.kubernetes.fixed_fields import fixed_field_problems
+from components.rpc_values import Refused
 
 
 class StatefulSetShapeProvider(ResourceProvider):  # type: ignore[misc]
@@ -23,7 +24,7 @@ class StatefulSetShapeProvider(ResourceProvider):  # type: ignore[misc]
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         problems = fixed_field_problems(olds, news)
         if problems:
-            raise ValueError("\n".join(problems))
+            raise Refused("\n".join(problems))
         changed = any(olds.get(key) != value for key, value in news.items())
         return DiffResult(changes=changed, replaces=[], stables=[], delete_before_replace=False)
 

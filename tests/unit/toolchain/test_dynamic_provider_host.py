@@ -222,3 +222,34 @@ def test_the_installed_sdks_host_module_still_has_what_the_host_patches() -> Non
         "def Diff(self, request, context)",
     ):
         assert needed in source, needed
+
+
+def test_a_refusal_fails_the_call_with_its_message_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider's verdict on a change (components.rpc_values.Refused) reads as a sentence."""
+    import types
+
+    from pulumi.runtime import proto
+
+    from components.rpc_values import Refused
+
+    class Guard:
+        def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> Any:
+            raise Refused("clusters.us.storageSize: would replace the StatefulSet. Fix: put back '1Gi'.")
+
+    class Aborted(Exception):
+        pass
+
+    class Context:
+        def abort(self, code: Any, details: str) -> None:
+            self.details = details
+            raise Aborted
+
+    pulumis = types.SimpleNamespace(PROVIDER_KEY="__provider", get_provider=lambda props, config: Guard())
+    monkeypatch.setitem(sys.modules, "pulumi.dynamic.__main__", pulumis)
+    servicer = load_host().detailed_servicer(types.SimpleNamespace(_config={}), None)
+    context = Context()
+    with pytest.raises(Aborted):
+        servicer.Diff(
+            proto.DiffRequest(id="c", olds=_struct({"__provider": "x"}), news=_struct({"__provider": "x"})), context
+        )
+    assert context.details == "clusters.us.storageSize: would replace the StatefulSet. Fix: put back '1Gi'."

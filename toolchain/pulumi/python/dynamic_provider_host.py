@@ -119,10 +119,13 @@ def detailed_servicer(servicer: Any, engine_address: str | None) -> Any:
     def diff(request: Any, context: Any) -> Any:
         # As Pulumi's own Diff (decorated with _abort_with_traceback since 3.272): a provider's
         # exception fails the call with its traceback, not grpc's bare "Exception calling application".
+        # A refusal (an exception whose class says `refusal = True`: the provider's own verdict on
+        # the change, e.g. components.rpc_values.Refused) is for people: its message alone.
         try:
             return detailed_diff(request)
-        except Exception:
-            context.abort(grpc.StatusCode.UNKNOWN, traceback.format_exc())
+        except Exception as exc:
+            details = str(exc) if getattr(exc, "refusal", False) else traceback.format_exc()
+            context.abort(grpc.StatusCode.UNKNOWN, details)
 
     def detailed_diff(request: Any) -> Any:
         # Pulumi's own Diff (pulumi/dynamic/__main__.py), plus detailed diff and impacts.
