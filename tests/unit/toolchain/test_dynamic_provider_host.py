@@ -169,35 +169,54 @@ def test_what_a_provider_logs_during_an_update_reaches_the_engine_on_that_resour
     assert logged[-1].urn == ""  # not pinned on the last resource served by this thread
 
 
-def test_a_failing_diff_fails_the_call_with_the_providers_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Pulumi's own servicer (3.272) aborts a failed call with the traceback; the host's Diff does too.
+class _Aborted(Exception):
+    pass
+
+
+class _Context:
+    """grpc's servicer context, as far as an aborted call uses it."""
+
+    def abort(self, code: Any, details: str) -> None:
+        self.code, self.details = code, details
+        raise _Aborted
+
+
+def _failed_diff(monkeypatch: pytest.MonkeyPatch, error: Exception) -> _Context:
+    """The host's Diff on a provider whose diff raises `error`: the context it aborted."""
     import types
 
-    import grpc
     from pulumi.runtime import proto
 
-    class Broken:
+    class Failing:
         def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> Any:
-            raise ValueError("config is not a mapping")
+            raise error
 
-    class Aborted(Exception):
-        pass
-
-    class Context:
-        def abort(self, code: Any, details: str) -> None:
-            self.code, self.details = code, details
-            raise Aborted
-
-    pulumis = types.SimpleNamespace(PROVIDER_KEY="__provider", get_provider=lambda props, config: Broken())
+    pulumis = types.SimpleNamespace(PROVIDER_KEY="__provider", get_provider=lambda props, config: Failing())
     monkeypatch.setitem(sys.modules, "pulumi.dynamic.__main__", pulumis)
     servicer = load_host().detailed_servicer(types.SimpleNamespace(_config={}), None)
-    context = Context()
-    with pytest.raises(Aborted):
+    context = _Context()
+    with pytest.raises(_Aborted):
         servicer.Diff(
             proto.DiffRequest(id="c", olds=_struct({"__provider": "x"}), news=_struct({"__provider": "x"})), context
         )
+    return context
+
+
+def test_a_failing_diff_fails_the_call_with_the_providers_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pulumi's own servicer (3.272) aborts a failed call with the traceback; the host's Diff does too.
+    import grpc
+
+    context = _failed_diff(monkeypatch, ValueError("config is not a mapping"))
     assert context.code == grpc.StatusCode.UNKNOWN
     assert "Traceback" in context.details and "ValueError: config is not a mapping" in context.details
+
+
+def test_a_refusal_fails_the_call_with_its_message_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider's verdict on a change (components.rpc_values.Refused) reads as a sentence."""
+    from components.rpc_values import Refused
+
+    refusal = "clusters.us.storageSize: would replace the StatefulSet. Fix: put back '1Gi'."
+    assert _failed_diff(monkeypatch, Refused(refusal)).details == refusal
 
 
 def test_the_installed_sdks_host_module_still_has_what_the_host_patches() -> None:
@@ -222,34 +241,3 @@ def test_the_installed_sdks_host_module_still_has_what_the_host_patches() -> Non
         "def Diff(self, request, context)",
     ):
         assert needed in source, needed
-
-
-def test_a_refusal_fails_the_call_with_its_message_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A provider's verdict on a change (components.rpc_values.Refused) reads as a sentence."""
-    import types
-
-    from pulumi.runtime import proto
-
-    from components.rpc_values import Refused
-
-    class Guard:
-        def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> Any:
-            raise Refused("clusters.us.storageSize: would replace the StatefulSet. Fix: put back '1Gi'.")
-
-    class Aborted(Exception):
-        pass
-
-    class Context:
-        def abort(self, code: Any, details: str) -> None:
-            self.details = details
-            raise Aborted
-
-    pulumis = types.SimpleNamespace(PROVIDER_KEY="__provider", get_provider=lambda props, config: Guard())
-    monkeypatch.setitem(sys.modules, "pulumi.dynamic.__main__", pulumis)
-    servicer = load_host().detailed_servicer(types.SimpleNamespace(_config={}), None)
-    context = Context()
-    with pytest.raises(Aborted):
-        servicer.Diff(
-            proto.DiffRequest(id="c", olds=_struct({"__provider": "x"}), news=_struct({"__provider": "x"})), context
-        )
-    assert context.details == "clusters.us.storageSize: would replace the StatefulSet. Fix: put back '1Gi'."
