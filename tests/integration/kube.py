@@ -63,11 +63,12 @@ PROVIDER_PLUGIN = "plugins/resource-kubernetes-v4.25.0/pulumi-resource-kubernete
 def lane_skip_reason() -> str | None:
     """Why the Kubernetes lane cannot run here, or None.
 
-    It runs when `bin/bootstrap --kubernetes` has built the node (a cold build takes about 17 min
-    on 2 cores, so bin/test does not start one by itself unless MM2_KUBE_TEST=1 asks for it);
-    MM2_KUBE_TEST=0 switches it off."""
-    if os.environ.get("MM2_KUBE_TEST") == "0":
-        return "switched off: MM2_KUBE_TEST=0"
+    It runs with MM2_KUBE_TEST=1 (bin/test then builds the node first: about 17 min cold on 2
+    cores). Not by default yet: in CI, beside the rest of the suite on 2 cores, its pods' load made
+    a timing-bound test of the default suite miss its bound (test_lag's exporter reading), so it
+    joins the default run once the suite makes room."""
+    if os.environ.get("MM2_KUBE_TEST") != "1":
+        return "opt-in: MM2_KUBE_TEST=1 bin/test (root; builds bin/kube's node on first use)"
     if os.geteuid() != 0:
         return "bin/kube needs root (network and mount namespaces, cgroups)"
     kube_bin = Path(os.environ.get("MM2_KUBE_BIN", ""))

@@ -2,9 +2,9 @@
 routes a Service by its DNS name, keeps a claimed volume's data across pods, and `down` leaves
 nothing of it behind.
 
-Part of the Kubernetes lane (tests/integration/kube.py, `lane_skip_reason`): it runs where
-`bin/bootstrap --kubernetes` has built the node (Go builds of etcd, Kubernetes, CoreDNS and the
-pause binary: minutes cold, cached after), as root, with the watcher image.
+Part of the Kubernetes lane (tests/integration/kube.py, `lane_skip_reason`): `MM2_KUBE_TEST=1
+bin/test`, as root; bin/test then builds the node (Go builds of etcd, Kubernetes, CoreDNS and the
+pause binary: minutes cold, cached after).
 """
 
 from __future__ import annotations

@@ -286,6 +286,26 @@ def connector_states(stack: TestStack, flow: str) -> dict[str, str]:
     return {n: s["connector"]["state"] for n, s in status.items()}
 
 
+def wait_mm2_committed(outputs: dict[str, Any], flow: str, alias: str, topic: str) -> None:
+    """Until the flow's committed source position (Connect's offsets API) covers the end of `topic`
+    on `alias`: an unplanned failover's cut is that position, and the workers commit it only once
+    per offset flush interval, later than the copied records can be read on the other side."""
+    url, auth = outputs["connect"]["mm2"]["url"], connect_auth(outputs)
+    source = outputs["flows"][flow]["connectors"]["source"]
+    ends = {p: end for p, end in log_ends(outputs, alias, topic, {0, 1}).items() if end > 0}
+
+    def covered() -> bool:
+        answer = httpx.get(f"{url}/connectors/{source}/offsets", auth=auth, timeout=10).json()
+        committed = {
+            o["partition"]["partition"]: o["offset"]["offset"] + 1
+            for o in answer.get("offsets") or []
+            if o["partition"].get("topic") == topic
+        }
+        return all(committed.get(p, 0) >= end for p, end in ends.items())
+
+    wait_until(covered, BOUND_S, f"{flow}'s committed position at the end of {topic} on {alias}")
+
+
 def group_offsets(outputs: dict[str, Any], alias: str) -> dict[tuple[str, int], int]:
     from confluent_kafka import ConsumerGroupTopicPartitions
     from confluent_kafka.admin import AdminClient
@@ -436,6 +456,7 @@ def test_an_unplanned_failover_is_recorded_and_the_way_back_picks_up(stack: Test
     copied = [f"before-loss-{uuid.uuid4().hex[:6]}-{i}".encode() for i in range(20)]
     produce_batch(outputs, "primary", "orders", copied)
     assert len(read_keys(outputs, "dr", "primary.orders", b"before-loss-", len(copied), BOUND_S)) >= len(copied)
+    wait_mm2_committed(outputs, "primary->dr", "primary", "orders")
     stack.lose(broker_path("primary", 0))
     saved = tmp_path / "outputs.json"
     saved.write_text(json.dumps(outputs))
