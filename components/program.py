@@ -5,7 +5,8 @@ Pulumi's mocks with a `StackConfig` they build (no `pulumi.Config`, no environme
 
 - `validate` reads nothing and registers nothing: it parses the `mm2` topology, checks its
   security, parses the `mm2-platform` settings, checks that the local platform has its Kafka
-  jars and that the docker platform's engine has its image (through `StackConfig.image_problems`),
+  jars, that the docker platform's engine has its image (through `StackConfig.image_problems`) and
+  that the kubernetes platform's contexts exist and answer (`StackConfig.kubernetes_problems`),
   and raises one `StackConfigError` listing every problem it found;
 - `deploy` prepares the platforms (the local run directory's facts) and registers the
   components, in that order, only once the whole config is known to be good;
@@ -29,6 +30,7 @@ from components.kafka_cluster import KafkaCluster
 from components.outputs.contract import ClusterExport, ConnectGroupExport
 from components.platform.contract import ContainerPlatforms
 from components.platform.docker.engine import image_problems
+from components.platform.kubernetes.access import Target, access_problems, targets
 from components.platform.local.layout import LocalPlatform, run_root
 from components.platform.local.tls import stack_tls, tls_layout
 from components.platform.settings import (
@@ -97,6 +99,9 @@ class StackConfig:
     """`mm2:rotate`: secret key -> a token; changing the token generates that password anew."""
     image_problems: Callable[[Sequence[str]], list[str]] = lambda images: []
     """A problem per image the docker platform's engine lacks (the program asks the engine)."""
+    kubernetes_problems: Callable[[Sequence[Target]], list[str]] = lambda wanted: []
+    """A problem per kubeconfig context the kubernetes platform cannot use: missing, or its API
+    server not answering (the program reads the kubeconfig and dials each server)."""
     clock: Callable[[], float] = time.time
     """Now, in seconds since the epoch: a flow's `lossAcknowledged` may not be later."""
 
@@ -134,6 +139,7 @@ def read_stack_config(project_dir: str | Path) -> StackConfig:
         given=config.get_secret_object("secrets"),
         rotate=config.get_object("rotate") or {},
         image_problems=image_problems,
+        kubernetes_problems=access_problems,
     )
 
 
@@ -155,6 +161,9 @@ def validate(config: StackConfig) -> ValidStack:
     kubernetes, docker = _platform_settings(config.platform, problems)
     if topology is not None and docker is not None and _uses_docker(topology):
         problems += config.image_problems([docker.image])
+    if topology is not None and kubernetes is not None and not problems:
+        # Only a config good in itself is worth dialing clusters for.
+        problems += config.kubernetes_problems(targets(topology, kubernetes))
     if problems or topology is None or kubernetes is None or docker is None:
         raise StackConfigError(config.stack, problems)
     return ValidStack(topology, kubernetes, docker)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import socket
 import subprocess
 from pathlib import Path
@@ -158,3 +159,36 @@ def test_bootstrap_refuses_a_go_older_than_the_clis_go_mod_before_building(tmp_p
     assert f"needs Go {needed}+" in out.stderr and f"Install Go {needed}+" in out.stderr, out.stderr
     assert "building" not in out.stderr and "installing" not in out.stderr, "it failed before any build"
     assert not (tmp_path / "empty-cache").exists()
+
+
+def test_a_kubernetes_context_missing_or_not_answering_fails_preview_naming_it(tmp_path: Path) -> None:
+    from tests.integration.kube import stack_config as kube_stack_config
+
+    cfg = kube_stack_config()
+    cfg["config"]["mm2-platform:kubernetes"]["workerGroups"]["to-us"]["context"] = "prod-nowhere"
+    down = free_port_block(1)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "clusters": [{"name": "node", "cluster": {"server": f"https://127.0.0.1:{down}"}}],
+                "contexts": [{"name": "mm2-kube", "context": {"cluster": "node", "user": "u"}}],
+                "users": [{"name": "u", "user": {}}],
+                "current-context": "mm2-kube",
+            }
+        )
+    )
+    with deployed(tmp_path / "stack", cfg) as stack:
+        stack.env["KUBECONFIG"] = str(kubeconfig)
+        out = stack.pulumi("preview", check=False, timeout=300)
+        text = out.stdout + out.stderr
+        assert out.returncode != 0
+        # Named by the first key that uses the context (the config's order: either cluster).
+        assert re.search(
+            rf"mm2-platform:kubernetes\.clusters\.(us|eu)\.context: the Kubernetes API server of context "
+            rf"'mm2-kube' \(https://127\.0\.0\.1:{down}\) does not answer",
+            text,
+        ), text[-3000:]
+        assert "mm2-platform:kubernetes.workerGroups.to-us.context: the kubeconfig context 'prod-nowhere'" in text
+        assert "bin/kube up" in text and "Traceback" not in text, text[-3000:]
+        assert resources(stack) == []

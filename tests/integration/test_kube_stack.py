@@ -31,74 +31,20 @@ from typing import Any
 import pytest
 
 from tests.integration.harness import ROOT, TestStack, wait_until
-from tests.integration.kube import KAFKA_TAG, LANE, WATCHER_TAG, image_archive, kube, kubectl, node_lock
+from tests.integration.kube import (
+    KAFKA_TAG,
+    LANE,
+    NAMESPACE,
+    WATCHER_TAG,
+    image_archive,
+    kube,
+    kubectl,
+    node_lock,
+    stack_config,
+)
 
 pytestmark = LANE
-
-NAMESPACE = "mm2"
-# In bin/kube's default NodePort range (30000-30099): each cluster's external bootstrap and the
-# port after it per broker; each group's REST API.
-EXTERNAL = {"us": 30090, "eu": 30095}
-REST = {"to-us": 30083, "to-eu": 30084}
 RECORDS = 200
-
-
-def cluster(alias: str) -> dict[str, Any]:
-    return {
-        "platform": "kubernetes",
-        "brokers": 1,
-        "bootstrap": f"127.0.0.1:{EXTERNAL[alias]}",
-        "internalBootstrap": f"{alias}-kafka-bootstrap.{NAMESPACE}.svc:9092",
-        "datacenter": alias,
-        "security": {"protocol": "PLAINTEXT"},
-        "topics": {"orders": {"partitions": 2, "replicationFactor": 1}},
-    }
-
-
-def stack_config() -> dict[str, Any]:
-    small = {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}
-    return {
-        "config": {
-            "mm2:clusters": {alias: cluster(alias) for alias in EXTERNAL},
-            "mm2:workerGroups": {
-                f"to-{target}": {
-                    "platform": "kubernetes",
-                    "cluster": target,
-                    # Two workers beside eu, so a roll there is one pod at a time with one left.
-                    "workers": 2 if target == "eu" else 1,
-                    "url": f"http://127.0.0.1:{REST[f'to-{target}']}",
-                }
-                for target in EXTERNAL
-            },
-            "mm2:flows": {
-                f"{source}->{target}": {"workerGroup": f"to-{target}", "topics": ["orders"], "tasksMax": 1}
-                for source, target in (("us", "eu"), ("eu", "us"))
-            },
-            "mm2-platform:kubernetes": {
-                "namespace": NAMESPACE,
-                "kafka": {
-                    "image": KAFKA_TAG,
-                    "storageSize": "1Gi",
-                    "heap": "256m",
-                    "resources": small,
-                    "deleteClaims": True,
-                },
-                "connect": {
-                    "image": KAFKA_TAG,
-                    "watcherImage": WATCHER_TAG,
-                    "heap": "384m",
-                    "resources": small,
-                    "metrics": False,
-                    "serviceType": "NodePort",
-                },
-                "clusters": {
-                    alias: {"context": "mm2-kube", "externalHost": "127.0.0.1", "externalNodePort": port}
-                    for alias, port in EXTERNAL.items()
-                },
-                "workerGroups": {group: {"context": "mm2-kube", "nodePort": port} for group, port in REST.items()},
-            },
-        }
-    }
 
 
 @pytest.fixture(scope="module")

@@ -133,3 +133,26 @@ def test_a_docker_stack_whose_engine_lacks_the_image_is_refused_with_the_rest(tm
     # A stack with no docker cluster or group never asks the engine.
     validate(dataclasses.replace(stack_config({}, tmp_path, mm2=dev_mm2()), image_problems=engine_lacks))
     assert len(asked) == 1
+
+
+def test_a_kubernetes_stack_whose_contexts_cannot_be_used_is_refused_before_anything_registers(
+    tmp_path: Path,
+) -> None:
+    asked: list[list[str | None]] = []
+
+    def unreachable(wanted: Any) -> list[str]:
+        asked.append([t.context for t in wanted])
+        return [f"{t.key}: the Kubernetes API server of context {t.context!r} does not answer" for t in wanted]
+
+    prod = yaml_config(ROOT / "Pulumi.prod.yaml")
+    config = dataclasses.replace(stack_config(prod, tmp_path, stack="prod"), kubernetes_problems=unreachable)
+    with pytest.raises(StackConfigError) as raised:
+        validate(config)
+    assert sorted(asked[0], key=str) == ["prod-eu-west", "prod-us-east"]
+    assert "context 'prod-us-east' does not answer" in str(raised.value)
+    # A config with problems of its own is not worth dialing clusters for.
+    bad = copy.deepcopy(prod)
+    bad["mm2-platform:kubernetes"]["namespace"] = "Not_A_Label"
+    with pytest.raises(StackConfigError):
+        validate(dataclasses.replace(stack_config(bad, tmp_path, stack="prod"), kubernetes_problems=unreachable))
+    assert len(asked) == 1
