@@ -8,6 +8,10 @@ from __future__ import annotations
 # (the build checks it); a user pushing to their own registry sets `mm2-platform` image fields.
 KAFKA_IMAGE = "mm2-iac/kafka:4.3.1"
 WATCHER_IMAGE = "mm2-iac/watcher:py3.11"
+# The label of a Kubernetes node that pulls no image (bin/kube's node: no registry is reachable
+# from it), value "none": the program's preview names an image such a node lacks, instead of its
+# pods waiting for it (components/platform/kubernetes/access.py).
+NO_PULLS_LABEL = "mm2-iac.dev/image-pulls"
 # Both images run as this unprivileged user; the Kubernetes pods ask for the same ids.
 IMAGE_USER = "mm2"
 IMAGE_USER_ID = 1000

@@ -106,6 +106,9 @@ class KubernetesSettings:
     worker_groups: Mapping[str, ConnectPodSettings] = field(default_factory=lambda: MappingProxyType({}))
     # Render manifests to this directory instead of applying them (kubernetes provider option).
     render_dir: str | None = None
+    # How long `up` waits for an object to be ready (a pod Running and Ready, a Service's address)
+    # before it fails with what the pods report, instead of the provider's default 10 minutes.
+    ready_timeout: str = "5m"
     # Defaults for clusters and groups without an entry of their own.
     kafka: KafkaPodSettings = KafkaPodSettings()
     connect: ConnectPodSettings = ConnectPodSettings()
@@ -297,14 +300,16 @@ def kubernetes_settings(raw: Mapping[str, Any] | None) -> KubernetesSettings:
     problems: list[str] = []
     where = "mm2-platform:kubernetes"
     for key in raw:
-        if key not in ("namespace", "renderDir", "kafka", "connect", "clusters", "workerGroups"):
-            problems.append(
-                f"{where}.{key}: unknown field. Known fields: namespace, renderDir, kafka, connect, "
-                "clusters, workerGroups."
-            )
+        if key not in _KUBERNETES_FIELDS:
+            problems.append(f"{where}.{key}: unknown field. Known fields: {', '.join(_KUBERNETES_FIELDS)}.")
     namespace = str(raw.get("namespace", "mm2"))
     if not _DNS_LABEL.match(namespace):
         problems.append(f"{where}.namespace: {namespace!r} is not a Kubernetes namespace name (lowercase DNS label).")
+    ready_timeout = str(raw.get("readyTimeout", KubernetesSettings.ready_timeout))
+    if not _DURATION.match(ready_timeout):
+        problems.append(
+            f"{where}.readyTimeout: {ready_timeout!r} is not a duration; give minutes or seconds, e.g. 5m or 90s."
+        )
     kafka_defaults = raw.get("kafka") or {}
     connect_defaults = raw.get("connect") or {}
     clusters = {
@@ -324,9 +329,14 @@ def kubernetes_settings(raw: Mapping[str, Any] | None) -> KubernetesSettings:
         clusters=MappingProxyType(clusters),
         worker_groups=MappingProxyType(groups),
         render_dir=str(raw["renderDir"]) if raw.get("renderDir") else None,
+        ready_timeout=ready_timeout,
         kafka=default_kafka,
         connect=default_connect,
     )
+
+
+_KUBERNETES_FIELDS = ("namespace", "renderDir", "readyTimeout", "kafka", "connect", "clusters", "workerGroups")
+_DURATION = re.compile(r"^[1-9][0-9]*[smh]$")
 
 
 def _unknown(where: str, key: str, known: Iterable[str]) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from components.platform.image_layout import NO_PULLS_LABEL
 from tests.integration.harness import ROOT, TestStack, wait_until
 from tests.integration.kube import (
     KAFKA_TAG,
@@ -322,3 +323,56 @@ def stack_objects(kubeconfig: str) -> list[str]:
     shown = kubectl(kubeconfig, "-n", NAMESPACE, "get", kinds, "-o", "name")
     assert shown.returncode == 0, shown.stderr
     return [name for name in shown.stdout.split() if name != "configmap/kube-root-ca.crt"]
+
+
+def one_cluster_config(namespace: str, **kafka: Any) -> dict[str, Any]:
+    """The lane's stack cut to one cluster `bad` (no groups, no flows) in its own namespace."""
+    cfg = stack_config()
+    config = cfg["config"]
+    cluster = {**config["mm2:clusters"]["us"], "bootstrap": "127.0.0.1:30070"}
+    cluster["internalBootstrap"] = f"bad-kafka-bootstrap.{namespace}.svc:9092"
+    config["mm2:clusters"] = {"bad": cluster}
+    config["mm2:workerGroups"] = {}
+    config["mm2:flows"] = {}
+    platform = config["mm2-platform:kubernetes"]
+    platform["namespace"] = namespace
+    platform["kafka"].update(kafka)
+    platform["clusters"] = {"bad": {"context": "mm2-kube", "externalHost": "127.0.0.1", "externalNodePort": 30070}}
+    platform["workerGroups"] = {}
+    return cfg
+
+
+def test_a_missing_image_is_named_at_preview_and_up_reports_it_within_the_bound(node: str, tmp_path: Path) -> None:
+    namespace = "mm2-bad"
+    created = kubectl(node, "create", "namespace", namespace)
+    assert created.returncode == 0, created.stderr
+    stack = TestStack(tmp_path / "absent", one_cluster_config(namespace, image="mm2-iac/kafka:absent"))
+    stack.config["config"]["mm2-platform:kubernetes"]["readyTimeout"] = "30s"
+    stack.env["KUBECONFIG"] = node
+    stack.init()
+    refused = stack.pulumi("preview", check=False)
+    text = refused.stdout + refused.stderr
+    assert refused.returncode != 0
+    assert "mm2-platform:kubernetes.clusters.bad.image: the image mm2-iac/kafka:absent is not on the node" in text
+    assert "bin/bootstrap --images" in text and "bin/kube load" in text, text[-3000:]
+
+    # A cluster whose nodes pull (the node unlabelled) lets the preview through; the pull fails,
+    # and up reports the pod's error with the image after readyTimeout, not the provider's 10 minutes.
+    label = f"{NO_PULLS_LABEL}=none"
+    assert kubectl(node, "label", "node", "mm2-kube", f"{NO_PULLS_LABEL}-").returncode == 0
+    try:
+        started = time.monotonic()
+        failed = stack.pulumi("up", "--yes", check=False, timeout=600)
+        took = time.monotonic() - started
+        text = failed.stdout + failed.stderr
+        print(f"\nup failed after {took:.0f}s (readyTimeout 30s)")
+        assert failed.returncode != 0
+        assert re.search(
+            r"bad-kafka-0\]: containers with unready status: \[kafka\]\[(ErrImagePull|ImagePullBackOff)\]", text
+        )
+        assert "mm2-iac/kafka:absent" in text, text[-4000:]
+        assert took < 150, f"up took {took:.0f}s with readyTimeout 30s"
+    finally:
+        kubectl(node, "label", "node", "mm2-kube", label, "--overwrite")
+        stack.pulumi("destroy", "--yes", "--skip-preview", check=False)
+        kubectl(node, "delete", "namespace", namespace, "--wait=false")

@@ -32,6 +32,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -351,7 +352,7 @@ def up(lay: Layout) -> int:
         UP_TIMEOUT,
         lay.log("containerd"),
     )
-    load(lay, [_pause_image(lay)])
+    imported(lay, [_pause_image(lay)])  # before the kubelet: nothing lists it yet
     start(lay, "kubelet")
     wait_for(f"node {NODE_NAME} Ready", lambda: node_ready(lay), UP_TIMEOUT, lay.log("kubelet"))
     for daemon in ("kube-proxy", "coredns", "provisioner", "nodeports"):
@@ -388,13 +389,43 @@ def _pause_image(lay: Layout) -> Path:
     return archive
 
 
+# The kubelet lists a new image in the node's status within about a minute (seen: 40 s).
+LOAD_LISTED_S = 120.0
+
+
+def built_archives() -> list[Path]:
+    """Every image this checkout built (bin/bootstrap --images lists them in .mm2/images.json)."""
+    index = Path(os.environ.get("MM2_IMAGES", ROOT / ".mm2" / "images.json"))
+    if not index.is_file():
+        raise KubeError(f"{index}: no images built in this checkout. Fix: bin/bootstrap --images, then bin/kube load.")
+    return [Path(record["archive"]) for record in json.loads(index.read_text()).values()]
+
+
 def load(lay: Layout, archives: Sequence[Path]) -> int:
+    """Import the archives, then wait (bounded) until the node's status lists their images: the
+    kubelet reports them up to a minute later, and the program's preview asks the node's status."""
+    names = imported(lay, archives or built_archives())
+    wait_for(f"the node to list {', '.join(sorted(names))}", lambda: names <= node_images(lay), LOAD_LISTED_S)
+    return 0
+
+
+def imported(lay: Layout, archives: Sequence[Path]) -> set[str]:
+    """Import docker archives into the node's containerd; the image names they held."""
+    names: set[str] = set()
     for archive in archives:
         if not Path(archive).is_file():
             raise KubeError(f"{archive}: no such image archive (bin/bootstrap --images builds the project's).")
-        run(["ctr", "--address", lay.containerd_socket, "-n", "k8s.io", "images", "import", archive])
+        done = run(["ctr", "--address", lay.containerd_socket, "-n", "k8s.io", "images", "import", archive])
+        names |= set(re.findall(r"unpacking (\S+) \(sha256:", done.stdout + done.stderr))
         say(f"loaded {archive}")
-    return 0
+    return names
+
+
+def node_images(lay: Layout) -> set[str]:
+    status, body = api_get(lay, f"/api/v1/nodes/{NODE_NAME}")
+    if status != 200:
+        return set()
+    return {name for image in json.loads(body).get("status", {}).get("images") or [] for name in image["names"]}
 
 
 def down(lay: Layout) -> int:
@@ -455,8 +486,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("up", help="start the node (a no-op when it is up)")
     sub.add_parser("down", help="stop it and remove everything it made")
     sub.add_parser("status", help="what runs; exit 1 unless all of it")
-    loader = sub.add_parser("load", help="import docker-archive images into the node's containerd")
-    loader.add_argument("archives", nargs="+", type=Path)
+    loader = sub.add_parser(
+        "load",
+        help="import docker-archive images into the node's containerd (default: every image this checkout built)",
+    )
+    loader.add_argument("archives", nargs="*", type=Path)
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         parser.error("needs root (network and mount namespaces, cgroups); run it with sudo")

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from components.platform.image_layout import NO_PULLS_LABEL
 from toolchain.kubernetes.node_base import (
     API_PORT,
     CGROUP_ROOT,
@@ -389,6 +390,8 @@ def daemon_argv(lay: Layout, name: str) -> list[str]:
             f"--root-dir={r / 'kubelet'}",
             f"--hostname-override={NODE_NAME}",
             f"--node-ip={NODE_IP}",
+            # No registry is reachable from the node: the program's preview names a missing image.
+            f"--node-labels={NO_PULLS_LABEL}=none",
             "--v=1",
         ]
     if name == "kube-proxy":

@@ -20,8 +20,12 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from components.platform.image_layout import NO_PULLS_LABEL
+from components.platform.kubernetes.api import Unsupported, get_json
+from components.platform.lag_exporter import lag_flows
 from components.platform.settings import KubernetesSettings
 from components.topology import Platform, Topology
+from components.topology.auto_restart import watched_connectors
 
 WHERE = "mm2-platform:kubernetes"
 # What a user on one machine can start: bin/kube's single-node cluster (docs/kubernetes.md).
@@ -29,15 +33,17 @@ LOCAL_CLUSTER = (
     "on this machine, `bin/kube up` starts a single-node cluster (context mm2-kube) and prints its kubeconfig"
 )
 CONNECT_TIMEOUT_S = 3.0
+LOAD_IMAGES = "bin/bootstrap --images builds the project's images and `bin/kube load` loads them into bin/kube's node"
 
 
 @dataclass(frozen=True)
 class Target:
-    """A kubeconfig context the stack deploys to (None: the kubeconfig's current context), and the
-    setting that names it."""
+    """A kubeconfig context the stack deploys to (None: the kubeconfig's current context), the
+    setting that names it, and the images its pods run there, each with the setting naming it."""
 
     context: str | None
     key: str
+    images: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,20 +57,27 @@ class Server:
 
 
 def targets(topology: Topology, settings: KubernetesSettings) -> list[Target]:
-    """One per distinct context the topology's Kubernetes clusters and worker groups use (none when
-    the manifests are only rendered to a directory)."""
+    """One per distinct context the topology's Kubernetes clusters and worker groups use, named by
+    the first setting that uses it (none when the manifests are only rendered to a directory)."""
     if settings.render_dir:
         return []
-    found: dict[str | None, Target] = {}
+    keys: dict[str | None, str] = {}
+    images: dict[str | None, dict[str, str]] = {}
     for alias, cluster in topology.clusters.items():
         if cluster.platform is Platform.KUBERNETES:
-            context = settings.cluster(alias).context
-            found.setdefault(context, Target(context, f"{WHERE}.clusters.{alias}.context"))
+            pod = settings.cluster(alias)
+            keys.setdefault(pod.context, f"{WHERE}.clusters.{alias}.context")
+            images.setdefault(pod.context, {}).setdefault(pod.image, f"{WHERE}.clusters.{alias}.image")
     for name, group in topology.worker_groups.items():
         if group.platform is Platform.KUBERNETES:
-            context = settings.group(name).context
-            found.setdefault(context, Target(context, f"{WHERE}.workerGroups.{name}.context"))
-    return list(found.values())
+            workers = settings.group(name)
+            keys.setdefault(workers.context, f"{WHERE}.workerGroups.{name}.context")
+            used = images.setdefault(workers.context, {})
+            used.setdefault(workers.image, f"{WHERE}.workerGroups.{name}.image")
+            # The watcher and the lag exporter run the watcher image, when the group has them.
+            if watched_connectors(topology, name) or lag_flows(topology, name):
+                used.setdefault(workers.watcher_image, f"{WHERE}.workerGroups.{name}.watcherImage")
+    return [Target(context, key, tuple(sorted(images[context].items()))) for context, key in keys.items()]
 
 
 def merged(configs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -107,6 +120,25 @@ def resolve(kubeconfig: Mapping[str, Any], target: Target, source: str) -> Serve
 
 def _names(contexts: Mapping[str, Any]) -> str:
     return ", ".join(sorted(contexts)) if contexts else "no context at all"
+
+
+def reference(image: str) -> str:
+    """An image reference as containerd names it: docker.io/ and library/ made explicit."""
+    first, _, rest = image.partition("/")
+    if not rest:
+        return f"docker.io/library/{image}"
+    if "." in first or ":" in first or first == "localhost":
+        return image
+    return f"docker.io/{image}"
+
+
+def missing_images(nodes: Mapping[str, Any], images: Sequence[str]) -> list[str]:
+    """The images no node has, when every node pulls none (else []: the nodes will pull them)."""
+    items = nodes.get("items") or []
+    if not items or any((n.get("metadata", {}).get("labels") or {}).get(NO_PULLS_LABEL) != "none" for n in items):
+        return []
+    present = {name for n in items for i in (n.get("status", {}).get("images") or []) for name in i.get("names") or []}
+    return [image for image in images if reference(image) not in present and image not in present]
 
 
 def kubeconfig_paths(environ: Mapping[str, str]) -> list[Path]:
@@ -157,4 +189,22 @@ def access_problems(
                 f"{target.key}: the Kubernetes API server of context {server.context!r} ({server.url}) does not "
                 f"answer ({why}). Fix: start that cluster, or name a context whose cluster runs; {LOCAL_CLUSTER}."
             )
+            continue
+        keys = dict(target.images)
+        problems += [
+            f"{keys[image]}: the image {image} is not on the node of context {server.context!r}, which pulls no "
+            f"images ({NO_PULLS_LABEL}=none): its pods would wait for it until readyTimeout. Fix: {LOAD_IMAGES}."
+            for image in nodes_missing(config, server, list(keys), present[0].parent)
+        ]
     return problems
+
+
+def nodes_missing(config: Mapping[str, Any], server: Server, images: Sequence[str], base: Path) -> list[str]:
+    """`missing_images` of the context's nodes; [] when the API cannot be asked (the provider
+    reports a pod's image error at up, bounded by readyTimeout)."""
+    if not images:
+        return []
+    try:
+        return missing_images(get_json(config, server.context, "/api/v1/nodes", base), images)
+    except (Unsupported, OSError, ValueError):
+        return []

@@ -68,9 +68,11 @@ def _child_opts(
     parent: pulumi.Resource, name: str, context: str | None, settings: KubernetesSettings, opts: Any
 ) -> pulumi.ResourceOptions:
     """parent=the component; a provider of our own when a kubeconfig context or a render
-    directory is configured and the caller did not pass one."""
+    directory is configured and the caller did not pass one; `readyTimeout` as the bound of the
+    provider's wait for each object to be ready."""
     base = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(), opts) if opts else pulumi.ResourceOptions()
-    child = pulumi.ResourceOptions(parent=parent)
+    bound = pulumi.CustomTimeouts(create=settings.ready_timeout, update=settings.ready_timeout)
+    child = pulumi.ResourceOptions(parent=parent, custom_timeouts=bound)
     if base.provider is None and (context or settings.render_dir):
         provider = k8s.Provider(
             f"{name}-k8s",
@@ -79,9 +81,9 @@ def _child_opts(
             render_yaml_to_directory=settings.render_dir,
             opts=pulumi.ResourceOptions(parent=parent),
         )
-        child = pulumi.ResourceOptions(parent=parent, provider=provider)
+        child = pulumi.ResourceOptions(parent=parent, provider=provider, custom_timeouts=bound)
     elif base.provider is not None:
-        child = pulumi.ResourceOptions(parent=parent, provider=base.provider)
+        child = pulumi.ResourceOptions(parent=parent, provider=base.provider, custom_timeouts=bound)
     return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=base.depends_on))
 
 

@@ -21,6 +21,7 @@ class Registration:
     dependencies: list[str]
     provider: str
     secret_paths: list[str] = field(default_factory=list)
+    create_timeout: str = ""  # customTimeouts.create, "" when unset
 
 
 def _secret_paths(value: Any, path: str = "") -> list[str]:
@@ -50,6 +51,7 @@ class RecordingMonitor(pmocks.MockMonitor):
                 list(request.dependencies),
                 request.provider,
                 _secret_paths(inputs),
+                request.customTimeouts.create,
             )
         )
         return super().RegisterResource(request)

@@ -59,3 +59,11 @@ def test_no_doc_or_stack_file_offers_a_kafka_ui() -> None:
         assert "kafkaUi" not in text and "kafka-ui" not in text.lower(), path
         for line in (line for line in text.splitlines() if "Kafka UI" in line):
             assert "There is no Kafka UI" in line, f"{path}: {line}"
+
+
+def test_ready_timeout_bounds_the_providers_wait_and_must_be_a_duration() -> None:
+    assert kubernetes_settings({}).ready_timeout == "5m"
+    assert kubernetes_settings({"readyTimeout": "90s"}).ready_timeout == "90s"
+    with pytest.raises(PlatformSettingsError) as raised:
+        kubernetes_settings({"readyTimeout": "soon"})
+    assert "mm2-platform:kubernetes.readyTimeout: 'soon' is not a duration" in str(raised.value)

@@ -8,7 +8,16 @@ import json
 import socket
 from pathlib import Path
 
-from components.platform.kubernetes.access import Server, Target, access_problems, merged, resolve, targets
+from components.platform.kubernetes.access import (
+    Server,
+    Target,
+    access_problems,
+    merged,
+    missing_images,
+    reference,
+    resolve,
+    targets,
+)
 from tests.unit.platform.helpers import prod_settings, prod_topology
 
 
@@ -25,6 +34,16 @@ def test_prod_deploys_to_its_two_contexts_each_named_by_the_first_key_that_uses_
     found = targets(prod_topology(), prod_settings())
     assert {t.context for t in found} == {"prod-us-east", "prod-eu-west"}
     assert all(t.key.startswith("mm2-platform:kubernetes.clusters.") for t in found)
+
+
+def test_each_image_is_named_by_the_setting_that_sets_it() -> None:
+    settings = prod_settings()
+    found = {t.context: dict(t.images) for t in targets(prod_topology(), settings)}
+    us = found["prod-us-east"]
+    assert us[settings.cluster("us-east").image].startswith("mm2-platform:kubernetes.clusters.")
+    assert (
+        us[settings.group("to-us-east").watcher_image] == "mm2-platform:kubernetes.workerGroups.to-us-east.watcherImage"
+    )
 
 
 def test_rendering_to_a_directory_dials_nothing() -> None:
@@ -88,3 +107,24 @@ def test_no_kubeconfig_at_all_is_one_problem(tmp_path: Path) -> None:
         "(context mm2-kube) and prints its kubeconfig."
     ]
     assert access_problems([], {"HOME": str(tmp_path)}) == []
+
+
+def node(labels: dict[str, str], *names: str) -> dict:
+    return {"metadata": {"labels": labels}, "status": {"images": [{"names": [n, f"{n}@sha256:00"]} for n in names]}}
+
+
+def test_references_are_compared_as_containerd_names_them() -> None:
+    assert reference("mm2-iac/kafka:4.3.1") == "docker.io/mm2-iac/kafka:4.3.1"
+    assert reference("busybox:1") == "docker.io/library/busybox:1"
+    assert reference("registry.example.com/kafka:9") == "registry.example.com/kafka:9"
+    assert reference("localhost:5000/kafka:9") == "localhost:5000/kafka:9"
+
+
+def test_an_image_is_missing_only_where_no_node_pulls() -> None:
+    no_pulls = {"mm2-iac.dev/image-pulls": "none"}
+    nodes = {"items": [node(no_pulls, "docker.io/mm2-iac/kafka:4.3.1")]}
+    assert missing_images(nodes, ["mm2-iac/kafka:4.3.1", "mm2-iac/watcher:py3.11"]) == ["mm2-iac/watcher:py3.11"]
+    # A node that pulls (no label) fetches what it lacks: nothing is missing at preview.
+    nodes["items"].append(node({}, "docker.io/library/other:1"))
+    assert missing_images(nodes, ["mm2-iac/watcher:py3.11"]) == []
+    assert missing_images({"items": []}, ["mm2-iac/watcher:py3.11"]) == []

@@ -146,6 +146,10 @@ def test_prod_graph_uses_a_provider_per_kube_context(monitor: RecordingMonitor) 
         # Every kubernetes object goes through its component's provider, never the default one.
         assert r["kafka-us-east-statefulset"].provider.startswith(urn_of(monitor, "kafka-us-east-k8s"))
         assert r["connect-to-eu-west-deployment"].provider.startswith(urn_of(monitor, "connect-to-eu-west-k8s"))
+        # The provider's wait for each object is bounded by readyTimeout, not its default 10 minutes.
+        kinds = ("StatefulSet", "Deployment", "Service")
+        waited = {x.create_timeout for x in r.values() if x.type.rsplit(":", 1)[-1] in kinds}
+        assert waited == {settings.ready_timeout} == {"5m"}
         externals = [n for n in r if n.startswith("kafka-us-east-") and n.endswith("external")]
         assert sorted(externals) == ["kafka-us-east-0-external", "kafka-us-east-1-external", "kafka-us-east-2-external"]
 

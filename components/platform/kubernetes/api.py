@@ -1,0 +1,87 @@
+"""A read of the Kubernetes API as a kubeconfig's user, for the few questions the program asks at
+preview (components/platform/kubernetes/access.py). Client certificates, bearer tokens and the
+cluster's CA are supported, given as files or inline data; a user that authenticates through an
+exec plugin or an auth provider is not, and the caller skips what it would have asked."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import ssl
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+TIMEOUT_S = 5.0
+
+
+class Unsupported(Exception):
+    """The kubeconfig's user authenticates in a way this client does not speak."""
+
+
+def _entry(config: Mapping[str, Any], section: str, name: str, field: str) -> Mapping[str, Any]:
+    for entry in config.get(section) or []:
+        if entry.get("name") == name:
+            return entry.get(field) or {}
+    return {}
+
+
+def _material(spec: Mapping[str, Any], key: str, base: Path, folder: Path) -> str | None:
+    """The path of `key` (a file, relative to the kubeconfig) or of `key-data` written to `folder`."""
+    if spec.get(f"{key}-data"):
+        path = folder / key
+        path.write_bytes(base64.b64decode(spec[f"{key}-data"]))
+        return str(path)
+    if spec.get(key):
+        return str(base / Path(spec[key]).expanduser())
+    return None
+
+
+def _tls(cluster: Mapping[str, Any], user: Mapping[str, Any], base: Path, folder: Path) -> ssl.SSLContext:
+    if cluster.get("insecure-skip-tls-verify"):
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    else:
+        context = ssl.create_default_context(cafile=_material(cluster, "certificate-authority", base, folder))
+    cert = _material(user, "client-certificate", base, folder)
+    if cert:
+        context.load_cert_chain(cert, _material(user, "client-key", base, folder))
+    return context
+
+
+def get_json(config: Mapping[str, Any], context_name: str, path: str, base: Path) -> Any:
+    """GET `path` from the API server of `context_name`, as its user. Raises Unsupported for an
+    exec or auth-provider user, OSError / ssl.SSLError / ValueError when the call fails."""
+    context = _entry(config, "contexts", context_name, "context")
+    cluster = _entry(config, "clusters", str(context.get("cluster", "")), "cluster")
+    user = _entry(config, "users", str(context.get("user", "")), "user")
+    if user.get("exec") or user.get("auth-provider") or user.get("username"):
+        raise Unsupported(f"user {context.get('user')!r} of context {context_name!r}")
+    url = urlsplit(str(cluster.get("server", "")))
+    headers = {"Accept": "application/json"}
+    if user.get("token"):
+        headers["Authorization"] = f"Bearer {user['token']}"
+    # Inline key material lives only in a private folder for the length of the handshake setup.
+    with tempfile.TemporaryDirectory(prefix="mm2-kube-") as folder:
+        os.chmod(folder, 0o700)
+        if url.scheme == "https":
+            tls = _tls(cluster, user, base, Path(folder))
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                url.hostname or "", url.port or 443, timeout=TIMEOUT_S, context=tls
+            )
+        else:
+            conn = http.client.HTTPConnection(url.hostname or "", url.port or 80, timeout=TIMEOUT_S)
+    try:
+        conn.request("GET", url.path.rstrip("/") + path, headers=headers)
+        answer = conn.getresponse()
+        body = answer.read()
+    finally:
+        conn.close()
+    if answer.status != 200:
+        raise ValueError(f"GET {path}: HTTP {answer.status}")
+    return json.loads(body)
