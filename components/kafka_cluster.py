@@ -92,8 +92,11 @@ class KafkaCluster(pulumi.ComponentResource):
             raise ValueError(
                 f"KafkaCluster {cluster.alias!r}: {security.protocol.value} needs the stack's TLS material"
             )
-        # The PEM CA librdkafka verifies a local TLS cluster's brokers with (public, not a secret).
-        self.ca_location: str | None = tls.layout.ca_pem if tls is not None and local_tls_cluster(cluster) else None
+        # The PEM CA librdkafka verifies the brokers with (public, not a secret): the stack's own
+        # for a local TLS cluster, else the one the cluster's security names (or the system's).
+        self.ca_location: str | None = (
+            tls.layout.ca_pem if tls is not None and local_tls_cluster(cluster) else security.ca_location
+        )
         ca = self.ca_location
         # How the stack itself connects (PLAIN admin on managed clusters, see runtime_config) and
         # how tools connect (SCRAM admin there; the configured user elsewhere).

@@ -146,6 +146,9 @@ class Security:
     keystore_location: str | None = None
     keystore_password: SecretRef | None = None
     key_password: SecretRef | None = None
+    # A PEM CA file on the machine running pulumi and the bin/ tools, to verify a non-local TLS
+    # cluster's brokers with (None: the system's trust store; local TLS clusters use the stack's CA).
+    ca_location: str | None = None
 
     def secret_refs(self) -> tuple[SecretRef, ...]:
         refs = (self.password, self.truststore_password, self.keystore_password, self.key_password)

@@ -30,6 +30,7 @@ SECURITY_FIELDS = (
     "keystoreLocation",
     "keystorePassword",
     "keyPassword",
+    "caLocation",
 )
 # The secret keys of a local TLS cluster's store passwords (components/topology/tls.py).
 _LOCAL_TLS_KEYS = {
@@ -66,6 +67,7 @@ def parse_security(problems: Problems, raw: Any, where: str, alias: str, platfor
             return None
     mechanism, username, password = _sasl_login(problems, mapping, where, alias, protocol, local)
     truststore, keystore, refs = _stores(problems, mapping, where, alias, protocol, local)
+    ca_location = _ca_location(problems, mapping, where, protocol, local)
     return Security(
         protocol=protocol,
         sasl_mechanism=mechanism,
@@ -76,7 +78,32 @@ def parse_security(problems: Problems, raw: Any, where: str, alias: str, platfor
         keystore_location=keystore,
         keystore_password=refs["keystorePassword"],
         key_password=refs["keyPassword"],
+        ca_location=ca_location,
     )
+
+
+def _ca_location(
+    problems: Problems, mapping: Mapping[str, Any], where: str, protocol: SecurityProtocol, local: bool
+) -> str | None:
+    """The PEM CA this machine's clients (the stack's topic and user providers, the bin/ tools,
+    the Spark stage) verify a kubernetes, docker or external TLS cluster with."""
+    if "caLocation" not in mapping:
+        return None
+    if local:
+        problems.add(
+            f"{where}.caLocation",
+            "a local cluster's brokers have certificates from the stack's own CA, which its clients already trust.",
+            "Remove caLocation.",
+        )
+        return None
+    if not protocol.uses_tls:
+        problems.add(
+            f"{where}.caLocation",
+            f"caLocation has no effect with protocol {protocol.value}.",
+            "Use protocol SSL or SASL_SSL, or remove it.",
+        )
+        return None
+    return as_str(problems, mapping["caLocation"], f"{where}.caLocation")
 
 
 def _sasl_login(

@@ -63,3 +63,30 @@ def test_local_tls_stores_come_from_the_stack_not_from_config() -> None:
     assert "generates" in problem_at(config, "mm2:clusters.primary.security.truststoreLocation").message
     config["clusters"]["primary"]["security"] = {"protocol": "SSL"}
     assert parse_topology(config).clusters["primary"].security.protocol.value == "SSL"
+
+
+def external_ssl(**security: object) -> dict:
+    config = dev_config()
+    config["clusters"]["dr"] = {
+        "platform": "external",
+        "brokers": 3,
+        "bootstrap": "dr:9093",
+        "security": {"protocol": "SSL", **security},
+    }
+    config["workerGroups"]["mm2"] = {"cluster": "dr", "url": "https://connect.dr:8443"}
+    return config
+
+
+def test_a_non_local_tls_cluster_may_name_the_ca_this_machine_trusts_it_with() -> None:
+    topology = parse_topology(external_ssl(caLocation="/etc/mm2/dr-ca.pem"))
+    assert topology.clusters["dr"].security.ca_location == "/etc/mm2/dr-ca.pem"
+    assert parse_topology(external_ssl()).clusters["dr"].security.ca_location is None
+
+
+def test_ca_location_is_refused_where_it_has_no_effect() -> None:
+    config = tls_config()
+    config["clusters"]["primary"]["security"]["caLocation"] = "/ca.pem"
+    assert "Remove caLocation" in problem_at(config, "mm2:clusters.primary.security.caLocation").fix
+    plain = external_ssl(caLocation="/ca.pem")
+    plain["clusters"]["dr"]["security"]["protocol"] = "PLAINTEXT"
+    assert "SSL or SASL_SSL" in problem_at(plain, "mm2:clusters.dr.security.caLocation").fix
