@@ -33,6 +33,7 @@ from components.platform.docker.engine import image_problems
 from components.platform.kubernetes.access import Target, access_problems, targets
 from components.platform.local.layout import LocalPlatform, run_root
 from components.platform.local.tls import stack_tls, tls_layout
+from components.platform.secret_files import container_secret_keys
 from components.platform.settings import (
     DockerSettings,
     KubernetesSettings,
@@ -213,7 +214,10 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
     topology = local_secrets_files(valid.topology, local)
     topology = with_local_tls(topology, tls_layout(local.run_root))
     topology = with_exactly_once_stages(topology, local)
-    generated, required = generated_secret_keys(topology), required_secret_keys(topology)
+    generated = generated_secret_keys(topology)
+    # The container platforms' Secrets hold more than the connectors resolve (the brokers' TLS
+    # store passwords): the stack writes them, so they must be given too.
+    required = sorted({*required_secret_keys(topology), *container_secret_keys(topology)})
     credentials = Credentials(
         "credentials",
         generated=list(generated),

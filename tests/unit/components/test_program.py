@@ -156,3 +156,14 @@ def test_a_kubernetes_stack_whose_contexts_cannot_be_used_is_refused_before_anyt
     with pytest.raises(StackConfigError):
         validate(dataclasses.replace(stack_config(bad, tmp_path, stack="prod"), kubernetes_problems=unreachable))
     assert len(asked) == 1
+
+
+def test_the_container_platforms_secrets_must_all_be_given(tmp_path: Path) -> None:
+    # The brokers' TLS store password is in no connector config, but the stack writes it into the
+    # brokers' Secret: the credentials require it, so a stack without it fails at preview naming it.
+    prod = yaml_config(ROOT / "Pulumi.prod.yaml")
+    with mocked(stack="prod") as monitor:
+        pulumi.runtime.test(lambda: program(stack_config(prod, tmp_path, stack="prod")))()
+    state = next(r.state for urn, r in monitor.resources.items() if urn.endswith("Credentials::credentials"))
+    assert {"us-east.broker.tls.password", "eu-west.broker.tls.password"} <= set(state["required"])
+    assert "us-east.mm2.password" in state["required"]
