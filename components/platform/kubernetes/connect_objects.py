@@ -186,12 +186,16 @@ def _storage(workers: _Workers) -> tuple[list[dict[str, Any]], list[dict[str, An
     if group.rest_auth:
         mounts.append({"name": "rest-users", "mountPath": REST_USERS_DIR, "readOnly": True})
         volumes.append(_secret_volume("rest-users", users_secret, REST_USERS_KEY, posixpath.basename(REST_USERS_FILE)))
-    tls_items = _client_tls_items(topology, group)
-    if tls_items:
-        volumes.append({"name": "client-tls", "secret": {"secretName": tls_secret, "defaultMode": 0o400}})
-        mounts.extend(
-            {"name": "client-tls", "mountPath": path, "subPath": key, "readOnly": True} for key, path in tls_items
-        )
+    # One volume per directory of the stores, each key projected to its file name: a directory
+    # mount, not subPath, so a renewed certificate (cert-manager updating the Secret) reaches the
+    # running pods, and the kubelet makes no per-file bind mounts.
+    folders: dict[str, list[dict[str, str]]] = {}
+    for key, path in _client_tls_items(topology, group):
+        folders.setdefault(posixpath.dirname(path), []).append({"key": key, "path": posixpath.basename(path)})
+    for i, (folder, items) in enumerate(sorted(folders.items())):
+        name = f"client-tls-{i}"
+        mounts.append({"name": name, "mountPath": folder, "readOnly": True})
+        volumes.append({"name": name, "secret": {"secretName": tls_secret, "items": items, "defaultMode": 0o400}})
     return mounts, volumes
 
 

@@ -57,11 +57,15 @@ def test_worker_config_rest_auth_and_metrics_agent() -> None:
     # The agent is baked into the image: no pod downloads anything at start.
     assert "agent" not in volumes and "initContainers" not in objs.deployment["spec"]["template"]["spec"]
     mounts = container(objs.deployment)["volumeMounts"]
-    tls = {m["mountPath"]: m["subPath"] for m in mounts if m["name"] == "client-tls"}
-    assert tls == {
-        "/etc/mm2/tls/a/truststore.p12": "a.truststore.p12",
-        "/etc/mm2/tls/b/truststore.p12": "b.truststore.p12",
+    # Each store's directory is a mount of its own with the store's key projected to its file
+    # name (no subPath: a renewed certificate reaches the running pod).
+    tls = {m["mountPath"]: volumes[m["name"]]["secret"] for m in mounts if m["name"].startswith("client-tls")}
+    assert {folder: secret["items"] for folder, secret in tls.items()} == {
+        "/etc/mm2/tls/a": [{"key": "a.truststore.p12", "path": "truststore.p12"}],
+        "/etc/mm2/tls/b": [{"key": "b.truststore.p12", "path": "truststore.p12"}],
     }
+    assert {secret["secretName"] for secret in tls.values()} == {"mm2-connect-tls"}
+    assert not any("subPath" in m for m in mounts)
 
 
 def test_metrics_off_drops_agent_monitor_and_rules() -> None:
