@@ -32,7 +32,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILT = re.compile(r"\[bootstrap\] building (\S+) from Go modules .* done in (\d+)s")
-WATCHER_IMAGE = "mm2-iac/watcher:py3.11"
+sys.path.insert(0, str(ROOT))
+
+from components.platform.image_layout import WATCHER_IMAGE  # noqa: E402 (the project's watcher image)
+
 POD = {
     "apiVersion": "v1",
     "kind": "Pod",

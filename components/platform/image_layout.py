@@ -7,7 +7,7 @@ from __future__ import annotations
 # The images' names. The Kafka image's tag is the Kafka version toolchain/versions.env pins
 # (the build checks it); a user pushing to their own registry sets `mm2-platform` image fields.
 KAFKA_IMAGE = "mm2-iac/kafka:4.3.1"
-WATCHER_IMAGE = "mm2-iac/watcher:py3.11"
+WATCHER_IMAGE = "mm2-iac/watcher:py3.13"
 # The label of a Kubernetes node that pulls no image (bin/kube's node: no registry is reachable
 # from it), value "none": the program's preview names an image such a node lacks, instead of its
 # pods waiting for it (components/platform/kubernetes/access.py).

@@ -1,7 +1,7 @@
 """Builds the project's container images as docker-archive files, with no registry and no daemon.
 
     python -m toolchain.images.build --cache DIR --kafka-libs DIR --jmx-agent JAR \
-        --kafka-version V --suite SUITE --index .mm2/images.json
+        --kafka-version V --suite SUITE --watcher-suite SUITE --index .mm2/images.json
 
 The base layer is a Debian root filesystem made by debootstrap from Debian's packages (cached
 per base key); the project layer is written byte for byte the same from the same inputs. Each
@@ -229,12 +229,12 @@ def images(args: argparse.Namespace) -> Iterable[tuple[Image, dict[str, Path]]]:
     jars, scripts, sources = kafka_sources(Path(args.kafka_libs), agent)
     kafka = kafka_image(args.suite, args.kafka_version, jars, scripts, sha256_file(agent))
     yield kafka, sources
-    yield watcher_image(args.suite), {}
+    yield watcher_image(args.watcher_suite), {}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    for flag in ("--cache", "--kafka-libs", "--jmx-agent", "--kafka-version", "--suite", "--index"):
+    for flag in ("--cache", "--kafka-libs", "--jmx-agent", "--kafka-version", "--suite", "--watcher-suite", "--index"):
         parser.add_argument(flag, required=True)
     args = parser.parse_args(argv)
     cache = Path(args.cache) / "images"

@@ -94,8 +94,9 @@ def jre_base(suite: str) -> Base:
 
 def python_base(suite: str) -> Base:
     # python-is-python3: the watcher and lag exporter pods run `python -m ...`, as in a stock
-    # Python image. python3-confluent-kafka (bookworm: 1.7.0 on librdkafka 2.0.2, with SASL/SCRAM
-    # and TLS): the lag exporter's Kafka client, Debian's build, so the pod installs nothing.
+    # Python image. python3-confluent-kafka (trixie: 1.7.0 on librdkafka 2.8.0, with SASL/SCRAM
+    # and TLS; bookworm's librdkafka 2.0.2 cannot log in to Kafka 4 with SCRAM, see
+    # WATCHER_DEBIAN_SUITE): the lag exporter's Kafka client, Debian's build, so the pod installs nothing.
     # ca-certificates: librdkafka verifies a TLS cluster without a truststoreLocation against the
     # system CAs, as the workers' JVM does against its own.
     return Base("python", suite, ("python3", "python-is-python3", "python3-confluent-kafka", "ca-certificates"))

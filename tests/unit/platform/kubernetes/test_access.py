@@ -123,8 +123,8 @@ def test_references_are_compared_as_containerd_names_them() -> None:
 def test_an_image_is_missing_only_where_no_node_pulls() -> None:
     no_pulls = {"mm2-iac.dev/image-pulls": "none"}
     nodes = {"items": [node(no_pulls, "docker.io/mm2-iac/kafka:4.3.1")]}
-    assert missing_images(nodes, ["mm2-iac/kafka:4.3.1", "mm2-iac/watcher:py3.11"]) == ["mm2-iac/watcher:py3.11"]
+    assert missing_images(nodes, ["mm2-iac/kafka:4.3.1", "mm2-iac/watcher:py3.13"]) == ["mm2-iac/watcher:py3.13"]
     # A node that pulls (no label) fetches what it lacks: nothing is missing at preview.
     nodes["items"].append(node({}, "docker.io/library/other:1"))
-    assert missing_images(nodes, ["mm2-iac/watcher:py3.11"]) == []
-    assert missing_images({"items": []}, ["mm2-iac/watcher:py3.11"]) == []
+    assert missing_images(nodes, ["mm2-iac/watcher:py3.13"]) == []
+    assert missing_images({"items": []}, ["mm2-iac/watcher:py3.13"]) == []
