@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 
+from components.platform.image_layout import KAFKA_IMAGE, WATCHER_IMAGE
 from tests.integration.harness import ROOT
 
 STATE = Path(os.environ.get("MM2_KUBE_DIR", ROOT / ".mm2" / "kube")).resolve()
 NETNS = "mm2-kube"
-WATCHER_TAG = "mm2-iac/watcher:py3.11"
-KAFKA_TAG = "mm2-iac/kafka:4.3.1"
+# The project's images, as bin/bootstrap --images tags them.
+WATCHER_TAG = WATCHER_IMAGE
+KAFKA_TAG = KAFKA_IMAGE
 
 
 def kube(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -101,24 +103,48 @@ EXTERNAL = {"us": 30090, "eu": 30095}
 REST = {"to-us": 30083, "to-eu": 30084}
 
 
-def cluster(alias: str) -> dict[str, Any]:
+# Where the clusters' brokers and the workers' truststores and CA files sit in their Secrets
+# (docs/kubernetes.md, "Secrets"); the test makes them (`make_tls_secrets`) as cert-manager would.
+TRUSTSTORE = "/etc/mm2/tls/{alias}/truststore.p12"
+# Every password the stack needs, given as mm2:secrets (test constants, never printed).
+SECRET_KEYS = (
+    *(
+        f"{alias}.{key}"
+        for alias in EXTERNAL
+        for key in ("mm2.password", "broker.tls.password", "ssl.truststore.password")
+    ),
+    *(f"{group}.rest.password" for group in REST),
+)
+
+
+def cluster(alias: str, ca_pem: str) -> dict[str, Any]:
     return {
         "platform": "kubernetes",
         "brokers": 1,
         "bootstrap": f"127.0.0.1:{EXTERNAL[alias]}",
         "internalBootstrap": f"{alias}-kafka-bootstrap.{NAMESPACE}.svc:9092",
         "datacenter": alias,
-        "security": {"protocol": "PLAINTEXT"},
+        "security": {
+            "protocol": "SASL_SSL",
+            "saslMechanism": "SCRAM-SHA-512",
+            "username": "mm2",
+            "password": {"secret": f"{alias}.mm2.password"},
+            "truststoreLocation": TRUSTSTORE.format(alias=alias),
+            "truststorePassword": {"secret": f"{alias}.ssl.truststore.password"},
+            "caLocation": ca_pem,
+        },
         "topics": {"orders": {"partitions": 2, "replicationFactor": 1}},
     }
 
 
-def stack_config() -> dict[str, Any]:
-    """The Kubernetes lane's stack, shaped like Pulumi.prod.yaml and scaled to this machine."""
+def stack_config(ca_pem: str = "/etc/mm2/kube-test/ca.pem") -> dict[str, Any]:
+    """The Kubernetes lane's stack, shaped like Pulumi.prod.yaml and scaled to this machine:
+    SASL_SSL clusters (`ca_pem`: the CA this machine verifies their brokers with), REST basic
+    auth, one flow each way with reverse heartbeats and the auto-restart watcher."""
     small = {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}
     return {
         "config": {
-            "mm2:clusters": {alias: cluster(alias) for alias in EXTERNAL},
+            "mm2:clusters": {alias: cluster(alias, ca_pem) for alias in EXTERNAL},
             "mm2:workerGroups": {
                 f"to-{target}": {
                     "platform": "kubernetes",
@@ -126,11 +152,18 @@ def stack_config() -> dict[str, Any]:
                     # Two workers beside eu, so a roll there is one pod at a time with one left.
                     "workers": 2 if target == "eu" else 1,
                     "url": f"http://127.0.0.1:{REST[f'to-{target}']}",
+                    "restAuth": {"username": "mm2-admin", "password": {"secret": f"to-{target}.rest.password"}},
                 }
                 for target in EXTERNAL
             },
             "mm2:flows": {
-                f"{source}->{target}": {"workerGroup": f"to-{target}", "topics": ["orders"], "tasksMax": 1}
+                f"{source}->{target}": {
+                    "workerGroup": f"to-{target}",
+                    "topics": ["orders"],
+                    "tasksMax": 1,
+                    "reverseHeartbeats": True,
+                    "autoRestart": {"enabled": True},
+                }
                 for source, target in (("us", "eu"), ("eu", "us"))
             },
             "mm2-platform:kubernetes": {
@@ -158,3 +191,40 @@ def stack_config() -> dict[str, Any]:
             },
         }
     }
+
+
+def make_tls_secrets(kubeconfig: str, root: Path, password: str) -> str:
+    """A CA, a keystore per cluster's brokers (its names inside the node and 127.0.0.1, where the
+    node ports are) and a truststore, as the Secrets the platform mounts: `<alias>-kafka-tls` and
+    `<group>-connect-tls`. One password for every store. Returns the CA's PEM file."""
+    from components.platform.local.tls import make_ca, make_leaf, make_truststore
+    from components.topology.tls import TlsLayout
+
+    layout = TlsLayout(str(root))
+    make_ca(layout, "mm2-kube-test", 7, password)
+    make_truststore(layout, password)
+    for alias in EXTERNAL:
+        names = [f"*.{alias}-kafka-brokers.{NAMESPACE}.svc", f"{alias}-kafka-bootstrap.{NAMESPACE}.svc"]
+        leaf = {"name": alias, "common_name": f"{alias}-kafka", "validity_days": 7}
+        make_leaf(layout, {**leaf, "sans": [*(f"DNS:{n}" for n in names), "IP:127.0.0.1"]}, password, password)
+        files = {"keystore.p12": layout.keystore(alias), "truststore.p12": layout.truststore}
+        _secret(kubeconfig, f"{alias}-kafka-tls", files)
+    for group in REST:
+        files = {f"{alias}.truststore.p12": layout.truststore for alias in EXTERNAL}
+        files.update({f"{alias}.ca.crt": layout.ca_pem for alias in EXTERNAL})
+        _secret(kubeconfig, f"{group}-connect-tls", files)
+    return layout.ca_pem
+
+
+def _secret(kubeconfig: str, name: str, files: dict[str, str]) -> None:
+    made = kubectl(
+        kubeconfig,
+        "-n",
+        NAMESPACE,
+        "create",
+        "secret",
+        "generic",
+        name,
+        *(f"--from-file={k}={v}" for k, v in files.items()),
+    )
+    assert made.returncode == 0, made.stderr

@@ -1,19 +1,22 @@
 """The kubernetes platform deployed for real: `pulumi up` of a stack shaped like Pulumi.prod.yaml
-(two Kafka clusters on StatefulSets, a Connect Deployment next to each, one flow each way) onto
-bin/kube's node through the real pulumi-kubernetes provider.
+(two SASL_SSL Kafka clusters on StatefulSets, a Connect Deployment with REST basic auth next to
+each, one flow each way with reverse heartbeats and the auto-restart watcher) onto bin/kube's node
+through the real pulumi-kubernetes provider. The test makes the TLS Secrets as cert-manager would
+and gives every password in mm2:secrets.
 
-The host reaches each cluster at its external listener on node ports (`bootstrap`, 127.0.0.1) and
-each group's REST API at its node port (`url`); the workers reach the brokers at the in-cluster
-Services (`internalBootstrap`). Checked: every pod Running and Ready, records copied both ways, a
-broker pod deleted by hand back with its data and the flow catching up, a change Kubernetes
-forbids in place refused at preview (and at up) before anything changed, a worker setting rolled
-one pod at a time under a stream with nothing lost (the longest gap printed), the Spark stage and
-`bin/status` passing against those addresses, and `pulumi destroy` leaving nothing of the stack
-in its namespace.
+The host reaches each cluster at its external listener on node ports (`bootstrap`, 127.0.0.1,
+verified with `caLocation`) and each group's REST API at its node port (`url`); the workers reach
+the brokers at the in-cluster Services (`internalBootstrap`). Checked: every pod Running and
+Ready, records copied both ways, a broker pod deleted by hand back with its data and the flow
+catching up, a change Kubernetes forbids in place refused at preview (and at up) before anything
+changed, a worker setting rolled one pod at a time under a stream with nothing lost (the longest
+gap printed), the Spark stage and `bin/status` passing against those addresses, and `pulumi
+destroy` leaving nothing of the stack in its namespace. Then an image the node lacks is named at
+preview, and on the node unlabelled as one that pulls, `up` reports the pod's pull error within
+readyTimeout.
 
-Scaled to this machine and not yet the whole of Pulumi.prod.yaml (#25): PLAINTEXT instead of
-SASL_SSL, one broker and one worker per side, no REST basic auth, metrics off (the node has no
-Prometheus Operator). Part of the Kubernetes lane, like the node test (tests/integration/kube.py).
+Scaled to this machine (#25): one broker per cluster and one or two workers per group, metrics
+off (the node has no Prometheus Operator). Part of the Kubernetes lane (tests/integration/kube.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import secrets
 import subprocess
 import threading
 import time
@@ -31,15 +35,19 @@ from typing import Any
 import pytest
 
 from components.platform.image_layout import NO_PULLS_LABEL
-from tests.integration.harness import ROOT, TestStack, wait_until
+from tests.integration.harness import ROOT, TestStack, kafka_conf, wait_until
 from tests.integration.kube import (
+    EXTERNAL,
     KAFKA_TAG,
     LANE,
     NAMESPACE,
+    REST,
+    SECRET_KEYS,
     WATCHER_TAG,
     image_archive,
     kube,
     kubectl,
+    make_tls_secrets,
     node_lock,
     stack_config,
 )
@@ -73,9 +81,15 @@ def _node(archives: list[str]) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def stack(node: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestStack]:
-    s = TestStack(tmp_path_factory.mktemp("kube-stack"), stack_config())
+    """The lane's stack, with its TLS Secrets made and its passwords given (fresh each run)."""
+    password = secrets.token_urlsafe(18)
+    ca_pem = make_tls_secrets(node, tmp_path_factory.mktemp("kube-tls"), password)
+    s = TestStack(tmp_path_factory.mktemp("kube-stack"), stack_config(ca_pem))
     s.env["KUBECONFIG"] = node
     s.init()
+    for key in SECRET_KEYS:
+        # The stores share one password; the rest get their own.
+        s.set_secret(key, password if "tls" in key or "truststore" in key else secrets.token_urlsafe(18))
     try:
         yield s
     finally:
@@ -100,7 +114,7 @@ def produce(outputs: dict[str, Any], alias: str, prefix: str) -> set[bytes]:
     """RECORDS keyed records into `orders` on `alias` (its external listener); their keys."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": outputs["clusters"][alias]["bootstrap"], "log_level": 0})
+    producer = Producer(kafka_conf(outputs, alias))
     keys = {f"{prefix}-{i}".encode() for i in range(RECORDS)}
     for key in sorted(keys):
         producer.produce("orders", key=key, value=b"x")
@@ -113,15 +127,17 @@ def read_keys(outputs: dict[str, Any], alias: str, topic: str, want: set[bytes])
     from confluent_kafka import Consumer
 
     consumer = Consumer(
-        {
-            "bootstrap.servers": outputs["clusters"][alias]["bootstrap"],
-            "group.id": f"check-{time.monotonic_ns()}",
-            "auto.offset.reset": "earliest",
-            # A reader that commits would be a consumer group MM2 must checkpoint (the Spark
-            # stage checks it does) although it was never meant to move between clusters.
-            "enable.auto.commit": False,
-            "log_level": 0,
-        }
+        kafka_conf(
+            outputs,
+            alias,
+            **{
+                "group.id": f"check-{time.monotonic_ns()}",
+                "auto.offset.reset": "earliest",
+                # A reader that commits would be a consumer group MM2 must checkpoint (the Spark
+                # stage checks it does) although it was never meant to move between clusters.
+                "enable.auto.commit": False,
+            },
+        )
     )
     consumer.subscribe([topic])
     seen: set[bytes] = set()
@@ -188,6 +204,12 @@ def forbidden_change_is_refused_at_preview(node: str, stack: TestStack) -> None:
         stack.write_config()
 
 
+def worker_uids(node: str) -> set[str]:
+    """The Connect workers' pods (not the watchers', which a worker setting does not touch)."""
+    names = re.compile(r"^to-(us|eu)-connect-[0-9a-f]+-[0-9a-z]+$")
+    return {p["metadata"]["uid"] for p in pods(node) if names.match(p["metadata"]["name"])}
+
+
 def rolling_change_loses_nothing(node: str, stack: TestStack, outputs: dict[str, Any]) -> None:
     """A worker setting changed while records stream us->eu: the preview shows the Deployments
     updated in place (nothing replaced), up rolls the workers one at a time, every record arrives,
@@ -199,13 +221,13 @@ def rolling_change_loses_nothing(node: str, stack: TestStack, outputs: dict[str,
     preview = stack.pulumi("preview", "--diff").stdout
     assert "~ kubernetes:apps/v1:Deployment: (update)" in preview, preview[-3000:]
     assert "replace" not in preview.lower(), preview[-3000:]
-    before = {p["metadata"]["uid"] for p in pods(node) if "-connect-" in p["metadata"]["name"]}
+    before = worker_uids(node)
 
     stop, sent, arrivals = threading.Event(), [0], []
     run = f"roll-{time.monotonic_ns()}-".encode()
 
     def stream() -> None:
-        producer = Producer({"bootstrap.servers": outputs["clusters"]["us"]["bootstrap"], "log_level": 0})
+        producer = Producer(kafka_conf(outputs, "us"))
         while not stop.is_set():
             producer.produce("orders", key=run + str(sent[0]).encode(), value=b"x")
             sent[0] += 1
@@ -214,13 +236,15 @@ def rolling_change_loses_nothing(node: str, stack: TestStack, outputs: dict[str,
 
     def watch() -> None:
         consumer = Consumer(
-            {
-                "bootstrap.servers": outputs["clusters"]["eu"]["bootstrap"],
-                "group.id": run.decode(),
-                "auto.offset.reset": "earliest",  # the run's keys tell its records from the earlier ones
-                "enable.auto.commit": False,
-                "log_level": 0,
-            }
+            kafka_conf(
+                outputs,
+                "eu",
+                **{
+                    "group.id": run.decode(),
+                    "auto.offset.reset": "earliest",  # the run's keys tell its records from the earlier ones
+                    "enable.auto.commit": False,
+                },
+            )
         )
         consumer.subscribe(["us.orders"])
         try:
@@ -247,7 +271,7 @@ def rolling_change_loses_nothing(node: str, stack: TestStack, outputs: dict[str,
         for t in threads:
             t.join(240)
     assert rolled.returncode == 0, rolled.stdout[-4000:] + rolled.stderr[-2000:]
-    after = {p["metadata"]["uid"] for p in pods(node) if "-connect-" in p["metadata"]["name"]}
+    after = worker_uids(node)
     assert before.isdisjoint(after), "the workers were not replaced by the roll"
     times = [t for t, _k in arrivals]
     gap = max(b - a for a, b in itertools.pairwise(times))
@@ -264,8 +288,8 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     took = time.monotonic() - started
     shown = pods(node)
     print(f"\n[kube stack] pulumi up {took:.0f}s: {', '.join(p['metadata']['name'] for p in shown)}")
-    # Two brokers, three workers and a lag exporter per group: all Running and Ready when up returns.
-    assert len(shown) == 7 and all(ready(p) for p in shown), [
+    # Two brokers, three workers, a lag exporter and a watcher per group: all Running and Ready.
+    assert len(shown) == 9 and all(ready(p) for p in shown), [
         (p["metadata"]["name"], p["status"].get("phase")) for p in shown
     ]
 
@@ -322,14 +346,18 @@ def stack_objects(kubeconfig: str) -> list[str]:
     kinds = "all,pvc,configmap,secret,pdb,networkpolicy"
     shown = kubectl(kubeconfig, "-n", NAMESPACE, "get", kinds, "-o", "name")
     assert shown.returncode == 0, shown.stderr
-    return [name for name in shown.stdout.split() if name != "configmap/kube-root-ca.crt"]
+    # Kubernetes' own root-CA ConfigMap stays, and the TLS Secrets the test made (cert-manager's part).
+    theirs = {"configmap/kube-root-ca.crt", *(f"secret/{a}-kafka-tls" for a in EXTERNAL)}
+    theirs |= {f"secret/{g}-connect-tls" for g in REST}
+    return [name for name in shown.stdout.split() if name not in theirs]
 
 
 def one_cluster_config(namespace: str, **kafka: Any) -> dict[str, Any]:
     """The lane's stack cut to one cluster `bad` (no groups, no flows) in its own namespace."""
     cfg = stack_config()
     config = cfg["config"]
-    cluster = {**config["mm2:clusters"]["us"], "bootstrap": "127.0.0.1:30070"}
+    # PLAINTEXT: what it tests fails before any client would connect.
+    cluster = {**config["mm2:clusters"]["us"], "bootstrap": "127.0.0.1:30070", "security": {"protocol": "PLAINTEXT"}}
     cluster["internalBootstrap"] = f"bad-kafka-bootstrap.{namespace}.svc:9092"
     config["mm2:clusters"] = {"bad": cluster}
     config["mm2:workerGroups"] = {}
