@@ -169,13 +169,20 @@ def advertised_listeners(network: BrokerNetwork, ordinal: str) -> str:
     return out
 
 
+def broker_node_port(base: int, node: int) -> int:
+    """The node port of broker `node` behind node ports: the one after the bootstrap's (`base`)."""
+    return base + 1 + node
+
+
 def external_port(network: BrokerNetwork, ordinal: str) -> str:
     """The EXTERNAL listener's advertised port of node `ordinal`: a number, or shell arithmetic
     when `ordinal` is a shell expression."""
     base = network.external_port_base
     if base is None:
         return str(network.external_port)
-    return str(base + 1 + int(ordinal)) if ordinal.isdigit() else f"$(({base + 1} + {ordinal}))"
+    if ordinal.isdigit():
+        return str(broker_node_port(base, int(ordinal)))
+    return f"$(({broker_node_port(base, 0)} + {ordinal}))"
 
 
 def scram_credentials(cluster: Cluster) -> tuple[SaslMechanism, str, str] | None:

@@ -25,6 +25,7 @@ import yaml
 
 from components.platform.local import process as proc
 from components.platform.local.layout import process_marker, run_root
+from toolchain.kubernetes.node_base import layout_from_env
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSPHRASE = "mm2-test-only-passphrase"
@@ -42,7 +43,8 @@ _PORTS = random.Random()  # its own generator: a test seeding `random` must not 
 _HANDED_OUT: set[int] = set()  # every port free_port_block returned in this process
 # What bin/kube's node binds on 127.0.0.1 while it runs (its API server, its NodePort range):
 # never handed to a test's JVM, which could otherwise take one before the node starts.
-_NODE_PORTS = {16443, *range(30000, 30100)}
+_NODE_LAYOUT = layout_from_env()
+_NODE_PORTS = {_NODE_LAYOUT.api_port, *range(_NODE_LAYOUT.node_ports[0], _NODE_LAYOUT.node_ports[1] + 1)}
 
 
 def _worker_share(low: int, high: int) -> tuple[int, int]:

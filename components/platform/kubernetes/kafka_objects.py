@@ -18,6 +18,7 @@ from components.platform.container_broker import (
     EXTERNAL_PORT,
     BrokerNetwork,
     advertised_listeners,
+    broker_node_port,
     broker_start_script,
     container_broker_properties,
     container_broker_secret_keys,
@@ -380,5 +381,6 @@ def _external_services(broker: _Broker) -> tuple[dict[str, Any], ...]:
     externals = [service(names.external_bootstrap, "bootstrap", dict(broker.selector), base)]
     for i in range(broker.cluster.brokers):
         pod_selector = {**broker.selector, "statefulset.kubernetes.io/pod-name": names.pod(i)}
-        externals.append(service(names.external(i), str(i), pod_selector, None if base is None else base + 1 + i))
+        port = None if base is None else broker_node_port(base, i)
+        externals.append(service(names.external(i), str(i), pod_selector, port))
     return tuple(externals)
