@@ -9,9 +9,8 @@ and PKCS12 stores from `<alias>-kafka-tls`; a worker group reads `<group>-connec
 `<group>-connect-rest-users` and `<group>-connect-tls`, its lag exporter
 `<group>-lag-exporter-clients` (its clients' passwords as JSON) and `<group>-connect-tls`. Given
 `secret_values` (the stack's `mm2:secrets`, a Pulumi secret), the files Secrets are created by
-the stack and kept encrypted in state; without it they are referenced only and must exist
-(created by `kubectl`, External Secrets, Sealed Secrets, ...). TLS stores are always referenced
-(cert-manager creates them).
+the stack and kept encrypted in state (the program always passes them); without it they are
+referenced only and must exist. TLS stores are always referenced (cert-manager creates them).
 """
 
 from __future__ import annotations
