@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from components.platform.image_layout import NO_PULLS_LABEL
-from components.platform.kubernetes.api import Unsupported, get_json
+from components.platform.kubernetes.api import Unsupported, entry, get_json
 from components.platform.lag_exporter import lag_flows
 from components.platform.settings import KubernetesSettings
 from components.topology import Platform, Topology
@@ -96,7 +96,7 @@ def merged(configs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def resolve(kubeconfig: Mapping[str, Any], target: Target, source: str) -> Server | str:
     """The API server of `target`'s context, or a problem naming the key and the fix."""
-    contexts = {c["name"]: c.get("context") or {} for c in kubeconfig.get("contexts") or []}
+    contexts = {c["name"] for c in kubeconfig.get("contexts") or []}
     name = target.context or kubeconfig.get("current-context") or ""
     if not name:
         return (
@@ -108,9 +108,9 @@ def resolve(kubeconfig: Mapping[str, Any], target: Target, source: str) -> Serve
             f"{target.key}: the kubeconfig context {name!r} does not exist in {source} (it has {_names(contexts)}). "
             f"Fix: name one of those, or add the context to the kubeconfig; {LOCAL_CLUSTER}."
         )
-    clusters = {c["name"]: c.get("cluster") or {} for c in kubeconfig.get("clusters") or []}
-    cluster = clusters.get(contexts[name].get("cluster", ""))
-    url = str((cluster or {}).get("server") or "")
+    context = entry(kubeconfig, "contexts", name, "context")
+    cluster = entry(kubeconfig, "clusters", str(context.get("cluster", "")), "cluster")
+    url = str(cluster.get("server") or "")
     parts = urlsplit(url)
     if not parts.hostname:
         return f"{target.key}: the kubeconfig context {name!r} names no cluster with a server address in {source}."
@@ -118,7 +118,7 @@ def resolve(kubeconfig: Mapping[str, Any], target: Target, source: str) -> Serve
     return Server(context=name, url=url, host=parts.hostname, port=port)
 
 
-def _names(contexts: Mapping[str, Any]) -> str:
+def _names(contexts: set[str]) -> str:
     return ", ".join(sorted(contexts)) if contexts else "no context at all"
 
 

@@ -23,10 +23,12 @@ class Unsupported(Exception):
     """The kubeconfig's user authenticates in a way this client does not speak."""
 
 
-def _entry(config: Mapping[str, Any], section: str, name: str, field: str) -> Mapping[str, Any]:
-    for entry in config.get(section) or []:
-        if entry.get("name") == name:
-            return entry.get(field) or {}
+def entry(config: Mapping[str, Any], section: str, name: str, field: str) -> Mapping[str, Any]:
+    """The `field` of the kubeconfig `section`'s entry called `name` (e.g. a context's `context`),
+    {} when there is none."""
+    for item in config.get(section) or []:
+        if item.get("name") == name:
+            return item.get(field) or {}
     return {}
 
 
@@ -57,9 +59,9 @@ def _tls(cluster: Mapping[str, Any], user: Mapping[str, Any], base: Path, folder
 def get_json(config: Mapping[str, Any], context_name: str, path: str, base: Path) -> Any:
     """GET `path` from the API server of `context_name`, as its user. Raises Unsupported for an
     exec or auth-provider user, OSError / ssl.SSLError / ValueError when the call fails."""
-    context = _entry(config, "contexts", context_name, "context")
-    cluster = _entry(config, "clusters", str(context.get("cluster", "")), "cluster")
-    user = _entry(config, "users", str(context.get("user", "")), "user")
+    context = entry(config, "contexts", context_name, "context")
+    cluster = entry(config, "clusters", str(context.get("cluster", "")), "cluster")
+    user = entry(config, "users", str(context.get("user", "")), "user")
     if user.get("exec") or user.get("auth-provider") or user.get("username"):
         raise Unsupported(f"user {context.get('user')!r} of context {context_name!r}")
     url = urlsplit(str(cluster.get("server", "")))
