@@ -438,14 +438,15 @@ def produce_batch(
 
 
 def read_keys(
-    outputs: dict[str, Any], alias: str, topic: str, prefix: bytes, want: int, timeout_s: float
+    outputs: dict[str, Any], alias: str, topic: str, prefix: bytes, want: int, timeout_s: float, **extra: Any
 ) -> list[bytes]:
     """Every record key starting with `prefix` in `topic` on `alias`, read from the beginning with
-    a fresh group until `want` distinct keys are in (bounded by `timeout_s`); duplicates kept."""
+    a fresh group until `want` distinct keys are in (bounded by `timeout_s`); duplicates kept.
+    `extra`: more consumer settings (e.g. `enable.auto.commit: False`)."""
     from confluent_kafka import Consumer
 
     group = f"it-read-{uuid.uuid4().hex[:8]}"
-    consumer = Consumer(kafka_conf(outputs, alias, **{"group.id": group, "auto.offset.reset": "earliest"}))
+    consumer = Consumer(kafka_conf(outputs, alias, **{"group.id": group, "auto.offset.reset": "earliest", **extra}))
     consumer.subscribe([topic])
     got: list[bytes] = []
     deadline = time.monotonic() + timeout_s

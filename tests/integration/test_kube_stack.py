@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 
 from components.platform.image_layout import NO_PULLS_LABEL
-from tests.integration.harness import ROOT, TestStack, kafka_conf, wait_until
+from tests.integration.harness import ROOT, TestStack, kafka_conf, produce_batch, read_keys, wait_until
 from tests.integration.kube import (
     EXTERNAL,
     KAFKA_TAG,
@@ -111,45 +111,16 @@ def ready(pod: dict[str, Any]) -> bool:
 
 
 def produce(outputs: dict[str, Any], alias: str, prefix: str) -> set[bytes]:
-    """RECORDS keyed records into `orders` on `alias` (its external listener); their keys."""
-    from confluent_kafka import Producer
-
-    producer = Producer(kafka_conf(outputs, alias))
-    keys = {f"{prefix}-{i}".encode() for i in range(RECORDS)}
-    for key in sorted(keys):
-        producer.produce("orders", key=key, value=b"x")
-    assert producer.flush(60) == 0
-    return keys
+    """RECORDS keyed records `<prefix>-<i>` into `orders` on `alias` (its external listener); their keys."""
+    return set(produce_batch(outputs, alias, "orders", [f"{prefix}-{i}".encode() for i in range(RECORDS)]))
 
 
-def read_keys(outputs: dict[str, Any], alias: str, topic: str, want: set[bytes]) -> set[bytes]:
-    """The keys of `topic` on `alias` read from the start, until all of `want` (bounded wait)."""
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        kafka_conf(
-            outputs,
-            alias,
-            **{
-                "group.id": f"check-{time.monotonic_ns()}",
-                "auto.offset.reset": "earliest",
-                # A reader that commits would be a consumer group MM2 must checkpoint (the Spark
-                # stage checks it does) although it was never meant to move between clusters.
-                "enable.auto.commit": False,
-            },
-        )
-    )
-    consumer.subscribe([topic])
-    seen: set[bytes] = set()
-    deadline = time.monotonic() + 180
-    try:
-        while not want <= seen and time.monotonic() < deadline:
-            message = consumer.poll(1.0)
-            if message is not None and not message.error() and message.key():
-                seen.add(message.key())
-    finally:
-        consumer.close()
-    return seen
+def copied(outputs: dict[str, Any], alias: str, topic: str, prefix: str) -> set[bytes]:
+    """The keys `produce(..., prefix)` wrote, as read from `topic` on `alias` (bounded wait)."""
+    # A reader that commits would be a consumer group MM2 must checkpoint (the Spark stage checks
+    # it does) although it was never meant to move between clusters.
+    found = read_keys(outputs, alias, topic, f"{prefix}-".encode(), RECORDS, 180, **{"enable.auto.commit": False})
+    return set(found)
 
 
 def broker_recovers_with_its_data(node: str, outputs: dict[str, Any], before: set[bytes]) -> None:
@@ -167,11 +138,11 @@ def broker_recovers_with_its_data(node: str, outputs: dict[str, Any], before: se
         "us-kafka-0 Ready again",
     )
     print(f"[kube stack] us-kafka-0 deleted: Ready again after {time.monotonic() - started:.0f}s")
-    kept = read_keys(outputs, "us", "orders", before)
+    kept = copied(outputs, "us", "orders", "us")
     assert before <= kept, f"{len(before - kept)} record(s) lost with the pod"
     after = produce(outputs, "us", "after-restart")
-    copied = read_keys(outputs, "eu", "us.orders", after)
-    assert after <= copied, f"{len(after - copied)} record(s) written after the restart not copied"
+    arrived = copied(outputs, "eu", "us.orders", "after-restart")
+    assert after <= arrived, f"{len(after - arrived)} record(s) written after the restart not copied"
 
 
 def forbidden_change_is_refused_at_preview(node: str, stack: TestStack) -> None:
@@ -298,7 +269,7 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     written = {}
     for source, target in (("us", "eu"), ("eu", "us")):
         written[source] = produce(outputs, source, source)
-        seen = read_keys(outputs, target, f"{source}.orders", written[source])
+        seen = copied(outputs, target, f"{source}.orders", source)
         assert written[source] <= seen, f"{source}->{target}: {len(written[source] - seen)} record(s) not copied"
     broker_recovers_with_its_data(node, outputs, written["us"])
     forbidden_change_is_refused_at_preview(node, stack)
