@@ -303,25 +303,7 @@ def up(lay: Layout) -> int:
     if lay.root.exists() or NETNS_PATH.exists():
         say("a part of the node is missing or left over: taking it down first")
         down(lay)
-    binaries = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"]
-    binaries += ["coredns", "pause"]
-    missing = [n for n in binaries if not os.access(lay.bin / n, os.X_OK)]
-    if missing:
-        raise KubeError(f"{', '.join(missing)} not in {lay.bin}. Fix: bin/bootstrap --kubernetes (builds, caches).")
-    for tool in ("containerd", "ctr", "runc", "socat", "nsenter", "unshare", "ip", "curl", "openssl"):
-        if shutil.which(tool) is None:
-            raise KubeError(
-                f"{tool} not on PATH. Fix: bin/bootstrap --kubernetes (installs Debian's containerd, runc, "
-                "containernetworking-plugins, socat)."
-            )
-    if not port_free(lay.api_port):
-        raise KubeError(f"127.0.0.1:{lay.api_port} is taken. Fix: free it, or pick another with MM2_KUBE_API_PORT.")
-    taken = [p for p in range(lay.node_ports[0], lay.node_ports[1] + 1) if not port_free(p)]
-    if taken:
-        raise KubeError(
-            f"127.0.0.1:{','.join(map(str, taken[:5]))} of the NodePort range {lay.node_ports[0]}-{lay.node_ports[1]} "
-            "taken. Fix: free them, or pick another range with MM2_KUBE_NODE_PORTS=FIRST-LAST."
-        )
+    _preflight(lay)
     t0 = time.monotonic()
     for folder in (lay.root, lay.logs, lay.run, lay.volumes):
         folder.mkdir(parents=True, exist_ok=True)
@@ -380,6 +362,30 @@ def up(lay: Layout) -> int:
     say(f"up in {time.monotonic() - t0:.1f}s: export KUBECONFIG={lay.kubeconfig}")
     print(lay.kubeconfig)
     return 0
+
+
+def _preflight(lay: Layout) -> None:
+    """What `up` needs before it starts anything: the built binaries, the host tools, and its
+    ports on 127.0.0.1 free."""
+    binaries = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"]
+    binaries += ["coredns", "pause"]
+    missing = [n for n in binaries if not os.access(lay.bin / n, os.X_OK)]
+    if missing:
+        raise KubeError(f"{', '.join(missing)} not in {lay.bin}. Fix: bin/bootstrap --kubernetes (builds, caches).")
+    for tool in ("containerd", "ctr", "runc", "socat", "nsenter", "unshare", "ip", "curl", "openssl"):
+        if shutil.which(tool) is None:
+            raise KubeError(
+                f"{tool} not on PATH. Fix: bin/bootstrap --kubernetes (installs Debian's containerd, runc, "
+                "containernetworking-plugins, socat)."
+            )
+    if not port_free(lay.api_port):
+        raise KubeError(f"127.0.0.1:{lay.api_port} is taken. Fix: free it, or pick another with MM2_KUBE_API_PORT.")
+    taken = [p for p in range(lay.node_ports[0], lay.node_ports[1] + 1) if not port_free(p)]
+    if taken:
+        raise KubeError(
+            f"127.0.0.1:{','.join(map(str, taken[:5]))} of the NodePort range {lay.node_ports[0]}-{lay.node_ports[1]} "
+            "taken. Fix: free them, or pick another range with MM2_KUBE_NODE_PORTS=FIRST-LAST."
+        )
 
 
 def _pause_image(lay: Layout) -> Path:
