@@ -6,6 +6,8 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from components.platform.local import process as proc
 from components.topology.java_properties import parse_properties
 
@@ -62,6 +64,22 @@ def test_jvm_options_reach_the_command_line_before_the_main_class() -> None:
     )
     cmd = proc._jvm_command(spec, "Main", [], "256m")
     assert cmd.index("-Djava.security.auth.login.config=/r/config/rest-jaas.conf") < cmd.index("Main")
+
+
+def test_kafka_jvm_performance_opts_replace_the_default_flags_as_in_kafkas_scripts() -> None:
+    assert proc.jvm_flags({}) == proc.JVM_FLAGS
+    assert proc.jvm_flags({"KAFKA_JVM_PERFORMANCE_OPTS": "  "}) == proc.JVM_FLAGS
+    given = {"KAFKA_JVM_PERFORMANCE_OPTS": "-server -XX:TieredStopAtLevel=1 '-Dname=a b'"}
+    assert proc.jvm_flags(given) == ("-server", "-XX:TieredStopAtLevel=1", "-Dname=a b")
+
+
+def test_the_jvm_command_carries_the_flags_of_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = proc.JvmSpec(component="t", marker="m", main_class="Main", classpath_dir="/x", run_dir="/r", properties={})
+    monkeypatch.setenv("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:+UseSerialGC")
+    cmd = proc._jvm_command(spec, "Main", [], "256m")
+    assert "-XX:+UseSerialGC" in cmd and "-XX:+UseG1GC" not in cmd
+    monkeypatch.delenv("KAFKA_JVM_PERFORMANCE_OPTS")
+    assert "-XX:+UseG1GC" in proc._jvm_command(spec, "Main", [], "256m")
 
 
 def test_running_markers_match_by_prefix(marked: tuple[subprocess.Popen[bytes], str]) -> None:
