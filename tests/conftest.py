@@ -10,42 +10,53 @@ MM2's refresh intervals, the Pulumi engine), so two modules at once keep both co
   integration modules start at once and the many short unit modules fill the gaps at the end. The
   table only orders the work; a module missing from it runs after those listed, and nothing
   depends on the order.
+- The Kubernetes lane is a phase of its own, after the rest (`MM2_TEST_PHASE`, below).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 
-# Seconds each work unit took (setup, calls, teardown; two workers, 2026-11-26); only the order
-# matters, and units under 10 s are left out. Refresh it from `bin/test --durations=0` when modules
-# change a lot.
+from components.platform.local.process import JVM_FLAGS, PERFORMANCE_OPTS_ENV
+
+# The local brokers and Connect workers of every stack the suite deploys run with the client
+# compiler only (process.jvm_flags): a JVM that lives a few minutes under test load spends about
+# 0.6x the CPU of C1+C2 (brokers and workers of tests/integration/test_security.py, measured side
+# by side), and the suite is CPU-bound on 2 cores. The product's default stays Kafka's own flags.
+os.environ.setdefault(PERFORMANCE_OPTS_ENV, " ".join((*JVM_FLAGS, "-XX:TieredStopAtLevel=1")))
+
+# Seconds each work unit took (setup, calls, teardown; two workers, 2026-11-26, before the C1-only
+# JVM flags above); only the order matters, and units under 10 s are left out. Refresh it from
+# `bin/test --durations=0` when modules change a lot.
 MODULE_SECONDS: dict[str, float] = {
-    "tests/integration/test_faults.py": 417,
-    "tests/integration/test_spark_validation.py": 403,
-    "tests/integration/test_exactly_once.py": 346,
-    "tests/integration/test_topologies_multi.py": 273,
-    "tests/integration/test_dev_stack.py": 250,
-    "tests/unit/spark/": 225,
-    "tests/integration/test_rolling.py": 180,
-    "tests/integration/test_tls.py": 165,
-    "tests/integration/test_quoted_passwords.py": 162,
-    "tests/integration/test_topologies_bidirectional.py": 154,
-    "tests/integration/test_spark_cluster.py": 140,
-    "tests/integration/test_security.py": 130,
-    "tests/integration/test_broker_rolling.py": 118,
-    "tests/integration/test_connector_states.py": 106,
-    "tests/integration/test_kube_stack.py": 280,
-    "tests/integration/test_docker_platform.py": 100,
-    "tests/integration/test_kube_node.py": 150,
-    "tests/integration/test_repair.py": 95,
-    "tests/integration/test_metrics.py": 80,
-    "tests/integration/test_bad_input.py": 64,
-    "tests/integration/test_policy_pack.py": 40,
-    "tests/integration/test_status.py": 40,
-    "tests/integration/test_review.py": 26,
-    "tests/integration/test_transforms.py": 25,
+    "tests/integration/test_switchover.py": 390,
+    "tests/integration/test_faults.py": 377,
+    "tests/integration/test_exactly_once.py": 322,
+    "tests/integration/test_spark_validation.py": 288,
+    "tests/integration/test_topologies_multi.py": 267,
+    "tests/unit/spark/": 222,
+    "tests/integration/test_dev_stack.py": 166,
+    "tests/integration/test_lag.py": 160,
+    "tests/integration/test_topologies_bidirectional.py": 150,
+    "tests/integration/test_tls.py": 148,
+    "tests/integration/test_connector_states.py": 136,
+    "tests/integration/test_spark_cluster.py": 133,
+    "tests/integration/test_security.py": 125,
+    "tests/integration/test_rolling.py": 121,
+    "tests/integration/test_docker_platform.py": 119,
+    "tests/integration/test_broker_rolling.py": 110,
+    "tests/integration/test_repair.py": 102,
+    "tests/integration/test_metrics.py": 84,
+    "tests/integration/test_bad_input.py": 78,
+    "tests/integration/test_quoted_passwords.py": 57,
+    "tests/integration/test_dead_group.py": 55,
+    "tests/integration/test_review.py": 49,
+    "tests/integration/test_policy_pack.py": 47,
+    "tests/integration/test_status.py": 47,
+    "tests/integration/test_transforms.py": 37,
 }
 
 SPARK_UNIT = "tests/unit/spark/"
@@ -57,8 +68,27 @@ def work_unit(nodeid: str) -> str:
     return SPARK_UNIT if path.startswith(SPARK_UNIT) else path
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Longest work units first, each kept whole and in the order pytest collected it."""
+# bin/test runs the suite in two phases: `suite` (everything but the Kubernetes lane, on two
+# workers) and then `kube` (the lane alone: its node's pods would load the cores that the other
+# modules' timing bounds count on). Unset, as with a bare `pytest`, every test runs.
+PHASE_ENV = "MM2_TEST_PHASE"
+LANE_MARK = "kube_lane"
+
+
+def in_phase(item: pytest.Item, phase: str | None) -> bool:
+    if phase not in ("suite", "kube"):
+        return True
+    return (item.get_closest_marker(LANE_MARK) is not None) == (phase == "kube")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """This phase's tests (the others deselected); longest work units first, each kept whole and
+    in the order pytest collected it."""
+    phase = os.environ.get(PHASE_ENV)
+    left_out = [item for item in items if not in_phase(item, phase)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if in_phase(item, phase)]
     first: dict[str, int] = {}
     for index, item in enumerate(items):
         first.setdefault(work_unit(item.nodeid), index)
