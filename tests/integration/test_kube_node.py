@@ -2,8 +2,8 @@
 routes a Service by its DNS name, keeps a claimed volume's data across pods, and `down` leaves
 nothing of it behind.
 
-Part of the Kubernetes lane (tests/integration/kube.py, `lane_skip_reason`): `MM2_KUBE_TEST=1
-bin/test`, as root; bin/test then builds the node (Go builds of etcd, Kubernetes, CoreDNS and the
+Part of the Kubernetes lane (tests/integration/kube.py, `lane_skip_reason`), the last phase of
+bin/test as root; bin/test builds the node first (Go builds of etcd, Kubernetes, CoreDNS and the
 pause binary: minutes cold, cached after).
 """
 

@@ -1,6 +1,6 @@
 """bin/kube's node, as data: every address it binds or dials stays on this machine, and the pause
-image is the same archive from the same binary. (The node itself runs in the opt-in integration
-test, tests/integration/test_kube_node.py.)"""
+image is the same archive from the same binary. (The node itself runs in the Kubernetes lane's
+integration test, tests/integration/test_kube_node.py.)"""
 
 from __future__ import annotations
 
