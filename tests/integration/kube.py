@@ -181,7 +181,6 @@ def stack_config(ca_pem: str = "/etc/mm2/kube-test/ca.pem") -> dict[str, Any]:
                     "watcherImage": WATCHER_TAG,
                     "heap": "384m",
                     "resources": small,
-                    "metrics": False,
                     "serviceType": "NodePort",
                 },
                 "clusters": {

@@ -15,8 +15,12 @@ destroy` leaving nothing of the stack in its namespace. Then an image the node l
 preview, and on the node unlabelled as one that pulls, `up` reports the pod's pull error within
 readyTimeout.
 
-Scaled to this machine (#25): one broker per cluster and one or two workers per group, metrics
-off (the node has no Prometheus Operator). Part of the Kubernetes lane (tests/integration/kube.py).
+Metrics are on, as by default: the API server accepts each group's ServiceMonitor and
+PrometheusRule (bin/kube up installs the Prometheus Operator's CRDs; no operator runs), and what
+they point Prometheus at answers through the API server's Service proxy.
+
+Scaled to this machine (#25): one broker per cluster and one or two workers per group. Part of the
+Kubernetes lane (tests/integration/kube.py).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from components.monitoring.jmx_exporter import RECORD_COUNT
 from components.platform.image_layout import NO_PULLS_LABEL
 from tests.integration.harness import ROOT, TestStack, kafka_conf, produce_batch, read_keys, wait_until
 from tests.integration.kube import (
@@ -143,6 +148,38 @@ def broker_recovers_with_its_data(node: str, outputs: dict[str, Any], before: se
     after = produce(outputs, "us", "after-restart")
     arrived = copied(outputs, "eu", "us.orders", "after-restart")
     assert after <= arrived, f"{len(after - arrived)} record(s) written after the restart not copied"
+
+
+def metrics_are_served_and_their_kinds_accepted(node: str) -> None:
+    """Each group's ServiceMonitors (workers, lag exporter) and PrometheusRule exist, accepted
+    against the Prometheus Operator's schemas, and the endpoints they name serve the metrics the
+    alert rules read: the workers' JMX exporter and the lag exporter."""
+    shown = kubectl(node, "-n", NAMESPACE, "get", "servicemonitors,prometheusrules", "-o", "name")
+    assert shown.returncode == 0, shown.stderr
+    kinds = set(shown.stdout.split())
+    for group in REST:
+        expected = {
+            f"servicemonitor.monitoring.coreos.com/{group}-connect",
+            f"servicemonitor.monitoring.coreos.com/{group}-lag-exporter",
+            f"prometheusrule.monitoring.coreos.com/{group}-connect-mm2-alerts",
+        }
+        assert expected <= kinds, (expected - kinds, kinds)
+    last = [""]
+
+    def serves(service: str, metric: str) -> bool:
+        proxied = f"/api/v1/namespaces/{NAMESPACE}/services/{service}:metrics/proxy/metrics"
+        got = kubectl(node, "get", "--raw", proxied)
+        last[0] = got.stdout[-2000:] + got.stderr[-1000:]
+        return got.returncode == 0 and any(line.startswith(metric) for line in got.stdout.splitlines())
+
+    # to-eu runs us->eu's source connector, to-us eu->us's; both have copied records by now.
+    endpoints = [(f"{g}-connect-api", RECORD_COUNT) for g in REST]
+    endpoints += [(f"{g}-lag-exporter", "mm2_flow_lag_records") for g in REST]
+    for service, metric in endpoints:
+        try:
+            wait_until(lambda s=service, m=metric: serves(s, m), 90, f"{metric} from {service}", poll_s=3)
+        except AssertionError:
+            raise AssertionError(f"{service} never served {metric}; last:\n{last[0]}") from None
 
 
 def forbidden_change_is_refused_at_preview(node: str, stack: TestStack) -> None:
@@ -271,6 +308,7 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
         written[source] = produce(outputs, source, source)
         seen = copied(outputs, target, f"{source}.orders", source)
         assert written[source] <= seen, f"{source}->{target}: {len(written[source] - seen)} record(s) not copied"
+    metrics_are_served_and_their_kinds_accepted(node)
     broker_recovers_with_its_data(node, outputs, written["us"])
     forbidden_change_is_refused_at_preview(node, stack)
     rolling_change_loses_nothing(node, stack, outputs)
@@ -314,7 +352,7 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
 
 def stack_objects(kubeconfig: str) -> list[str]:
     """Every object in the stack's namespace but Kubernetes' own root-CA ConfigMap."""
-    kinds = "all,pvc,configmap,secret,pdb,networkpolicy"
+    kinds = "all,pvc,configmap,secret,pdb,networkpolicy,servicemonitor,prometheusrule"
     shown = kubectl(kubeconfig, "-n", NAMESPACE, "get", kinds, "-o", "name")
     assert shown.returncode == 0, shown.stderr
     # Kubernetes' own root-CA ConfigMap stays, and the TLS Secrets the test made (cert-manager's part).

@@ -220,6 +220,32 @@ def api_create(lay: Layout, collection: str, obj: dict[str, object]) -> None:
             raise KubeError(f"creating {collection}/{obj['metadata']}: {error.code} {error.read()[:500]!r}") from None
 
 
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def install_crds(lay: Layout) -> list[str]:
+    """Create every definition in `lay.crds` (the Prometheus Operator's ServiceMonitor and
+    PrometheusRule, so a stack with metrics on deploys here) and wait until the API serves each."""
+    names = []
+    for path in sorted(lay.crds.glob("*.json")):
+        crd = json.loads(path.read_text())
+        api_create(lay, CRDS, crd)
+        names.append(crd["metadata"]["name"])
+    wait_for(
+        f"CRDs {', '.join(names)} established",
+        lambda: all(_established(lay, name) for name in names),
+        UP_TIMEOUT,
+        lay.log("kube-apiserver"),
+    )
+    return names
+
+
+def _established(lay: Layout, name: str) -> bool:
+    status, body = api_get(lay, f"{CRDS}/{name}")
+    conditions = json.loads(body).get("status", {}).get("conditions", []) if status == 200 else []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
 def node_ready(lay: Layout) -> bool:
     status, body = api_get(lay, f"/api/v1/nodes/{NODE_NAME}")
     if status != 200:
@@ -325,6 +351,7 @@ def up(lay: Layout) -> int:
     )
     for collection, obj in BOOTSTRAP_OBJECTS:
         api_create(lay, collection, obj)
+    install_crds(lay)
     start(lay, "kube-controller-manager")
     start(lay, "kube-scheduler")
     start(lay, "containerd")

@@ -65,6 +65,11 @@ class Layout:
         return self.root / "pki"
 
     @property
+    def crds(self) -> Path:
+        """Custom resource definitions `up` installs (bin/bootstrap --kubernetes writes them)."""
+        return self.bin.parent / "crds"
+
+    @property
     def logs(self) -> Path:
         return self.root / "logs"
 

@@ -85,3 +85,34 @@ def test_every_daemon_user_has_a_certificate_and_a_role(layout: node.Layout) -> 
     node.write_configs(layout)
     for cert in node.ROLES:
         assert (layout.root / f"{cert}.kubeconfig").is_file()
+
+
+def test_up_installs_the_fetched_crds_and_waits_until_each_is_established(
+    layout: node.Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layout.crds.mkdir(parents=True)
+    for kind in ("servicemonitors", "prometheusrules"):
+        crd = {"kind": "CustomResourceDefinition", "metadata": {"name": f"{kind}.monitoring.coreos.com"}}
+        (layout.crds / f"{kind}.json").write_text(json.dumps(crd))
+    created: list[str] = []
+    polls = {"n": 0}
+
+    def create(lay: node.Layout, collection: str, obj: dict[str, object]) -> None:
+        assert collection == node.CRDS
+        created.append(str(obj["metadata"]["name"]))  # type: ignore[index]
+
+    def get(lay: node.Layout, path: str, timeout: float = 3.0) -> tuple[int, bytes]:
+        polls["n"] += 1  # Established from the third read on, as the API server does after a moment
+        status = "True" if polls["n"] > 2 else "False"
+        return 200, json.dumps({"status": {"conditions": [{"type": "Established", "status": status}]}}).encode()
+
+    monkeypatch.setattr(node, "api_create", create)
+    monkeypatch.setattr(node, "api_get", get)
+    names = node.install_crds(layout)
+    assert names == created == ["prometheusrules.monitoring.coreos.com", "servicemonitors.monitoring.coreos.com"]
+    assert polls["n"] >= 3
+
+
+def test_without_fetched_crds_up_installs_none(layout: node.Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(node, "api_create", lambda *a: pytest.fail("nothing to create"))
+    assert node.install_crds(layout) == []
