@@ -24,8 +24,9 @@ from components.platform.local.process import JVM_FLAGS, PERFORMANCE_OPTS_ENV
 
 # The local brokers and Connect workers of every stack the suite deploys run with the client
 # compiler only (process.jvm_flags): a JVM that lives a few minutes under test load spends about
-# 0.6x the CPU of C1+C2 (brokers and workers of tests/integration/test_security.py, measured side
-# by side), and the suite is CPU-bound on 2 cores. The product's default stays Kafka's own flags.
+# half the CPU of C1+C2 (bench/jvm_flags: 0.54x for test_security's brokers and workers,
+# bench/results/jvm_flags-20261127.md), and the suite is CPU-bound on 2 cores. The product's
+# default stays Kafka's own flags.
 os.environ.setdefault(PERFORMANCE_OPTS_ENV, " ".join((*JVM_FLAGS, "-XX:TieredStopAtLevel=1")))
 
 # Seconds each work unit took (setup, calls, teardown; two workers, 2026-11-26, before the C1-only

@@ -69,7 +69,8 @@ JVM_FLAGS = (
 )
 # As in kafka-run-class.sh, KAFKA_JVM_PERFORMANCE_OPTS replaces those flags when it is set (in the
 # environment of `pulumi up`, whose provider starts the JVMs). The test suite sets it to add
-# -XX:TieredStopAtLevel=1: short-lived brokers and workers then spend about 0.6x the CPU.
+# -XX:TieredStopAtLevel=1: short-lived brokers and workers then spend about half the CPU
+# (bench/jvm_flags).
 PERFORMANCE_OPTS_ENV = "KAFKA_JVM_PERFORMANCE_OPTS"
 
 
