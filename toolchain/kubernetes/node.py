@@ -241,17 +241,18 @@ def install_crds(lay: Layout) -> list[str]:
 
 
 def _established(lay: Layout, name: str) -> bool:
-    status, body = api_get(lay, f"{CRDS}/{name}")
-    conditions = json.loads(body).get("status", {}).get("conditions", []) if status == 200 else []
-    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+    return condition_true(lay, f"{CRDS}/{name}", "Established")
 
 
 def node_ready(lay: Layout) -> bool:
-    status, body = api_get(lay, f"/api/v1/nodes/{NODE_NAME}")
-    if status != 200:
-        return False
-    conditions = json.loads(body).get("status", {}).get("conditions", [])
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return condition_true(lay, f"/api/v1/nodes/{NODE_NAME}", "Ready")
+
+
+def condition_true(lay: Layout, path: str, kind: str) -> bool:
+    """Whether the object at `path` reports its status condition `kind` as True."""
+    status, body = api_get(lay, path)
+    conditions = json.loads(body).get("status", {}).get("conditions", []) if status == 200 else []
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
 
 
 # --- up / down / status ---------------------------------------------------------------------------
