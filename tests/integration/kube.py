@@ -68,8 +68,8 @@ def lane_skip_reason() -> str | None:
 
     bin/test runs it by default, as root, after the rest of the suite and alone on the machine
     (tests/conftest.py, MM2_TEST_PHASE): beside the other modules on 2 cores its pods' load made a
-    timing-bound test miss its bound. It builds the node first (about 17 min cold, cached after);
-    MM2_KUBE_TEST=0 leaves the lane out."""
+    timing-bound test miss its bound. It builds the node beside the first phase (about 17 min of Go
+    builds cold, cached after); MM2_KUBE_TEST=0 leaves the lane out."""
     if os.environ.get("MM2_KUBE_TEST", "1") == "0":
         return "left out: MM2_KUBE_TEST=0"
     if os.geteuid() != 0:

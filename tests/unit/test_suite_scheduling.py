@@ -21,7 +21,7 @@ def test_a_module_is_one_unit_and_the_spark_unit_tests_are_one_unit() -> None:
 def item(nodeid: str, lane: bool = False) -> SimpleNamespace:
     """What the hook reads of a collected test: its id and whether it carries the lane's marker."""
     return SimpleNamespace(
-        nodeid=nodeid, get_closest_marker=lambda name: object() if lane and name == "kube_lane" else None
+        nodeid=nodeid, get_closest_marker=lambda name: object() if lane and name == conftest.LANE_MARK else None
     )
 
 
