@@ -251,7 +251,9 @@ def node_ready(lay: Layout) -> bool:
 def condition_true(lay: Layout, path: str, kind: str) -> bool:
     """Whether the object at `path` reports its status condition `kind` as True."""
     status, body = api_get(lay, path)
-    conditions = json.loads(body).get("status", {}).get("conditions", []) if status == 200 else []
+    # A definition just created reads `"conditions": null` until its controller's first pass.
+    found = (json.loads(body).get("status") or {}).get("conditions") if status == 200 else None
+    conditions = found or []
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
 
 
