@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -45,6 +46,7 @@ from components.watch.lag_plan import LagFlow, LagPlan
 
 _TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 60.0
+_DRAIN_POLL_S = 1.0
 _REGEX_CHARS = set("*+?[](){}|^$\\")
 
 
@@ -197,21 +199,35 @@ def _lag_plan(outputs: StackExports, request: Request, flow_name: str) -> tuple[
     return plan, lag_flow
 
 
-def lag(outputs: StackExports, request: Request, flow_name: str) -> dict[tuple[str, int], tuple[int, int]]:
-    """(topic, partition) -> (records MM2 has still to copy, the partition's end), read once, for
-    the flow's own topics (MM2 also copies `heartbeats`, which MM2 itself writes on both sides)."""
+Lag = dict[tuple[str, int], tuple[int, int]]  # (topic, partition) -> (records left to copy, the end)
+
+
+@contextmanager
+def lag_reader(outputs: StackExports, request: Request, flow_name: str) -> Iterator[Callable[[], Lag]]:
+    """A reading of the flow's lag per call, over one set of clients: the offsets topic is read
+    from its beginning once, then only what is new. Only the flow's own topics count (MM2 also
+    copies `heartbeats`, which MM2 itself writes on both sides)."""
     plan, lag_flow = _lag_plan(outputs, request, flow_name)
     kafka = Kafka(plan, {})
-    try:
+
+    def read() -> Lag:
         kafka.read_committed()
-        readings = kafka.read_flow(lag_flow)
+        return {
+            (r.topic, r.partition): (max(0, r.end - next_offset(r, None)), r.end)
+            for r in kafka.read_flow(lag_flow)
+            if _selects(lag_flow.topics, lag_flow.topics_exclude, r.topic)
+        }
+
+    try:
+        yield read
     finally:
         kafka.close()
-    return {
-        (r.topic, r.partition): (max(0, r.end - next_offset(r, None)), r.end)
-        for r in readings
-        if _selects(lag_flow.topics, lag_flow.topics_exclude, r.topic)
-    }
+
+
+def lag(outputs: StackExports, request: Request, flow_name: str) -> Lag:
+    """The flow's lag, read once."""
+    with lag_reader(outputs, request, flow_name) as read:
+        return read()
 
 
 def _selects(topics: Sequence[str], exclude: Sequence[str], topic: str) -> bool:
@@ -219,15 +235,15 @@ def _selects(topics: Sequence[str], exclude: Sequence[str], topic: str) -> bool:
     return any(re.fullmatch(p, topic) for p in topics) and not any(re.fullmatch(p, topic) for p in exclude)
 
 
-def drain(outputs: StackExports, request: Request, say: Callable[[str], None]) -> tuple[PartitionCut, ...]:
-    """Wait (bounded) until the flow old->new has copied everything; the cut it reached."""
+def _drained(read: Callable[[], Lag], request: Request, say: Callable[[str], None]) -> Lag:
+    """Poll `read` until nothing is left to copy, within the request's drain bound."""
     deadline = time.monotonic() + request.drain_timeout_s
     started = time.monotonic()
     while True:
-        behind = lag(outputs, request, request.stops)
+        behind = read()
         left = {tp: n for tp, (n, _end) in behind.items() if n}
         if not left:
-            break
+            return behind
         if time.monotonic() > deadline:
             where = ", ".join(f"{t} p{p}: {n}" for (t, p), n in sorted(left.items()))
             raise SwitchoverStopped(
@@ -241,7 +257,13 @@ def drain(outputs: StackExports, request: Request, say: Callable[[str], None]) -
             f"switchover {request.pair}: {request.stops} has {sum(left.values())} record(s) left to copy "
             f"({time.monotonic() - started:.0f}s of {request.drain_timeout_s}s)"
         )
-        time.sleep(1.0)
+        time.sleep(_DRAIN_POLL_S)
+
+
+def drain(outputs: StackExports, request: Request, say: Callable[[str], None]) -> tuple[PartitionCut, ...]:
+    """Wait (bounded) until the flow old->new has copied everything; the cut it reached."""
+    with lag_reader(outputs, request, request.stops) as read:
+        behind = _drained(read, request, say)
     f = flow(outputs, request.stops)
     remote = {src: f.topics.get(src) or f"{f.source}{f.separator}{src}" for src, _p in behind}
     _counts, remote_ends = end_offsets(outputs, request.new, sorted(set(remote.values())), _TIMEOUT_S)
