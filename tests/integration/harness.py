@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -376,14 +376,31 @@ def example_config_with_free_ports(example: str, settings: dict[str, str] | None
     return cfg
 
 
+def write_outputs(outputs: Mapping[str, Any], path: Path) -> Path:
+    """The stack outputs (secrets shown) for `--outputs`, readable by the owner only."""
+    path.touch(mode=0o600)
+    path.chmod(0o600)  # also when it existed
+    path.write_text(json.dumps(outputs))
+    return path
+
+
+def run_status(
+    outputs: Mapping[str, Any], tmp: Path, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`bin/status --outputs <0600 file>` on `outputs`, as an operator runs it (bounded)."""
+    path = write_outputs(outputs, tmp / "status-outputs.json")
+    return subprocess.run(
+        [str(ROOT / "bin" / "status"), "--outputs", str(path), *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
 def run_validator(
     stack: TestStack, outputs: dict[str, Any], tmp: Path, *extra: str, expect_exit: int = 0
 ) -> dict[str, Any]:
     """bin/validate (the Spark stage) on the stack's outputs, as a user runs it after `pulumi up`;
     asserts its exit code (0: every check passed) and returns the JSON report."""
-    outputs_file = tmp / "outputs.json"
-    outputs_file.write_text(json.dumps(outputs))
-    outputs_file.chmod(0o600)
+    outputs_file = write_outputs(outputs, tmp / "outputs.json")
     report = tmp / "report.json"
     run = subprocess.run(
         [
@@ -499,9 +516,7 @@ def run_stage_in_process(spark: Any, outputs: dict[str, Any], tmp: Path, *extra:
     an existing session (conftest.shared_spark); returns its exit code and JSON report."""
     from spark import validate as stage
 
-    outputs_file, report = tmp / "outputs.json", tmp / "report.json"
-    outputs_file.touch(mode=0o600)
-    outputs_file.write_text(json.dumps(outputs))
+    outputs_file, report = write_outputs(outputs, tmp / "outputs.json"), tmp / "report.json"
     args = stage.parse_args(["--outputs", str(outputs_file), "--report", str(report), *extra])
     code = stage.run(args, spark=spark)
     assert report.exists(), f"the stage wrote no report (exit {code})"

@@ -10,24 +10,23 @@ before and while the group was dead arrives on the target.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from components.platform.local import process as proc
 from components.platform.local.layout import process_marker, watcher_path, worker_path
 from tests.integration.harness import (
-    ROOT,
     TestStack,
     dev_config_with_free_ports,
     produce_batch,
     read_keys,
+    run_status,
     running,
     wait_until,
 )
@@ -44,24 +43,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestStack]:
         yield s
 
 
-def status(outputs_file: Path, *args: str) -> tuple[int, str, float]:
+def status(outputs: dict[str, Any], tmp: Path, *args: str) -> tuple[int, str, float]:
     started = time.monotonic()
-    out = subprocess.run(
-        [str(ROOT / "bin" / "status"), "--outputs", str(outputs_file), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    out = run_status(outputs, tmp, *args)
     return out.returncode, out.stdout + out.stderr, time.monotonic() - started
 
 
 def test_a_killed_worker_group_is_named_at_once_and_comes_back_on_its_own(stack: TestStack) -> None:
     outputs = stack.outputs()
-    outputs_file = stack.tmp / "outputs.json"
-    outputs_file.touch(mode=0o600)
-    outputs_file.write_text(json.dumps(outputs))
     before = [f"before-{i}".encode() for i in range(200)]
     produce_batch(outputs, "primary", TOPIC, before)
     assert len(set(read_keys(outputs, "dr", REMOTE, b"before-", len(before), CONVERGE_S))) == len(before)
@@ -73,7 +62,7 @@ def test_a_killed_worker_group_is_named_at_once_and_comes_back_on_its_own(stack:
         os.killpg(pid, signal.SIGKILL)
     wait_until(lambda: not any(proc.find_pids(m) for m in markers), 30, "both workers gone")
 
-    code, text, took = status(outputs_file)
+    code, text, took = status(outputs, stack.tmp)
     print(f"bin/status with every worker of mm2 SIGKILLed: exit {code} in {took:.2f}s")
     assert code == 3, text
     assert "worker group mm2: no worker answered within 2 s" in text, text
@@ -91,7 +80,8 @@ def test_a_killed_worker_group_is_named_at_once_and_comes_back_on_its_own(stack:
     assert len(set(read_keys(outputs, "dr", REMOTE, b"during-", len(during), CONVERGE_S))) == len(during)
     assert len(set(read_keys(outputs, "dr", REMOTE, b"before-", len(before), CONVERGE_S))) == len(before)
 
+    again = ("--stack", stack.name)
     code, text, _ = wait_until(
-        lambda: (r := status(outputs_file, "--stack", stack.name))[0] == 0 and r, CONVERGE_S, "status healthy again"
+        lambda: (r := status(outputs, stack.tmp, *again))[0] == 0 and r, CONVERGE_S, "status healthy again"
     )
     assert "worker-restart" in text, text

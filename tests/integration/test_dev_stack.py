@@ -20,7 +20,15 @@ import pytest
 
 from components.platform.local import process as proc
 from components.platform.local.layout import process_marker, worker_path
-from tests.integration.harness import TestStack, connect_auth, kafka_conf, kafka_retrying, running, wait_until
+from tests.integration.harness import (
+    TestStack,
+    connect_auth,
+    kafka_conf,
+    kafka_retrying,
+    running,
+    wait_until,
+    write_outputs,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -200,9 +208,7 @@ def _translated_positions(out: dict[str, Any], commits: list[Any]) -> dict[int, 
 
 def _validate(stack: TestStack, tmp: Path, *extra: str) -> tuple[int, dict[str, Any], str, float]:
     """The Spark validation stage as bin/deploy-dev runs it: bin/validate --outputs <0600 file>."""
-    outputs = tmp / "outputs.json"
-    outputs.touch(mode=0o600)
-    outputs.write_text(json.dumps(stack.outputs()))
+    outputs = write_outputs(stack.outputs(), tmp / "outputs.json")
     report = tmp / "report.json"
     started = time.monotonic()
     out = subprocess.run(

@@ -49,8 +49,9 @@ from tests.integration.harness import (
     read_keys,
     stays_false,
     wait_until,
+    write_outputs,
 )
-from tests.integration.validation_stage import run_stage, write_outputs
+from tests.integration.validation_stage import run_stage
 
 STACK = "dockerit"
 FLOW = "a->b"

@@ -38,8 +38,8 @@ from components.platform.local.layout import (
     watcher_path,
     worker_path,
 )
-from tests.integration.harness import ROOT, TestStack, deployed, running, wait_until
-from tests.integration.validation_stage import run_stage, write_outputs
+from tests.integration.harness import ROOT, TestStack, deployed, running, wait_until, write_outputs
+from tests.integration.validation_stage import run_stage
 
 pytestmark = pytest.mark.integration
 

@@ -40,7 +40,16 @@ import pytest
 
 from components.monitoring.jmx_exporter import RECORD_COUNT
 from components.platform.image_layout import NO_PULLS_LABEL
-from tests.integration.harness import ROOT, TestStack, kafka_conf, produce_batch, read_keys, wait_until
+from tests.integration.harness import (
+    ROOT,
+    TestStack,
+    kafka_conf,
+    produce_batch,
+    read_keys,
+    run_status,
+    wait_until,
+    write_outputs,
+)
 from tests.integration.kube import (
     EXTERNAL,
     KAFKA_TAG,
@@ -313,21 +322,11 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     forbidden_change_is_refused_at_preview(node, stack)
     rolling_change_loses_nothing(node, stack, outputs)
 
-    outputs_file = tmp_path / "outputs.json"
-    outputs_file.write_text(json.dumps(outputs))
-    outputs_file.chmod(0o600)
+    outputs_file = write_outputs(outputs, tmp_path / "outputs.json")
     last: list[subprocess.CompletedProcess[str]] = []
 
     def healthy() -> bool:
-        last[:] = [
-            subprocess.run(
-                [str(ROOT / "bin" / "status"), "--outputs", str(outputs_file)],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
-        ]
+        last[:] = [run_status(outputs, tmp_path)]
         return last[0].returncode == 0 and last[0].stdout.count("healthy") == 2
 
     # After the roll a connector is briefly UNASSIGNED while Connect rebalances: polled, bounded.

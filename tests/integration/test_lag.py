@@ -13,8 +13,6 @@ is scraped by a real Prometheus loaded with the stack's rules.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,12 +25,12 @@ import pytest
 from components.monitoring.prometheus import lag_targets, rule_groups, scrape_configs
 from components.monitoring.rules import Thresholds
 from tests.integration.harness import (
-    ROOT,
     TestStack,
     connect_auth,
     dev_config_with_free_ports,
     kafka_conf,
     produce_batch,
+    run_status,
     run_validator,
     running,
     wait_until,
@@ -243,13 +241,7 @@ def test_records_deleted_before_replication_are_named_and_counted(
     )
     assert sum(e["count"] for e in expired(url)["expired"]) == want
 
-    outputs_file = tmp_path / "outputs.json"
-    outputs_file.touch(mode=0o600)  # it holds the stack's passwords
-    outputs_file.write_text(json.dumps(stack.outputs()))
-    status = subprocess.run(
-        [str(ROOT / "bin" / "status"), "--outputs", str(outputs_file), "--json"],
-        cwd=ROOT, env=stack.env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    status = run_status(stack.outputs(), tmp_path, "--json", env=stack.env)
     assert status.returncode == 3, status.stdout[-3000:] + status.stderr[-3000:]
     print(f"\nexpired before replication: {want} records; bin/status exit {status.returncode}")
     assert f"offsets 10..{log_start - 1}: {want} record(s) deleted by retention" in status.stdout

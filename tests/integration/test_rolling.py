@@ -10,7 +10,6 @@ flow with `reverseHeartbeats: true`).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -34,6 +33,7 @@ from tests.integration.harness import (
     kafka_conf,
     running,
     wait_until,
+    write_outputs,
 )
 
 pytestmark = pytest.mark.integration
@@ -120,10 +120,7 @@ def sample_workers(
 
 def spark_report(out: dict[str, Any], tmp: Path) -> dict[str, Any]:
     """The Spark stage on the stack's outputs (a 0600 file, removed afterwards); its JSON report."""
-    outputs, report = tmp / "outputs.json", tmp / "report.json"
-    fd = os.open(outputs, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(out, fh)
+    outputs, report = write_outputs(out, tmp / "outputs.json"), tmp / "report.json"
     try:
         run = subprocess.run(
             [sys.executable, "-m", "spark.validate", "--outputs", str(outputs), "--report", str(report), *SPARK_ARGS],

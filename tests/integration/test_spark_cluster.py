@@ -30,8 +30,8 @@ import httpx
 import pytest
 
 from spark.jars import ensure_kafka_source_jars, pyspark_jars_dir
-from tests.integration.harness import TestStack, free_port_block, kafka_conf, running, wait_until
-from tests.integration.validation_stage import run_stage, write_outputs
+from tests.integration.harness import TestStack, free_port_block, kafka_conf, running, wait_until, write_outputs
+from tests.integration.validation_stage import run_stage
 
 pytestmark = pytest.mark.integration
 

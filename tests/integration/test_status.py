@@ -19,7 +19,15 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import ROOT, TestStack, dev_config_with_free_ports, kafka_conf, running, wait_until
+from tests.integration.harness import (
+    ROOT,
+    TestStack,
+    dev_config_with_free_ports,
+    kafka_conf,
+    run_status,
+    running,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -43,22 +51,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestStack]:
 
 
 @pytest.fixture(scope="module")
-def outputs_file(stack: TestStack) -> Path:
-    path = stack.tmp / "outputs.json"
-    path.touch(mode=0o600)
-    path.write_text(json.dumps(stack.outputs()))
-    return path
+def outputs(stack: TestStack) -> dict[str, Any]:
+    return stack.outputs()
 
 
-def status(outputs_file: Path, *args: str) -> tuple[int, str, str, float]:
+def status(outputs: dict[str, Any], tmp: Path, *args: str) -> tuple[int, str, str, float]:
     started = time.monotonic()
-    out = subprocess.run(
-        [str(ROOT / "bin" / "status"), "--outputs", str(outputs_file), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = run_status(outputs, tmp, *args)
     return out.returncode, out.stdout, out.stderr, time.monotonic() - started
 
 
@@ -72,13 +71,13 @@ def produce(stack: TestStack, alias: str, count: int) -> None:
     assert producer.flush(30) == 0
 
 
-def test_both_flows_healthy_with_zero_lag(stack: TestStack, outputs_file: Path) -> None:
+def test_both_flows_healthy_with_zero_lag(stack: TestStack, outputs: dict[str, Any], tmp_path: Path) -> None:
     produce(stack, "primary", 50)
     produce(stack, "dr", 20)
     seen: list[Any] = [None]
 
     def settled() -> bool:
-        code, out, err, _ = status(outputs_file, "--json")
+        code, out, err, _ = status(outputs, tmp_path, "--json")
         seen[0] = (code, out[-3000:], err[-1000:])
         if code != 0:
             return False
@@ -93,11 +92,11 @@ def test_both_flows_healthy_with_zero_lag(stack: TestStack, outputs_file: Path) 
         wait_until(settled, CONVERGE_S, "both flows healthy with lag 0", poll_s=2)
     except AssertionError as exc:
         raise AssertionError(f"{exc}; last status: {seen[0]}") from None
-    code, table, _, seconds = status(outputs_file)
+    code, table, _, seconds = status(outputs, tmp_path)
     assert code == 0, table
     assert f"flow {HEALTHY}  (worker group mm2)  healthy" in table and f"flow {BROKEN}" in table
     # Both directions carry heartbeats into each other's source: latency is measured.
-    data = json.loads(status(outputs_file, "--json")[1])
+    data = json.loads(status(outputs, tmp_path, "--json")[1])
     for name in (HEALTHY, BROKEN):
         beat = data["flows"][name]["heartbeat"]
         assert beat["topic"].endswith(".heartbeats") and beat["age_s"] < 60 and beat["latency_s"] is not None, beat
@@ -107,7 +106,7 @@ def test_both_flows_healthy_with_zero_lag(stack: TestStack, outputs_file: Path) 
     assert seconds + pulumi_s < 6, f"bin/status took {seconds + pulumi_s:.1f}s"
 
 
-def test_failed_task_makes_only_its_flow_unhealthy(stack: TestStack, outputs_file: Path) -> None:
+def test_failed_task_makes_only_its_flow_unhealthy(stack: TestStack, outputs: dict[str, Any], tmp_path: Path) -> None:
     from confluent_kafka.admin import (
         AclBinding,
         AclOperation,
@@ -134,7 +133,7 @@ def test_failed_task_makes_only_its_flow_unhealthy(stack: TestStack, outputs_fil
     seen: list[Any] = [None]
 
     def broken() -> Any:
-        code, out, err, _ = status(outputs_file, "--json")
+        code, out, err, _ = status(outputs, tmp_path, "--json")
         seen[0] = (code, out[-3000:], err[-1000:])
         if code != 3:
             return None
@@ -152,7 +151,7 @@ def test_failed_task_makes_only_its_flow_unhealthy(stack: TestStack, outputs_fil
     assert "\n" not in failed[0]["trace"]
     assert any("FAILED" in p for p in flows[BROKEN]["problems"]), flows[BROKEN]["problems"]
 
-    code, table, _, _ = status(outputs_file)
+    code, table, _, _ = status(outputs, tmp_path)
     assert code == 3
     assert f"flow {BROKEN}  (worker group mm2)  UNHEALTHY" in table
     assert f"flow {HEALTHY}  (worker group mm2)  healthy" in table

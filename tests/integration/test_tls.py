@@ -33,8 +33,9 @@ from tests.integration.harness import (
     produce_one,
     stack_passwords,
     wait_until,
+    write_outputs,
 )
-from tests.integration.validation_stage import run_stage, write_outputs
+from tests.integration.validation_stage import run_stage
 
 pytestmark = pytest.mark.integration
 
@@ -180,9 +181,7 @@ def test_connect_client_with_the_ca_pem(stack: TestStack) -> None:
 
 def test_ops_commands_reach_the_https_rest_api(stack: TestStack, tmp_path: Path) -> None:
     """bin/connectors (components/ops) verifies the workers with connect.<group>.caPem from the outputs."""
-    outputs = tmp_path / "outputs.json"
-    outputs.write_text(json.dumps(stack.outputs()))
-    outputs.chmod(0o600)
+    outputs = write_outputs(stack.outputs(), tmp_path / "outputs.json")
     run = subprocess.run(
         [str(ROOT / "bin" / "connectors"), "--outputs", str(outputs), "status", "--flow", FLOW, "--json"],
         cwd=ROOT,

@@ -31,6 +31,7 @@ from tests.integration.harness import (
     stays_false,
     topic_names,
     wait_until,
+    write_outputs,
 )
 
 pytestmark = pytest.mark.integration
@@ -94,9 +95,7 @@ def test_heartbeats_flow_both_ways(stack: TestStack) -> None:
 
 def test_consumer_fails_over_and_back(stack: TestStack, tmp_path: Path) -> None:
     out = stack.outputs()
-    outputs_file = tmp_path / "outputs.json"
-    outputs_file.write_text(json.dumps(out))
-    outputs_file.chmod(0o600)
+    outputs_file = write_outputs(out, tmp_path / "outputs.json")
     group = f"it-failover-{uuid.uuid4().hex[:6]}"
     # Failover: the group reads east's orders, moves to west's east.orders. Failback: while on west
     # it reads what producers wrote there, then moves back to east's west.orders.

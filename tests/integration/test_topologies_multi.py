@@ -26,6 +26,7 @@ from tests.integration.harness import (
     running,
     topic_names,
     wait_until,
+    write_outputs,
 )
 
 pytestmark = pytest.mark.integration
@@ -64,9 +65,7 @@ def validate(stack: TestStack, spark: Any, tmp: Path, flows: set[str]) -> None:
     """The Spark stage on every flow of the stack: exit code 0, and each topic complete."""
     from spark import validate as stage
 
-    outputs, report = tmp / "outputs.json", tmp / "report.json"
-    outputs.write_text(json.dumps(stack.outputs()))
-    outputs.chmod(0o600)
+    outputs, report = write_outputs(stack.outputs(), tmp / "outputs.json"), tmp / "report.json"
     args = ["--outputs", str(outputs), "--report", str(report), "--latency-window", "0", "--catch-up-timeout", "60"]
     code = stage.run(stage.parse_args(args), spark=spark)
     result = json.loads(report.read_text())

@@ -59,14 +59,6 @@ def verdicts(report: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def write_outputs(outputs: Mapping[str, Any], path: Path) -> Path:
-    """The stack outputs (secrets shown) for `--outputs`, readable by the owner only."""
-    path.touch(mode=0o600)
-    path.chmod(0o600)  # also when it existed
-    path.write_text(json.dumps(outputs))
-    return path
-
-
 def run_stage(
     outputs_file: Path,
     report: Path,
