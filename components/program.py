@@ -346,13 +346,24 @@ def export(deployed: Deployed) -> None:
     pulumi.export("connect", {name: group_export(name, deployed).to_json() for name in deployed.groups})
     pulumi.export("flows", {name: f.summary for name, f in deployed.flows.items()})
     if deployed.switchovers:
-        pulumi.export("failover", {name: _failover_export(s) for name, s in deployed.switchovers.items()})
+        pulumi.export("failover", {name: failover_export(s) for name, s in deployed.switchovers.items()})
 
 
-def _failover_export(switchover: Switchover) -> pulumi.Output[dict[str, Any]]:
-    """A pair's active side, where each flow it stopped stopped, and its latest switchover."""
-    return pulumi.Output.all(pair=switchover.pair, cuts=switchover.cuts, last=switchover.last).apply(
-        lambda v: {"active": v["pair"]["active"], "cuts": v["cuts"] or {}, "last": v["last"]}
+def failover_export(switchover: Switchover) -> pulumi.Output[dict[str, Any]]:
+    """A pair's active side, where each flow it stopped stopped, its latest switchover, and what
+    its fence holds (principals, and the flows' patterns that select the fenced topics)."""
+    parts = pulumi.Output.all(
+        pair=switchover.pair, cuts=switchover.cuts, last=switchover.last, patterns=switchover.patterns
+    )
+    return parts.apply(
+        lambda v: {
+            "active": v["pair"]["active"],
+            "cuts": v["cuts"] or {},
+            "last": v["last"],
+            "principals": list(v["pair"].get("principals") or ()),
+            "patterns": v["patterns"] or {},
+            "unplanned": bool(v["pair"].get("unplanned")),
+        }
     )
 
 

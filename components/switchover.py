@@ -25,6 +25,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
+from components.outputs.contract import pattern_document
 from components.rpc_values import Refused, has_unknown, plain
 from components.topology.model import Divergence, Pair, Topology
 
@@ -184,7 +185,7 @@ class SwitchoverProvider(ResourceProvider):
 def pair_inputs(pair: Pair, topology: Topology) -> dict[str, Any]:
     """The pair's declared fields and its flows' topic patterns (no secret)."""
     patterns = {
-        name: {"topics": list(f.topics), "topicsExclude": list(f.topics_exclude)}
+        name: pattern_document(f.topics, f.topics_exclude)
         for name in (pair.active_flow, pair.standby_flow)
         for f in [topology.flow(name)]
     }
@@ -209,6 +210,7 @@ class Switchover(Resource, module="failover", name="Switchover"):
     each flow it stopped stopped."""
 
     pair: pulumi.Output[dict[str, Any]]
+    patterns: pulumi.Output[dict[str, Any]]
     cuts: pulumi.Output[dict[str, Any]]
     last: pulumi.Output[dict[str, Any] | None]
 

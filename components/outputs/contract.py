@@ -4,7 +4,8 @@ Pure (no pulumi, no I/O): the program builds its exports with it (`components/pr
 `ReplicationFlow`), and the operator commands and the Spark stage decode what
 `pulumi stack output --json --show-secrets` prints with it (`components/outputs/loader.py`).
 
-    {"clusters": {alias: ClusterExport}, "connect": {group: ConnectGroupExport}, "flows": {name: FlowExport}}
+    {"clusters": {alias: ClusterExport}, "connect": {group: ConnectGroupExport}, "flows": {name: FlowExport},
+     "failover": {pair: PairExport}}  (failover only with `mm2:failover` pairs)
 
 The program fills some fields with pulumi Outputs (connector states, secrets): `to_json` only
 places each value under its key, so `pulumi.export` resolves them, each keeping its own secrecy.
@@ -12,12 +13,13 @@ places each value under its key, so `pulumi.export` resolves them, each keeping 
 Secrets (`clusters.*.client`, `clusters.*.users`, `connect.*.auth`) are exported as Pulumi
 secrets; decoded, they stay in memory and no `repr` here shows them. Stacks deployed before
 `separator`, `offsetSyncsCluster` and `namePreserving` were exported decode too: those are then
-inferred from the internal topic names, as the Spark stage always did.
+inferred from the internal topic names, as the Spark stage always did. A pair exported before its
+`principals` and `patterns` were decodes with none: `bin/status` then does not read its fence.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,6 +215,11 @@ class PairExport:
     name: str
     active: str
     cuts: Mapping[str, tuple[PartitionCut, ...]] = field(default_factory=dict)
+    principals: tuple[str, ...] = ()  # the applications' principals: the passive side's fence holds them
+    # flow -> (topics, topicsExclude): the passive side's outbound flow's select the fenced topics
+    patterns: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    unplanned: bool = False  # the last change of `active` was a failover: the lost side is not asked
+    last: Mapping[str, Any] | None = None  # the latest switchover's report (docs/failover.md)
 
     @property
     def passive(self) -> str:
@@ -225,7 +232,19 @@ class PairExport:
         return self.cuts.get(f"{self.passive}->{self.active}", ())
 
     def to_json(self) -> dict[str, Any]:
-        return {"active": self.active, "cuts": {f: cut_document(c) for f, c in self.cuts.items()}}
+        return {
+            "active": self.active,
+            "cuts": {f: cut_document(c) for f, c in self.cuts.items()},
+            "principals": list(self.principals),
+            "patterns": {f: pattern_document(*p) for f, p in self.patterns.items()},
+            "unplanned": self.unplanned,
+            "last": None if self.last is None else dict(self.last),
+        }
+
+
+def pattern_document(topics: Sequence[str], exclude: Sequence[str]) -> dict[str, list[str]]:
+    """A flow's topic patterns as the failover export (and the Switchover resource) hold them."""
+    return {"topics": list(topics), "topicsExclude": list(exclude)}
 
 
 @dataclass(frozen=True)
@@ -276,7 +295,13 @@ class StackExports:
 def _pair(name: str, raw: Any, problems: list[str]) -> PairExport:
     try:
         cuts = {str(f): cut_from_document(doc) for f, doc in (raw.get("cuts") or {}).items()}
-        return PairExport(name, str(raw["active"]), cuts)
+        patterns = {
+            str(f): (tuple(doc["topics"]), tuple(doc.get("topicsExclude") or ()))
+            for f, doc in (raw.get("patterns") or {}).items()
+        }
+        principals = tuple(str(p) for p in raw.get("principals") or ())
+        last = raw.get("last") if isinstance(raw.get("last"), Mapping) else None
+        return PairExport(name, str(raw["active"]), cuts, principals, patterns, bool(raw.get("unplanned")), last)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         problems.append(f'failover["{name}"] is not {{active, cuts}}: {exc!r}')
         return PairExport(name, "", {})

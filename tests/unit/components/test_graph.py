@@ -13,7 +13,7 @@ import pytest
 from pulumi.runtime import rpc
 
 from components.platform.secret_files import container_secret_keys
-from components.program import group_export, program
+from components.program import failover_export, group_export, program
 from components.rpc_values import plain
 from components.topology import Topology, parse_topology
 from tests.unit.topology.helpers import external_target_config
@@ -343,3 +343,20 @@ def test_a_cluster_pair_registers_its_switchover_before_both_flows(monitor: Reco
         assert state["mm2-dr-to-primary-source"]["desired_state"] == "RUNNING"
 
     return build(dev_config(), tmp_path, mm2=mm2).apply(check)
+
+
+@pulumi.runtime.test
+def test_a_pairs_export_names_its_active_side_and_what_its_fence_holds(
+    monitor: RecordingMonitor, tmp_path: Path
+) -> Any:
+    mm2 = copy.deepcopy(namespace(dev_config(), "mm2"))
+    mm2["flows"]["dr->primary"] = {**copy.deepcopy(mm2["flows"]["primary->dr"]), "topicsExclude": ["tmp.*"]}
+    mm2["failover"] = {"primary<->dr": {"active": "dr", "principals": ["app"]}}
+    deployed = program(stack_config(dev_config(), tmp_path, mm2=mm2))
+
+    def check(doc: dict[str, Any]) -> None:
+        assert (doc["active"], doc["principals"], doc["unplanned"], doc["last"]) == ("dr", ["User:app"], False, None)
+        topics = list(mm2["flows"]["dr->primary"]["topics"])
+        assert doc["patterns"]["dr->primary"] == {"topics": topics, "topicsExclude": ["tmp.*"]}
+
+    return failover_export(deployed.switchovers["primary<->dr"]).apply(check)

@@ -12,6 +12,8 @@ from components.outputs.contract import (
     ConnectGroupExport,
     FlowExport,
     OutputsError,
+    PairExport,
+    PartitionCut,
     StackExports,
 )
 
@@ -182,3 +184,30 @@ def test_reverse_heartbeats_round_trip_and_are_absent_in_older_outputs() -> None
     older = {k: v for k, v in FLOW.to_json().items() if k != "reverseHeartbeats"}
     exports = StackExports.from_json({**EXPORTS.to_json(), "flows": {"primary->dr": older}})
     assert exports.flows["primary->dr"].reverse_heartbeats_connector is None
+
+
+PAIR = PairExport(
+    "primary<->dr",
+    "dr",
+    {"primary->dr": (PartitionCut("orders", 0, 250, 250),)},
+    principals=("User:app",),
+    patterns={"primary->dr": (("orders",), ()), "dr->primary": (("orders", "pay.*"), ("pay.tmp",))},
+    last={"from": "primary", "to": "dr", "fencedSeconds": 8.6, "rpoRecords": 0, "unplanned": False},
+)
+
+
+def test_a_pair_round_trips_with_what_its_fence_holds() -> None:
+    exports = replace(EXPORTS, pairs={PAIR.name: PAIR})
+    data = exports.to_json()
+    assert set(data["failover"]["primary<->dr"]) == {"active", "cuts", "principals", "patterns", "unplanned", "last"}
+    assert data["failover"]["primary<->dr"]["patterns"]["dr->primary"] == {
+        "topics": ["orders", "pay.*"],
+        "topicsExclude": ["pay.tmp"],
+    }
+    assert StackExports.from_json(data) == exports
+
+
+def test_a_pair_exported_before_its_fence_was_decodes_with_none() -> None:
+    older = {"active": "dr", "cuts": {}, "last": None}
+    pair = StackExports.from_json({**EXPORTS.to_json(), "failover": {"primary<->dr": older}}).pairs["primary<->dr"]
+    assert (pair.principals, pair.patterns, pair.unplanned, pair.last) == ((), {}, False, None)
