@@ -6,7 +6,9 @@
 Per flow: each connector and task with its worker and state (and the first trace line when
 FAILED); per replicated topic the lag (source end offsets against the target's, translated
 through MM2's offset syncs); the age of the newest checkpoint; the age and latency of the newest
-heartbeat. What makes a flow unhealthy: components/ops/status_view.py.
+heartbeat; per cluster pair (`mm2:failover`) its active side, its latest switchover and whether
+the passive side's fence holds every declared principal (read live). What makes a flow or a pair
+unhealthy: components/ops/status_view.py.
 
 Reads the stack outputs (`components/outputs/loader.py`), Connect's REST API and the clusters
 (read-only consumers that join no group and commit nothing).
@@ -36,7 +38,8 @@ Exit codes:
   2  wrong arguments (argparse)
   3  unhealthy: a flow is unhealthy, including every flow of a worker group with no worker
      answering and every flow with source records deleted before MM2 copied them or a source
-     topic created again that its loss acknowledgement does not cover (the reasons are printed)
+     topic created again that its loss acknowledgement does not cover; or a cluster pair's
+     passive side lacks part of its fence (the reasons are printed)
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +69,11 @@ from components.ops.status_view import (
     ExporterReading,
     FlowStatus,
     HeartbeatView,
+    PairView,
     TaskView,
     group_down_problem,
     newest_syncs,
+    pair_lines,
     problems_of,
     render_status_table,
     sentinel_problems,
@@ -77,7 +83,7 @@ from components.ops.status_view import (
     unreachable_views,
     watcher_lines,
 )
-from components.outputs.contract import FlowExport, OutputsError, StackExports
+from components.outputs.contract import FlowExport, OutputsError, PairExport, StackExports
 from components.outputs.loader import load_exports
 from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
 from components.topology.traces import first_line
@@ -396,6 +402,32 @@ def collect(
         ]
 
 
+def pair_views(outputs: StackExports, flow_names: Sequence[str] = ()) -> list[PairView]:
+    """The stack's cluster pairs (those with one of `flow_names` when given), each fence read live."""
+    shown = set(flow_names)
+    views = []
+    for name, pair in sorted(outputs.pairs.items()):
+        if shown and not shown & {f"{pair.active}->{pair.passive}", f"{pair.passive}->{pair.active}"}:
+            continue
+        base = PairView(name, pair.active, pair.passive, pair.principals, None, last=pair.last)
+        if pair.unplanned:
+            views.append(replace(base, not_read=f"{pair.passive} was lost in an unplanned failover: it is not asked"))
+        elif not pair.principals:
+            views.append(replace(base, not_read="the stack's outputs predate its export: `bin/pulumi up` exports it"))
+        else:
+            views.append(_with_fence(outputs, pair, base))
+    return views
+
+
+def _with_fence(outputs: StackExports, pair: PairExport, view: PairView) -> PairView:
+    from components.ops.switchover import fence_gaps
+
+    try:
+        return replace(view, fence_missing=tuple(fence_gaps(outputs, pair)))
+    except Exception as exc:  # KafkaException: the passive side stopped answering after the flows were read
+        return replace(view, not_read=f"{pair.passive} did not answer: {first_line(str(exc))}")
+
+
 def watcher_statuses(stack: str, groups: Sequence[str], root: Path) -> dict[str, dict[str, Any] | None]:
     """The status file of each of `groups` whose watcher runs as a local process of `stack`
     (None while it has written none, or one that cannot be read); groups without one are left out."""
@@ -413,14 +445,16 @@ def watcher_statuses(stack: str, groups: Sequence[str], root: Path) -> dict[str,
 
 def _once(args: argparse.Namespace, outputs: StackExports) -> int:
     flows = collect(outputs, args.flow, args.heartbeat_max_age)
+    pairs = pair_views(outputs, args.flow)
     watchers = watcher_statuses(args.stack, sorted({f.worker_group for f in flows}), ROOT) if args.stack else {}
     if args.json:
-        print(json.dumps({**to_json(flows), **({"watchers": watchers} if watchers else {})}, indent=2), flush=True)
+        doc = {**to_json(flows, pairs), **({"watchers": watchers} if watchers else {})}
+        print(json.dumps(doc, indent=2), flush=True)
     else:
         now = time.time()
         extra = [line for group, doc in watchers.items() for line in watcher_lines(group, doc, now)]
-        print("\n".join([render_status_table(flows), *extra]), flush=True)
-    return 0 if all(f.healthy for f in flows) else 3
+        print("\n".join([render_status_table(flows), *pair_lines(pairs), *extra]), flush=True)
+    return 0 if all(f.healthy for f in flows) and all(p.healthy for p in pairs) else 3
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,11 @@ A flow is unhealthy when any of these holds (each gives one plain reason):
   offsets, count and reason. The exporter keeps what it found across restarts; what was found at
   or before the acknowledgement stays listed, marked acknowledged, and is no reason
   (docs/day2-operations.md, "Records lost before replication").
+A cluster pair (`mm2:failover`) is shown after its flows: its active side, its latest switchover,
+and the passive side's fence read live. It is unhealthy when that fence lacks a binding (a
+declared principal may write on the passive side: what it writes diverges). A fence that could
+not be read (the stack's outputs predate it, the side lost in an unplanned failover, a cluster
+not answering) is a note, not a reason.
 Lag, checkpoint age and heartbeat latency are shown, not judged: a catching-up flow is not broken.
 A lag exporter that does not answer within `LAG_EXPORTER_TIMEOUT_S` is a note, not a reason: it
 observes replication and takes no part in it, and its silence says nothing about the flow (its
@@ -136,6 +141,65 @@ class FlowStatus:
     @property
     def healthy(self) -> bool:
         return not self.problems
+
+
+@dataclass(frozen=True)
+class PairView:
+    """A cluster pair as `bin/status` read it."""
+
+    name: str
+    active: str
+    passive: str
+    principals: tuple[str, ...]
+    fence_missing: tuple[str, ...] | None  # bindings the passive side lacks ("User:app on orders"); None: not read
+    not_read: str = ""  # why the fence was not read
+    last: Mapping[str, Any] | None = None  # the latest switchover's report
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        if not self.fence_missing:
+            return ()
+        return (
+            f"the fence on {self.passive} lacks {', '.join(self.fence_missing)}: that principal may write on the "
+            f"passive side, and what it writes diverges from {self.active}. Next step: `bin/pulumi up` puts the "
+            "missing bindings back (the others stay in place)",
+        )
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+
+def pair_lines(pairs: Sequence[PairView]) -> list[str]:
+    """Per pair: its sides and verdict, the fence, the latest switchover."""
+    lines: list[str] = []
+    for v in pairs:
+        verdict = "healthy" if v.healthy else "UNHEALTHY"
+        lines.append(f"pair {v.name}  active {v.active}, passive {v.passive}  {verdict}")
+        if v.fence_missing is None:
+            lines.append(f"  fence on {v.passive}: not read ({v.not_read})")
+        elif not v.fence_missing:
+            who = ", ".join(v.principals)
+            lines.append(f"  fence on {v.passive}: WRITE denied to {who} on {v.passive}->{v.active}'s topics")
+        lines.append(f"  {_switchover_text(v.last)}")
+        lines += [f"  why unhealthy: {problem}" for problem in v.problems]
+    return lines
+
+
+def _switchover_text(last: Mapping[str, Any] | None) -> str:
+    if not last:
+        return "no switchover yet"
+    sides = f"{last.get('from')} -> {last.get('to')}"
+    rpo = last.get("rpoRecords")
+    moved = ", ".join(last.get("groups") or ()) or "none"
+    outcome = f"RPO {'unknown' if rpo is None else f'{rpo} record(s)'}, groups moved: {moved}"
+    if last.get("unplanned"):
+        return f"last unplanned failover: {sides}, {outcome}"
+    return f"last switchover: {sides}, writes fenced {last.get('fencedSeconds')}s, {outcome}"
+
+
+def pair_json(v: PairView) -> dict[str, Any]:
+    return {**asdict(v), "problems": list(v.problems), "healthy": v.healthy}
 
 
 def partition_lag(source_end: int, target_end: int, sync: OffsetSync | None) -> int | None:
@@ -398,10 +462,11 @@ def render_status_table(flows: Sequence[FlowStatus]) -> str:
     return "\n".join(lines) if lines else "(no flows)"
 
 
-def to_json(flows: Sequence[FlowStatus]) -> dict[str, Any]:
+def to_json(flows: Sequence[FlowStatus], pairs: Sequence[PairView] = ()) -> dict[str, Any]:
     return {
-        "healthy": all(f.healthy for f in flows),
+        "healthy": all(f.healthy for f in flows) and all(p.healthy for p in pairs),
         "flows": {f.name: {**asdict(f), "sentinel": sentinel_json(f.sentinel), "healthy": f.healthy} for f in flows},
+        **({"failover": {p.name: pair_json(p) for p in pairs}} if pairs else {}),
     }
 
 

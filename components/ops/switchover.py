@@ -39,7 +39,7 @@ from components.ops.switchover_plan import (
     matching_groups,
     origin_positions,
 )
-from components.outputs.contract import PartitionCut, StackExports
+from components.outputs.contract import PairExport, PartitionCut, StackExports
 from components.topology.model import Divergence
 from components.watch.lag import next_offset
 from components.watch.lag_plan import LagFlow, LagPlan
@@ -178,6 +178,22 @@ def missing_fence(outputs: StackExports, request: Request, alias: str) -> list[s
     admin = AdminClient(kafka_config(outputs, alias, log_level=0))
     present = {(b.principal, b.name) for b in admin.describe_acls(wanted, request_timeout=_TIMEOUT_S).result()}
     return [f"{p} on {t}" for p in request.principals for t in topics if (p, t) not in present]
+
+
+def fence_gaps(outputs: StackExports, pair: PairExport) -> list[str]:
+    """What the passive side's fence of `pair` lacks on the cluster now (`bin/status`)."""
+    request = Request(
+        old=pair.passive,
+        new=pair.active,
+        pair=pair.name,
+        principals=pair.principals,
+        groups=(),
+        drain_timeout_s=0,
+        policy=None,
+        patterns=pair.patterns,
+        cuts=pair.cuts,
+    )
+    return missing_fence(outputs, request, pair.passive)
 
 
 # -- drain and cut -------------------------------------------------------------------------

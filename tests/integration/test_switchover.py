@@ -42,6 +42,7 @@ from tests.integration.harness import (
     kafka_conf,
     produce_batch,
     read_keys,
+    run_status,
     run_validator,
     running,
     wait_until,
@@ -519,12 +520,28 @@ def test_a_fence_deleted_behind_the_stacks_back_is_drift_that_up_restores(stack:
         AclOperation.WRITE,
         AclPermissionType.DENY,
     )
+    assert pair_status(outputs, stack.tmp)["fence_missing"] == [], "the fence held before the deletion"
     admin = AdminClient(kafka_conf(outputs, passive))
     for future in admin.delete_acls([deny]).values():
         assert future.result(30), "the fence's binding was there to delete"
     # (No record is written through the gap: it would be divergence for the next switchover.)
+    # bin/status reads the fence live: the gap shows before any refresh.
+    gap = pair_status(outputs, stack.tmp, expect_exit=3)
+    assert gap["fence_missing"] == [f"User:{APP} on orders"], gap
+    assert gap["problems"][0].startswith(f"the fence on {passive} lacks User:{APP} on orders"), gap
     stack.pulumi("refresh", "--yes", "--skip-preview")
     assert f"fence lacks User:{APP} on orders" in diff_preview(stack)
     stack.up()
     assert produce_as_app(outputs, passive, "orders", [b"fenced-again"]), f"{passive} must refuse the app again"
     assert "fence lacks" not in diff_preview(stack)
+    assert pair_status(outputs, stack.tmp)["fence_missing"] == []
+
+
+def pair_status(outputs: dict[str, Any], tmp: Path, expect_exit: int | None = None) -> dict[str, Any]:
+    """The pair as `bin/status --json` shows it; with `expect_exit`, asserts the exit code (the
+    flows' own health varies between the module's tests, so it is asserted only when asked)."""
+    run = run_status(outputs, tmp, "--json")
+    assert run.returncode in (0, 3), run.stdout[-3000:] + run.stderr[-3000:]
+    if expect_exit is not None:
+        assert run.returncode == expect_exit, run.stdout[-3000:]
+    return dict(json.loads(run.stdout)["failover"][PAIR])

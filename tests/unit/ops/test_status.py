@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,9 @@ import pytest
 
 from components.connect.client import ConnectClient
 from components.mm2_records import Heartbeat, OffsetSync, encode_heartbeat, encode_offset_sync
-from components.ops import clients
+from components.ops import clients, switchover
 from components.ops import status as st
-from components.outputs.contract import OutputsError
+from components.outputs.contract import OutputsError, PairExport
 from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
 from components.watch.lag import (
     RECREATED,
@@ -435,3 +436,72 @@ def test_a_group_without_a_lag_exporter_shows_no_sentinel(
     assert json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"] is None
     assert st.main(["--stack", "dev"]) == 0
     assert "lag exporter" not in capsys.readouterr().out
+
+
+def use_pair(monkeypatch: pytest.MonkeyPatch, pair: PairExport, missing: list[str]) -> list[PairExport]:
+    """The stack has `pair`; its passive side's fence lacks `missing`. Returns the pairs asked."""
+    asked: list[PairExport] = []
+
+    def gaps(_outputs: Any, p: PairExport) -> list[str]:
+        asked.append(p)
+        return missing
+
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: replace(outputs(), pairs={pair.name: pair}))
+    monkeypatch.setattr(switchover, "fence_gaps", gaps)
+    return asked
+
+
+PAIR = PairExport(
+    "primary<->dr",
+    "primary",
+    principals=("User:app",),
+    patterns={"dr->primary": (("orders",), ())},
+    last={"from": "dr", "to": "primary", "fencedSeconds": 8.6, "rpoRecords": 0, "groups": ["billing"]},
+)
+
+
+def test_a_pair_shows_its_active_side_its_fence_and_its_last_switchover(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    asked = use_pair(monkeypatch, PAIR, [])
+    assert st.main(["--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "pair primary<->dr  active primary, passive dr  healthy" in out
+    assert "  fence on dr: WRITE denied to User:app on dr->primary's topics" in out
+    assert "  last switchover: dr -> primary, writes fenced 8.6s, RPO 0 record(s), groups moved: billing" in out
+    assert asked == [PAIR]
+
+
+def test_a_fence_lacking_a_binding_makes_the_pair_unhealthy_with_the_fix(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    use_pair(monkeypatch, PAIR, ["User:app on orders"])
+    assert st.main(["--stack", "dev", "--json"]) == 3
+    data = json.loads(capsys.readouterr().out)
+    assert data["healthy"] is False and data["flows"]["primary->dr"]["healthy"] is True
+    (problem,) = data["failover"]["primary<->dr"]["problems"]
+    assert problem.startswith("the fence on dr lacks User:app on orders") and "`bin/pulumi up`" in problem
+
+
+def test_after_an_unplanned_failover_the_lost_side_is_not_asked(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    lost = replace(PAIR, unplanned=True, last={"from": "dr", "to": "primary", "rpoRecords": None, "unplanned": True})
+    asked = use_pair(monkeypatch, lost, ["never read"])
+    assert st.main(["--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "  fence on dr: not read (dr was lost in an unplanned failover: it is not asked)" in out
+    assert "  last unplanned failover: dr -> primary, RPO unknown, groups moved: none" in out
+    assert asked == []
+
+
+def test_a_pair_of_flows_not_asked_for_is_left_out(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_clusters(monkeypatch, clusters())
+    asked = use_pair(monkeypatch, replace(PAIR, name="a<->b", active="a"), [])
+    assert st.main(["--stack", "dev", "--flow", "primary->dr"]) == 0
+    assert "pair " not in capsys.readouterr().out and asked == []

@@ -10,10 +10,12 @@ from components.ops.status_view import (
     ExporterReading,
     FlowStatus,
     HeartbeatView,
+    PairView,
     SentinelView,
     TaskView,
     flow_lag,
     newest_syncs,
+    pair_lines,
     partition_lag,
     problems_of,
     render_status_table,
@@ -230,3 +232,22 @@ def test_a_recreation_the_exporter_kept_no_time_of_is_never_acknowledged() -> No
     ]
     assert "last found not known)" in sentinel_lines(view)[1]
     assert "after the lag exporter is restarted" in sentinel_lines(view)[-1]
+
+
+def test_a_pair_never_switched_and_without_a_fence_read_is_a_note_not_a_reason() -> None:
+    view = PairView("a<->b", "a", "b", (), None, not_read="the stack's outputs predate its export")
+    assert pair_lines([view]) == [
+        "pair a<->b  active a, passive b  healthy",
+        "  fence on b: not read (the stack's outputs predate its export)",
+        "  no switchover yet",
+    ]
+    assert to_json([], [view])["healthy"] is True
+
+
+def test_a_pair_whose_fence_lacks_bindings_names_each_and_fails_the_stack() -> None:
+    view = PairView("a<->b", "a", "b", ("User:app", "User:etl"), ("User:etl on orders", "User:etl on pay"))
+    lines = pair_lines([view])
+    assert lines[0] == "pair a<->b  active a, passive b  UNHEALTHY"
+    assert lines[-1].startswith("  why unhealthy: the fence on b lacks User:etl on orders, User:etl on pay:")
+    data = json.loads(json.dumps(to_json([], [view])))
+    assert data["healthy"] is False and data["failover"]["a<->b"]["fence_missing"] == list(view.fence_missing or ())
