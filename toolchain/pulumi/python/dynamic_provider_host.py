@@ -47,7 +47,7 @@ class WidePool(futures.ThreadPoolExecutor):
     """A ThreadPoolExecutor with at least `threads()` workers."""
 
     def __init__(self, max_workers: int | None = None, *args: object, **kwargs: object) -> None:
-        super().__init__(max(threads(), max_workers or 0), *args, **kwargs)  # type: ignore[arg-type]
+        super().__init__(max(threads(), max_workers or 0), *args, **kwargs)  # type: ignore[call-overload]
 
 
 _KINDS = {"add": 0, "delete": 2, "update": 4}  # PropertyDiff.Kind; +1 is the *_REPLACE variant
@@ -65,8 +65,11 @@ class EngineLogHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         from pulumi.runtime import proto
+        from pulumi.runtime.proto import engine_pb2
 
-        severity = 3 if record.levelno >= logging.ERROR else 2 if record.levelno >= logging.WARNING else 1
+        severity = engine_pb2.INFO
+        if record.levelno >= logging.WARNING:
+            severity = engine_pb2.ERROR if record.levelno >= logging.ERROR else engine_pb2.WARNING
         try:
             urn = getattr(_CURRENT, "urn", "")
             self.engine.Log(proto.LogRequest(severity=severity, message=record.getMessage(), urn=urn))
