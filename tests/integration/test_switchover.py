@@ -409,6 +409,7 @@ def test_planned_switchover_and_failback_with_divergence(stack: TestStack, tmp_p
 def test_a_switchover_that_cannot_drain_stops_before_anything_moves(stack: TestStack) -> None:
     active = pair_state(stack)["active"]
     other = "dr" if active == "primary" else "primary"
+    use_on(stack, active)  # a group to move: without one the preview refuses before any drain
     outputs = stack.outputs()
     url, auth = outputs["connect"]["mm2"]["url"], connect_auth(outputs)
     source = outputs["flows"][f"{active}->{other}"]["connectors"]["source"]
