@@ -2,10 +2,10 @@
 worker SIGKILLed at once.
 
 `bin/status` names the group and exits with its unhealthy code (3) at once, instead of waiting a
-REST client's retry budget (61 s and exit 1 before); its wall-clock time is printed for the
-record, bounded only generously. Then, with no `pulumi up`, the group's watcher starts both
-workers again (its log and `bin/status` say so) and the flow resumes: every record produced
-before and while the group was dead arrives on the target.
+REST client's retry budget (61 s and exit 1 before); its wall-clock time is printed and bounded
+against the same command's on the live group just before. Then, with no `pulumi up`, the group's
+watcher starts both workers again (its log and `bin/status` say so) and the flow resumes: every
+record produced before and while the group was dead arrives on the target.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ pytestmark = pytest.mark.integration
 
 TOPIC, REMOTE = "orders", "primary.orders"
 CONVERGE_S = 240
+# The dead group may cost this much more than the live one: the probe adds at most its 2 s, the
+# rest is the load changing between the two runs; the REST client's 60 s retry budget would not fit.
+BEYOND_ALIVE_S = 10
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +58,7 @@ def test_a_killed_worker_group_is_named_at_once_and_comes_back_on_its_own(stack:
     produce_batch(outputs, "primary", TOPIC, before)
     assert len(set(read_keys(outputs, "dr", REMOTE, b"before-", len(before), CONVERGE_S))) == len(before)
 
+    alive_s = status(outputs, stack.tmp)[2]
     markers = [process_marker(stack.name, worker_path("mm2", i)) for i in range(2)]
     pids = [p for m in markers for p in proc.find_pids(m)]
     assert len(pids) == 2, pids
@@ -63,11 +67,13 @@ def test_a_killed_worker_group_is_named_at_once_and_comes_back_on_its_own(stack:
     wait_until(lambda: not any(proc.find_pids(m) for m in markers), 30, "both workers gone")
 
     code, text, took = status(outputs, stack.tmp)
-    print(f"bin/status with every worker of mm2 SIGKILLed: exit {code} in {took:.2f}s")
+    print(f"bin/status with every worker of mm2 SIGKILLed: exit {code} in {took:.2f}s (alive: {alive_s:.2f}s)")
     assert code == 3, text
     assert "worker group mm2: no worker answered within 2 s" in text, text
     assert "UNREACHABLE" in text and "Connect did not answer" not in text, text
-    assert took < 10, f"bin/status took {took:.1f}s with a dead group"  # generous: the point is not 61 s
+    # Against the live group's run, so the machine's load cancels out: at load average 37 on two
+    # cores 1.04 s dead against 1.55 s alive.
+    assert took - alive_s < BEYOND_ALIVE_S, f"bin/status took {took:.1f}s with a dead group, {alive_s:.1f}s alive"
 
     during = [f"during-{i}".encode() for i in range(200)]
     produce_batch(outputs, "primary", TOPIC, during)

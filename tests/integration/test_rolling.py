@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,10 @@ pytestmark = pytest.mark.integration
 FLOW = "primary->dr"
 GROUP = "mm2"
 WAIT_S = 240
+# A worker that has not answered `GET /` within this is down; a refused connection is down at once.
+# With 2 s, a worker merely slow to answer on two cores shared by two pytest workers and their JVMs
+# counted as down, and asking the workers one after the other stretched a sample over seconds.
+PROBE_S = 5.0
 SPARK_ARGS = ("--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4", "--latency-window", "1")
 
 
@@ -102,20 +107,32 @@ def _stream(out: dict[str, Any], stop: threading.Event, rate: float, acked: list
     acked.append(sent)
 
 
+def answer_s(http: httpx.Client, url: str) -> float | None:
+    """Seconds the worker at `url` took to answer `GET /` with 200; None when it refused, failed or
+    did not answer within PROBE_S."""
+    started = time.monotonic()
+    try:
+        status = http.get(f"{url}/").status_code
+    except httpx.HTTPError:
+        return None
+    return time.monotonic() - started if status == 200 else None
+
+
 def sample_workers(
-    urls: list[str], auth: tuple[str, str] | None, stop: threading.Event, samples: list[list[bool]]
+    urls: list[str], auth: tuple[str, str] | None, stop: threading.Event, samples: list[list[float | None]]
 ) -> None:
-    """Every 0.2 s until `stop`: which workers answer `GET /` (2 s bound each)."""
-    with httpx.Client(timeout=2, auth=auth) as http:
+    """Every 0.2 s until `stop`: each worker's answer time (None: down), all asked at once so that a
+    row is one moment however long an answer takes."""
+    # No keep-alive: every probe connects afresh, so a stopped worker refuses at once instead of
+    # failing on a pooled connection to its old process.
+    limits = httpx.Limits(max_keepalive_connections=0)
+    with (
+        httpx.Client(timeout=PROBE_S, auth=auth, limits=limits) as http,
+        ThreadPoolExecutor(max_workers=len(urls)) as pool,
+    ):
         while not stop.is_set():
-            row = []
-            for url in urls:
-                try:
-                    row.append(http.get(f"{url}/").status_code == 200)
-                except httpx.HTTPError:
-                    row.append(False)
-            samples.append(row)
-            time.sleep(0.2)
+            samples.append(list(pool.map(lambda url: answer_s(http, url), urls)))
+            stop.wait(0.2)
 
 
 def spark_report(out: dict[str, Any], tmp: Path) -> dict[str, Any]:
@@ -145,7 +162,8 @@ def test_rolling_worker_restart_keeps_a_worker_up_and_loses_nothing(stack: TestS
     stack.config["config"]["mm2:workerGroups"][GROUP]["workerConfig"] = {"offset.flush.interval.ms": "2000"}
     stack.write_config()
 
-    stop, acked, samples = threading.Event(), [], []
+    stop, acked = threading.Event(), []
+    samples: list[list[float | None]] = []
     threads = [
         threading.Thread(target=_stream, args=(out, stop, 200.0, acked)),
         threading.Thread(target=sample_workers, args=(urls, connect_auth(out, GROUP), stop, samples)),
@@ -163,9 +181,11 @@ def test_rolling_worker_restart_keeps_a_worker_up_and_loses_nothing(stack: TestS
     assert all(a and a != b for a, b in zip(pids_after, pids_before, strict=True)), (
         f"both workers should have restarted: pids {pids_before} -> {pids_after}"
     )
-    down = [i for i, row in enumerate(samples) if not any(row)]
-    partial = sum(1 for row in samples if not all(row))
+    answers = [a for row in samples for a in row if a is not None]
+    down = [i for i, row in enumerate(samples) if all(a is None for a in row)]
+    partial = sum(1 for row in samples if any(a is None for a in row))
     print(f"\n[rolling] {len(samples)} samples, {partial} with one worker down, {len(down)} with none up")
+    print(f"[rolling] slowest GET / answer {max(answers, default=0.0):.2f}s (bound {PROBE_S:g}s)")
     assert partial > 0, "no sample caught a worker restarting: the sampling proves nothing"
     assert down == [], f"no worker answered at {len(down)} sampled moment(s), first at sample {down[0]}"
     assert acked and acked[0] > 0

@@ -407,25 +407,43 @@ def test_a_silent_exporter_costs_no_more_than_the_worker_probe(
     connect: FakeConnect, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import socket
+    import threading
 
-    monkeypatch.setattr(st, "LAG_EXPORTER_TIMEOUT_S", 1.0)
+    # Proven by overlap, not by the clock: the workers' probe and the exporter's read each wait
+    # (bounded) until the other has begun, so run one after the other either wait runs out.
+    # And /metrics is not asked once /expired timed out: a silent exporter costs one timeout.
+    monkeypatch.setattr(st, "LAG_EXPORTER_TIMEOUT_S", 0.5)
+    probing, reading = threading.Event(), threading.Event()
+    overlap: dict[str, bool] = {}
+    asked: list[str] = []
 
-    def slow_probe(url: str, _ca: Any) -> None:
-        time.sleep(1.0)  # the workers' probe: the exporter is asked meanwhile
+    def probe(url: str, _ca: Any) -> None:
+        probing.set()
+        overlap["probe saw the exporter asked"] = reading.wait(10)
 
-    monkeypatch.setattr(st, "_answers", slow_probe)
+    read_exporter, get = st.read_exporter, st._get
+
+    def read(url: str) -> Any:
+        reading.set()
+        overlap["exporter saw the probe running"] = probing.wait(10)
+        return read_exporter(url)
+
+    def recorded_get(url: str) -> bytes:
+        asked.append(url.rsplit("/", 1)[-1])
+        return get(url)
+
+    monkeypatch.setattr(st, "_answers", probe)
+    monkeypatch.setattr(st, "read_exporter", read)
+    monkeypatch.setattr(st, "_get", recorded_get)
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()  # accepts, never answers
         exports = _with_lag(f"http://127.0.0.1:{silent.getsockname()[1]}")
         use_clusters(monkeypatch, clusters())
-        started = time.monotonic()
         [flow] = st.collect(exports)
-        took = time.monotonic() - started
+    assert overlap == {"probe saw the exporter asked": True, "exporter saw the probe running": True}, overlap
     assert flow.sentinel is not None and "timed out" in flow.sentinel.error
-    # One timeout, beside the probe: 2 s or more would be the probe and the exporter one after the
-    # other, or /expired and then /metrics each waited out.
-    assert flow.healthy and took < 1.7, took
+    assert asked == ["expired"] and flow.healthy, asked
 
 
 def test_a_group_without_a_lag_exporter_shows_no_sentinel(

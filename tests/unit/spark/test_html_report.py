@@ -120,8 +120,12 @@ def test_the_page_needs_no_network() -> None:
 def test_a_typical_report_renders_quickly() -> None:
     data = report_with_record_latency()
     html_report.render(data)  # matplotlib's import and font cache are one-off costs
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     page = html_report.render(data)
-    elapsed = time.monotonic() - started
-    assert elapsed < 2.0, f"rendering took {elapsed:.2f}s"
+    cpu, wall = time.process_time() - cpu_started, time.monotonic() - started
+    print(f"typical report rendered with {cpu:.2f}s of CPU in {wall:.2f}s")
+    # The CPU the render costs, not the wall clock: drawing is all CPU, and the wall clock mostly
+    # measures who else shares the two cores. Headroom: 0.36-0.49 s of CPU (in 1.8-3.0 s of wall
+    # clock) at load average 33 on two cores; a render needing 2 s of CPU is too slow anywhere.
+    assert cpu < 2.0, f"rendering took {cpu:.2f}s of CPU ({wall:.2f}s)"
     assert len(_images(page)) == 3
