@@ -42,7 +42,7 @@ from components.platform.settings import (
     kubernetes_settings,
 )
 from components.replication_flow import ReplicationFlow, flow_export
-from components.switchover import Switchover
+from components.switchover import Switchover, pair_export
 from components.topology import (
     Platform,
     Topology,
@@ -355,16 +355,7 @@ def failover_export(switchover: Switchover) -> pulumi.Output[dict[str, Any]]:
     parts = pulumi.Output.all(
         pair=switchover.pair, cuts=switchover.cuts, last=switchover.last, patterns=switchover.patterns
     )
-    return parts.apply(
-        lambda v: {
-            "active": v["pair"]["active"],
-            "cuts": v["cuts"] or {},
-            "last": v["last"],
-            "principals": list(v["pair"].get("principals") or ()),
-            "patterns": v["patterns"] or {},
-            "unplanned": bool(v["pair"].get("unplanned")),
-        }
-    )
+    return parts.apply(lambda state: pair_export(state).to_json())
 
 
 def program(config: StackConfig) -> Deployed:

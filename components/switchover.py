@@ -25,7 +25,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
-from components.outputs.contract import pattern_document
+from components.outputs.contract import PairExport, cut_from_document, pattern_document, patterns_from_document
 from components.rpc_values import Refused, has_unknown, plain
 from components.topology.model import Divergence, Pair, Topology
 
@@ -43,7 +43,6 @@ class SwitchoverDiff(DiffResult):
 
 def _request(props: Mapping[str, Any], old: str, new: str) -> Any:
     from components.ops.switchover import Request
-    from components.outputs.contract import cut_from_document
 
     pair = plain(props["pair"])
     policy = pair.get("divergence")
@@ -55,10 +54,7 @@ def _request(props: Mapping[str, Any], old: str, new: str) -> Any:
         groups=tuple(pair.get("groups") or ()),
         drain_timeout_s=int(pair["drainTimeoutS"]),
         policy=Divergence(policy) if policy else None,
-        patterns={
-            name: (tuple(p["topics"]), tuple(p.get("topicsExclude") or ()))
-            for name, p in (plain(props["patterns"]) or {}).items()
-        },
+        patterns=patterns_from_document(plain(props["patterns"])),
         cuts={name: cut_from_document(doc) for name, doc in (plain(props.get("cuts")) or {}).items()},
         unplanned=bool(pair.get("unplanned")),
     )
@@ -203,6 +199,22 @@ def pair_inputs(pair: Pair, topology: Topology) -> dict[str, Any]:
         },
         "patterns": patterns,
     }
+
+
+def pair_export(state: Mapping[str, Any]) -> PairExport:
+    """The pair's failover export from the resource's outputs (pair, cuts, patterns, last): the
+    cuts and patterns decoded with the contract's decoders, so `to_json` re-encodes them as stored."""
+    pair = state["pair"]
+    last = state.get("last")
+    return PairExport(
+        name=str(pair["name"]),
+        active=str(pair["active"]),
+        cuts={str(flow): cut_from_document(doc) for flow, doc in (state.get("cuts") or {}).items()},
+        principals=tuple(str(p) for p in pair.get("principals") or ()),
+        patterns=patterns_from_document(state.get("patterns")),
+        unplanned=bool(pair.get("unplanned")),
+        last=dict(last) if last is not None else None,
+    )
 
 
 class Switchover(Resource, module="failover", name="Switchover"):

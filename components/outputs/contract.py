@@ -247,6 +247,14 @@ def pattern_document(topics: Sequence[str], exclude: Sequence[str]) -> dict[str,
     return {"topics": list(topics), "topicsExclude": list(exclude)}
 
 
+def patterns_from_document(doc: Any) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """flow -> (topics, topicsExclude) from `{flow: pattern_document(...)}`; None holds none."""
+    return {
+        str(flow): (tuple(str(t) for t in p["topics"]), tuple(str(t) for t in p.get("topicsExclude") or ()))
+        for flow, p in (doc or {}).items()
+    }
+
+
 @dataclass(frozen=True)
 class StackExports:
     clusters: Mapping[str, ClusterExport]
@@ -295,10 +303,7 @@ class StackExports:
 def _pair(name: str, raw: Any, problems: list[str]) -> PairExport:
     try:
         cuts = {str(f): cut_from_document(doc) for f, doc in (raw.get("cuts") or {}).items()}
-        patterns = {
-            str(f): (tuple(doc["topics"]), tuple(doc.get("topicsExclude") or ()))
-            for f, doc in (raw.get("patterns") or {}).items()
-        }
+        patterns = patterns_from_document(raw.get("patterns"))
         principals = tuple(str(p) for p in raw.get("principals") or ())
         last = raw.get("last") if isinstance(raw.get("last"), Mapping) else None
         return PairExport(name, str(raw["active"]), cuts, principals, patterns, bool(raw.get("unplanned")), last)

@@ -15,6 +15,8 @@ from components.outputs.contract import (
     PairExport,
     PartitionCut,
     StackExports,
+    pattern_document,
+    patterns_from_document,
 )
 
 FLOW = FlowExport(
@@ -211,3 +213,13 @@ def test_a_pair_exported_before_its_fence_was_decodes_with_none() -> None:
     older = {"active": "dr", "cuts": {}, "last": None}
     pair = StackExports.from_json({**EXPORTS.to_json(), "failover": {"primary<->dr": older}}).pairs["primary<->dr"]
     assert (pair.principals, pair.patterns, pair.unplanned, pair.last) == ((), {}, False, None)
+
+
+def test_patterns_round_trip_through_their_document() -> None:
+    patterns = {"primary->dr": (("orders",), ()), "dr->primary": (("orders", "pay.*"), ("pay.tmp",))}
+    doc = {flow: pattern_document(*p) for flow, p in patterns.items()}
+    assert doc["primary->dr"] == {"topics": ["orders"], "topicsExclude": []}
+    assert patterns_from_document(doc) == patterns
+    # a document written without exclusions, and none at all
+    assert patterns_from_document({"primary->dr": {"topics": ["orders"]}}) == {"primary->dr": (("orders",), ())}
+    assert patterns_from_document(None) == {}
