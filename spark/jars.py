@@ -1,7 +1,7 @@
 """Spark's Kafka source jars: resolved once with Maven, cached, then passed with `spark.jars`.
 
-Why not `spark.jars.packages`: Spark resolves packages with Ivy and falls through to
-spark-packages.org, which is unreachable on locked-down machines, and its cache location depends
+Why not `spark.jars.packages`: Spark resolves packages with Ivy and falls through to the Spark
+Packages repository, which is unreachable on locked-down machines, and its cache location depends
 on HOME. Maven copies the exact jars into one directory under ``$MM2_CACHE``; later runs read the
 directory and need no network at all. Jars Spark already ships (scala-library, hadoop-client,
 slf4j, lz4, snappy, jsr305, spark-tags, ...) are left out so the driver never sees two versions of
@@ -9,6 +9,10 @@ a class.
 
 The Kafka source version is exactly the installed pyspark version (pinned to a release whose
 Kafka source and token-provider jars are both on Maven Central: toolchain/versions.env).
+
+Maven runs with its own settings and the user's (~/.m2/settings.xml, where mirrors belong): none
+of ours. Spark's parent POM lists a mirror of Maven Central before Central itself; where that
+mirror cannot be reached, Maven goes on to Central.
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ from spark import StageError
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
-MAVEN_SETTINGS = HERE / "maven-settings.xml"
 READY_MARKER = ".resolved"
 
 
@@ -119,8 +122,6 @@ def _mvn(out_dir: Path, version: str, token_version: str, scala: str) -> subproc
         "-Dstyle.color=never",
         "-f",
         str(POM),
-        "-gs",
-        str(MAVEN_SETTINGS),
         "dependency:copy-dependencies",
         "-DincludeScope=runtime",
         f"-DoutputDirectory={out_dir}",
