@@ -241,6 +241,8 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
         pool.shutdown(wait=False, cancel_futures=True)
         if own_session and session is not None and session.done() and session.exception() is None:
             _stop(session.result(), archive)
+        if archive is not None:
+            archive.release()
     paths = [p.get("path") for f in report.flows for t in f.topics for p in t.partitions]
     report.meta["partitionsByPath"] = {k: paths.count(k) for k in sorted({str(x) for x in paths})}
     report.meta["seconds"] = round((datetime.now(timezone.utc) - started).total_seconds(), 1)
