@@ -1,37 +1,45 @@
 """A real Prometheus (Debian's package) on loopback for the integration tests: given rule groups
-and scrape jobs, queried over its HTTP API, always killed."""
+and scrape jobs, queried over its HTTP API, always killed. Without Debian's prometheus package
+(prometheus and promtool) the tests that start one fail with the fix: `bin/bootstrap --test-tools`."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import yaml
 
 from tests.integration.harness import free_port_block, wait_until
+from tests.tools import promtool_check_config, required_tool
 
 
 class Prometheus:
-    """A real Prometheus on 127.0.0.1 with its own storage directory; always killed."""
+    """A real Prometheus on 127.0.0.1 with its own storage directory; always killed.
 
-    def __init__(self, tmp: Path, rules: list[dict[str, Any]], scrape: list[dict[str, Any]], interval: str) -> None:
-        binary = shutil.which("prometheus")
-        if binary is None:
-            if os.environ.get("CI"):
-                pytest.fail("prometheus is missing under CI: bin/bootstrap --test-tools installs Debian's package")
-            pytest.skip("prometheus not on PATH: run `bin/bootstrap --test-tools` (Debian's prometheus package)")
+    `rules` are written into its own rules file; `rule_files` are more (written elsewhere: by
+    bin/prometheus-config, say). Its config passes `promtool check config` before it starts."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        rules: list[dict[str, Any]],
+        scrape: list[dict[str, Any]],
+        interval: str,
+        rule_files: Sequence[Path] = (),
+    ) -> None:
+        binary = required_tool("prometheus", "prometheus")
         (tmp / "rules.yml").write_text(yaml.safe_dump({"groups": rules}, sort_keys=False))
+        self.rule_files = [tmp / "rules.yml", *rule_files]
         config = {
             "global": {"scrape_interval": interval, "evaluation_interval": interval},
-            "rule_files": [str(tmp / "rules.yml")],
+            "rule_files": [str(path) for path in self.rule_files],
             "scrape_configs": scrape,
         }
         (tmp / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+        promtool_check_config(tmp / "prometheus.yml")
         self.port = free_port_block(1)
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = (tmp / "prometheus.log").open("w")
@@ -60,6 +68,20 @@ class Prometheus:
         answer = httpx.get(f"{self.url}/api/v1/query", params={"query": expr}, timeout=10).json()
         assert answer["status"] == "success", answer
         return list(answer["data"]["result"])
+
+    def api(self, path: str) -> Any:
+        """The `data` of a successful answer of /api/v1/`path`."""
+        answer = httpx.get(f"{self.url}/api/v1/{path}", timeout=10).json()
+        assert answer["status"] == "success", answer
+        return answer["data"]
+
+    def targets(self) -> list[dict[str, Any]]:
+        """The active scrape targets: their `labels` (job included), `health` and `lastError`."""
+        return list(self.api("targets?state=active")["activeTargets"])
+
+    def rule_groups(self) -> list[dict[str, Any]]:
+        """The rule groups it loaded: `name`, the `file` it read them from, and their `rules`."""
+        return list(self.api("rules")["groups"])
 
     def firing(self) -> dict[str, list[dict[str, str]]]:
         alerts = httpx.get(f"{self.url}/api/v1/alerts", timeout=10).json()["data"]["alerts"]

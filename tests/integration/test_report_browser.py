@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from tests.integration.harness import free_port_block, wait_until
+from tests.tools import required_tool
 from tests.unit.spark.report_samples import FAULTY, PARTITIONS, full_report
 
 pytestmark = pytest.mark.integration
@@ -89,10 +90,7 @@ class DevTools:
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A headless Chromium with DevTools on a free loopback port; its /json endpoint URL."""
-    exe = shutil.which("chromium")
-    if exe is None:
-        missing = "Debian's chromium is not installed: run `bin/bootstrap --test-tools` (bin/test does)"
-        pytest.fail(missing) if os.environ.get("CI") else pytest.skip(missing)
+    exe = required_tool("chromium", "chromium")
     port = free_port_block(1)
     profile = tmp_path_factory.mktemp("chromium-profile")
     log = (profile.parent / "chromium.log").open("wb")

@@ -62,13 +62,27 @@ def _broker_props(port: int, data_dir: str) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def kafka_libs() -> str:
+    """The Kafka jars bin/bootstrap resolved (MM2_KAFKA_LIBS, from .mm2/env). bin/test bootstraps
+    and sources that file, so their absence fails the module with the fix; it never skips."""
     import os
 
-    libs = os.environ.get("MM2_KAFKA_LIBS")
+    libs = os.environ.get("MM2_KAFKA_LIBS", "")
     if not libs:
-        pytest.skip("MM2_KAFKA_LIBS not set: run `source .mm2/env` (bin/bootstrap writes it)")
+        pytest.fail(
+            "MM2_KAFKA_LIBS is not set. Fix: run `bin/bootstrap`, then `source .mm2/env` (bin/test does both).",
+            pytrace=False,
+        )
+    if not any(Path(libs).glob("kafka_*.jar")):
+        pytest.fail(
+            f"no Kafka jars in {libs} (MM2_KAFKA_LIBS). Fix: run `bin/bootstrap` (bin/test does).", pytrace=False
+        )
+    return libs
+
+
+@pytest.fixture(scope="module")
+def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    libs = kafka_libs()
     root = tmp_path_factory.mktemp("spark-validation")
     tag = uuid.uuid4().hex[:8]
     specs: list[tuple[proc.JvmSpec, int]] = []

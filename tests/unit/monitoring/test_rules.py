@@ -1,46 +1,36 @@
 """The shared alert rules, proven with `promtool test rules` (Debian's `prometheus` package,
-installed by `bin/bootstrap --test-tools`): each alert fires on the series that mean trouble and
-stays quiet on healthy ones. Without promtool the promtool tests skip, except under CI."""
+installed by `bin/bootstrap --test-tools`; missing, the promtool tests fail with that fix): each
+alert fires on the series that mean trouble and stays quiet on healthy ones. Here with the short
+thresholds the integration tests use (FAST); the defaults every stack gets are proven to fire
+after their own `for:` and not before in test_rules_defaults.py."""
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
-
-import pytest
-import yaml
 
 from components.monitoring.rules import Selectors, Thresholds, alert_groups
 from components.topology import parse_topology
 
 from ..topology.helpers import dev_config
+from .promtool import (
+    EXPIRED,
+    FLOW,
+    FLOW_LAG,
+    HEARTBEAT_WRITES,
+    LAG,
+    MESSAGES_IN,
+    RECORDS,
+    RECREATIONS,
+    RuleFile,
+    W,
+    case,
+)
 
 FAST = Thresholds(
     replication_latency_ms=1000, checkpoint_latency_ms=1000, window="1m", latency_for="1m", failure_for="1m"
 )
-W = 'mm2_worker_group="mm2"'
-HEARTBEAT_WRITES = f'kafka_connect_source_task_records_written{{{W},connector="mm2-primary-to-dr-heartbeat",task="0"}}'
-RECORDS = 'kafka_connect_mirror_source_connector_record_count{{{w},target="dr",topic="{topic}",partition="0"}}'
-MESSAGES_IN = 'kafka_server_brokertopicmetrics_messagesin_count{{mm2_cluster="primary",topic="{topic}"}}'
-# The lag exporter's series as a scrape labels them (job and instance included: the rules drop them).
-LAG = 'mm2_lag_exporter="mm2",job="mm2-lag-mm2",instance="127.0.0.1:41234"'
-FLOW = 'flow="primary->dr",source="primary",target="dr"'
-FLOW_LAG = f"mm2_flow_lag_seconds{{{LAG},{FLOW}}}"
-EXPIRED = 'mm2_expired_records_total{{{lag},{flow},topic="orders",partition="{p}",reason="{reason}"}}'
-RECREATIONS = f'mm2_source_topic_recreations_total{{{LAG},{FLOW},topic="orders"}}'
-
-
-def promtool() -> str:
-    found = shutil.which("promtool")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("promtool is missing under CI: bin/bootstrap --test-tools installs Debian's prometheus package")
-        pytest.skip("promtool not on PATH: run `bin/bootstrap --test-tools` (installs Debian's prometheus package)")
-    return found
 
 
 def groups(config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -48,54 +38,16 @@ def groups(config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     return alert_groups(topology, topology.worker_groups["mm2"], Selectors(), FAST)
 
 
-def rule(name: str, **labels: str) -> dict[str, Any]:
-    [group] = groups()
-    found = [
-        r for r in group["rules"] if r["alert"] == name and all(r["labels"].get(k) == v for k, v in labels.items())
-    ]
-    assert len(found) == 1, (name, labels)
-    return found[0]
-
-
-def expected(name: str, value: str = "", match: dict[str, str] | None = None, **labels: str) -> dict[str, Any]:
-    """What promtool reports for alert `name` (the rule whose labels include `match`) firing with
-    the rule's labels plus `labels`, its annotations rendered."""
-    r = rule(name, **(match or {}))
-    all_labels = {**r["labels"], **labels}
-
-    def render(text: str) -> str:
-        text = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: all_labels[m.group(1)], text)
-        return text.replace("{{ $value }}", value)
-
-    return {"exp_labels": all_labels, "exp_annotations": {k: render(v) for k, v in r["annotations"].items()}}
+FAST_RULES = RuleFile(groups())
+expected, assert_promtool = FAST_RULES.expected, FAST_RULES.assert_tests
 
 
 def run_promtool(tmp_path: Path, tests: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": groups()}, sort_keys=False))
-    (tmp_path / "tests.yml").write_text(
-        yaml.safe_dump({"rule_files": ["rules.yml"], "evaluation_interval": "15s", "tests": tests}, sort_keys=False)
-    )
-    return subprocess.run(
-        [promtool(), "test", "rules", "tests.yml"], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-
-
-def assert_promtool(tmp_path: Path, tests: list[dict[str, Any]]) -> None:
-    out = run_promtool(tmp_path, tests)
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
-def case(series: dict[str, str], checks: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "interval": "15s",
-        "input_series": [{"series": s, "values": v} for s, v in series.items()],
-        "alert_rule_test": checks,
-    }
+    return FAST_RULES.test(tmp_path, tests)
 
 
 def test_rules_pass_promtool_check(tmp_path: Path) -> None:
-    (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": groups()}))
-    out = subprocess.run([promtool(), "check", "rules", "rules.yml"], cwd=tmp_path, capture_output=True, text=True)
+    out = FAST_RULES.check(tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
 
 

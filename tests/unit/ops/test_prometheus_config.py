@@ -1,5 +1,6 @@
 """bin/prometheus-config: the scrape jobs and rules written from a stack config file, and the lag
-exporters' jobs from its outputs."""
+exporters' jobs from its outputs; the files pass `promtool check config` (a real Prometheus loads
+them in tests/integration/test_metrics.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import yaml
 
 from components.ops.prometheus_config import main
 from components.outputs.contract import StackExports
+from tests.tools import promtool_check_config
 
 from ..topology.helpers import dev_config
 from .helpers import outputs
@@ -119,3 +121,29 @@ def test_unreadable_outputs_fail_before_writing(tmp_path: Path, capsys: pytest.C
     args = ["--config-file", str(stack), "--outputs", str(tmp_path / "nope.json"), "--out", str(tmp_path / "out")]
     assert main(args) == 1
     assert "cannot read" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_the_written_files_pass_promtool_check_config(tmp_path: Path) -> None:
+    config = dev_config()
+    config["workerGroups"]["mm2"]["metricsPort"] = 19410
+    for port, cluster in zip((19400, 19420), config["clusters"].values(), strict=True):
+        cluster["metricsPort"] = port
+    stack, outputs_file = write_stack(tmp_path, config), write_outputs(tmp_path, "http://127.0.0.1:41234")
+    out = tmp_path / "out"
+    assert main(["--config-file", str(stack), "--outputs", str(outputs_file), "--out", str(out)]) == 0
+    jobs = scrape_jobs(out)
+    assert set(jobs) == {"mm2-cluster-primary", "mm2-cluster-dr", "mm2-workers-mm2", "mm2-lag-mm2"}
+    # The scrape file alone is a Prometheus config (only `scrape_configs:`).
+    assert "SUCCESS" in promtool_check_config(out / "mm2-scrape.yml")
+    # As the README says to use them: the rules file under rule_files, the jobs under scrape_configs.
+    main_config = {"rule_files": ["mm2-rules.yml"], "scrape_configs": list(jobs.values())}
+    (out / "prometheus.yml").write_text(yaml.safe_dump(main_config, sort_keys=False))
+    checked = promtool_check_config(out / "prometheus.yml")
+    assert "SUCCESS: 1 rule files found" in checked and "mm2-rules.yml" in checked, checked
+
+
+def test_promtool_check_config_can_fail(tmp_path: Path) -> None:
+    (tmp_path / "mm2-rules.yml").write_text(yaml.safe_dump({"groups": [{"name": "g", "rules": [{"alert": "A"}]}]}))
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump({"rule_files": ["mm2-rules.yml"]}))
+    with pytest.raises(AssertionError, match=r"mm2-rules\.yml"):
+        promtool_check_config(tmp_path / "prometheus.yml")

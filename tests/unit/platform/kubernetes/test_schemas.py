@@ -1,7 +1,7 @@
 """Every Kubernetes object validates against the API schemas (kubernetes-validate, strict mode).
 
-Needs the `kubernetes-validate` package (not yet in requirements.lock: skipped without it). The
-monitoring.coreos.com custom resources have no schema in that package and are left out.
+Uses the `kubernetes-validate` package (requirements.lock pins it, so it is imported like any
+other). The monitoring.coreos.com custom resources have no schema in that package and are left out.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate as kv
 import pytest
 
 from components.platform.kubernetes.connect_objects import connect_objects
@@ -19,7 +20,6 @@ from components.platform.topology_facts import kraft_cluster_id
 
 from ..helpers import SASL_KUBERNETES, prod_settings, prod_topology, topology
 
-kv = pytest.importorskip("kubernetes_validate")
 KUBERNETES_VERSION = "1.33.0"
 ROOT = Path(__file__).resolve().parents[4]
 
