@@ -7,7 +7,6 @@ assertion messages name where a password was found, never the password.
 
 from __future__ import annotations
 
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -23,11 +22,11 @@ from tests.integration.harness import (
     connect_auth,
     deployed,
     kafka_conf,
-    metadata_refusal,
     produce_one,
     stack_passwords,
     wait_until,
 )
+from tests.integration.security_checks import Refusal, assert_whole, gather, metadata_refusal
 
 pytestmark = pytest.mark.integration
 
@@ -39,6 +38,7 @@ PRIVATE_TOPIC = "ledger-private"  # on primary, outside the flow's topics
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
     with deployed(tmp_path_factory.mktemp("security")) as s:
         up = s.up()
+        # Kept for the leak scans: the one output every test of the module can count on.
         s.up_output = up.stdout + up.stderr  # type: ignore[attr-defined]
         yield s
     assert s.markers() == [], f"processes left behind: {s.markers()}"
@@ -64,9 +64,9 @@ def _as_user(out: dict[str, Any], alias: str, user: str, password: str | None = 
     }
 
 
-def _refused(conf: dict[str, Any]) -> bool:
-    """True when the broker refuses these settings (harness.metadata_refusal: known at the first
-    refusal librdkafka reports, or after 8 s without an answer)."""
+def _refusal(conf: dict[str, Any]) -> Refusal | None:
+    """How the broker refuses these settings, None when it answers (security_checks.metadata_refusal:
+    known at the first refusal librdkafka reports; no answer within 8 s fails the test)."""
     return metadata_refusal(conf)[0]
 
 
@@ -87,11 +87,15 @@ def _topic_error(conf: dict[str, Any], topic: str) -> str | None:
     return error.name() if error is not None else None
 
 
+NO_ANSWER = "no record and no error"  # what _read_error reports when the bound passes in silence
+
+
 def _read_error(conf: dict[str, Any], topic: str, timeout_s: float = 20) -> str | None:
-    """The error a consumer with `conf` gets reading `topic` from the start; None if it reads a
-    record, TIMED_OUT if it gets neither (librdkafka waits for a leader it cannot see). Every
-    partition the metadata shows is read: which partition a record lands in is the partitioner's
-    business, not this test's. A topic these credentials may not describe shows none: partition 0."""
+    """The error a consumer with `conf` gets reading `topic` from the start, by assignment (no
+    group: the MM2 user may join none); None if it reads a record, NO_ANSWER if it gets neither.
+    Every partition the metadata shows is read: which partition a record lands in is the
+    partitioner's business, not this test's. A topic these credentials may not describe shows
+    none, and librdkafka then waits for a leader it cannot see, silently: see _subscribe_error."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({**conf, "group.id": f"it-acl-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False})
@@ -108,7 +112,27 @@ def _read_error(conf: dict[str, Any], topic: str, timeout_s: float = 20) -> str 
             return None
     finally:
         consumer.close()
-    return "TIMED_OUT"
+    return NO_ANSWER
+
+
+def _subscribe_error(conf: dict[str, Any], topic: str, timeout_s: float = 20) -> str | None:
+    """The first answer a consumer with `conf` subscribing to `topic` gets: an error's name, None
+    for a record, NO_ANSWER for neither within the bound. A subscriber, unlike an assigned
+    consumer, is told when the broker refuses it the topic's metadata."""
+    from confluent_kafka import Consumer
+
+    group = f"it-acl-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is not None:
+                return msg.error().name() if msg.error() is not None else None
+    finally:
+        consumer.close()
+    return NO_ANSWER
 
 
 def test_flow_replicates_over_scram(stack: TestStack) -> None:
@@ -125,13 +149,16 @@ def test_flow_replicates_over_scram(stack: TestStack) -> None:
 def test_brokers_refuse_anonymous_and_wrong_password(stack: TestStack, alias: str) -> None:
     out = stack.outputs()
     bootstrap = out["clusters"][alias]["bootstrap"]
-    assert _refused({"bootstrap.servers": bootstrap, "log_level": 0}), "PLAINTEXT client accepted"
-    assert _refused(_as_user(out, alias, "mm2", password="not-the-password")), "wrong password accepted"
-    assert _refused(_as_user(out, alias, "nobody", password="whatever")), "unknown user accepted"
+    # A client without SASL: the broker answers ApiVersions, then closes the connection on the
+    # first request that is not a SASL handshake.
+    assert _refusal({"bootstrap.servers": bootstrap, "log_level": 0}) is Refusal.DISCONNECT, "PLAINTEXT client"
+    wrong = _as_user(out, alias, "mm2", password="not-the-password")
+    assert _refusal(wrong) is Refusal.AUTHENTICATION, "wrong password"
+    assert _refusal(_as_user(out, alias, "nobody", password="whatever")) is Refusal.AUTHENTICATION, "unknown user"
     # The admin's PLAIN bootstrap path knows no one but admin.
     plain_mm2 = {**_as_user(out, alias, "mm2"), "sasl.mechanism": "PLAIN"}
-    assert _refused(plain_mm2), "PLAIN accepted for a user other than admin"
-    assert not _refused(_as_user(out, alias, "mm2")), "the MM2 user's real credentials were refused"
+    assert _refusal(plain_mm2) is Refusal.AUTHENTICATION, "PLAIN for a user other than admin"
+    assert _refusal(_as_user(out, alias, "mm2")) is None, "the MM2 user's real credentials were refused"
 
 
 def test_rest_api_requires_basic_auth(stack: TestStack) -> None:
@@ -148,7 +175,7 @@ def test_rest_api_requires_basic_auth(stack: TestStack) -> None:
 
 
 def test_mm2_user_is_limited_to_its_flow(stack: TestStack) -> None:
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import KafkaError, KafkaException, Producer
     from confluent_kafka.admin import NewTopic
 
     out = stack.outputs()
@@ -160,7 +187,9 @@ def test_mm2_user_is_limited_to_its_flow(stack: TestStack) -> None:
     mm2_on_primary = _as_user(out, "primary", "mm2")
     assert _read_error(mm2_on_primary, "orders") is None, "the MM2 user cannot read its flow's topic"
     assert _topic_error(mm2_on_primary, PRIVATE_TOPIC) == "TOPIC_AUTHORIZATION_FAILED"
-    assert _read_error(mm2_on_primary, PRIVATE_TOPIC, timeout_s=10) in ("TOPIC_AUTHORIZATION_FAILED", "TIMED_OUT")
+    # Reading it, a subscriber is told so: librdkafka joins no group while the subscription
+    # matches no topic it may see, so the topic's refusal is all it gets (measured).
+    assert _subscribe_error(mm2_on_primary, PRIVATE_TOPIC) == "TOPIC_AUTHORIZATION_FAILED"
     assert _read_error(kafka_conf(out, "primary"), PRIVATE_TOPIC) is None, "admin control read failed"
     # Nor may it write into topics it only replicates from, on the source.
     producer = Producer({**mm2_on_primary, "message.timeout.ms": 10000})
@@ -175,12 +204,13 @@ def test_mm2_user_is_limited_to_its_flow(stack: TestStack) -> None:
     # The private topic is not replicated: it does not match the flow's patterns.
     md = _admin(out, "dr").list_topics(timeout=10)
     assert f"primary.{PRIVATE_TOPIC}" not in md.topics
-    with pytest.raises(KafkaException):
-        _admin(
-            out, "primary", **{"sasl.username": "mm2", "sasl.password": out["clusters"]["primary"]["users"]["mm2"]}
-        ).create_topics([NewTopic("mm2-not-allowed", num_partitions=1, replication_factor=1)])[
-            "mm2-not-allowed"
-        ].result(30)
+    # Nor create topics on the source: CreateTopics answers the topic with an authorization error.
+    mm2_admin = _admin(out, "primary", **{"sasl.username": "mm2", "sasl.password": mm2_on_primary["sasl.password"]})
+    created = mm2_admin.create_topics([NewTopic("mm2-not-allowed", num_partitions=1, replication_factor=1)])
+    with pytest.raises(KafkaException) as refused:
+        created["mm2-not-allowed"].result(30)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, refused.value.args[0]
+    assert "mm2-not-allowed" not in _admin(out, "primary").list_topics(timeout=10).topics
 
 
 def _adopting_config(stack: TestStack, out: dict[str, Any]) -> dict[str, Any]:
@@ -295,76 +325,17 @@ def test_topic_acls_sync_across_the_flow(stack: TestStack) -> None:
     assert all(b.operation != AclOperation.WRITE for b in bindings), bindings
 
 
-def _connect_configs(out: dict[str, Any], topic: str) -> bytes:
-    """Every record value (and key) of the worker group's config topic, concatenated."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        kafka_conf(out, "dr", **{"group.id": f"it-cfg-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False})
-    )
-    data = b""
-    try:
-        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {}
-        for p in parts:
-            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            ends[p] = high
-        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-        done: set[int] = {p for p, high in ends.items() if high == 0}
-        deadline = time.monotonic() + 60
-        while len(done) < len(ends) and time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is None or msg.error() is not None:
-                continue
-            data += (msg.key() or b"") + b"\n" + (msg.value() or b"") + b"\n"
-            if msg.offset() + 1 >= ends[msg.partition()]:
-                done.add(msg.partition())
-    finally:
-        consumer.close()
-    assert data, f"read nothing from {topic}"
-    return data
-
-
-def _leaks(stack: TestStack, out: dict[str, Any]) -> dict[str, int]:
-    """Where any of the stack's passwords appears, as {place: how many passwords}; never the values."""
+def _leaks(stack: TestStack, out: dict[str, Any], **outputs: str) -> dict[str, int]:
+    """Where any of the stack's passwords appears, as {place: how many passwords}; never the values.
+    The scan reads every place now (security_checks.gather): the module fixture's `pulumi up`
+    output and `outputs` (name: text) the caller captured, state, REST, the config topic, `ps`,
+    every process's log, and checks it read them all."""
     passwords = stack_passwords(out)
     assert len(passwords) >= 6, "expected admin, mm2 (x2), worker, admin (x2) and REST passwords"
-    places: dict[str, str | bytes] = {}
-    places["pulumi stack export"] = stack.pulumi("stack", "export").stdout
-    places["pulumi up output"] = stack.up_output  # type: ignore[attr-defined]
-    for state_file in stack.backend.rglob("*"):
-        if state_file.is_file():
-            places[f"state file {state_file.name}"] = state_file.read_bytes()
-    url, auth = out["connect"]["mm2"]["url"], connect_auth(out)
-    for name in out["flows"][FLOW]["connectors"].values():
-        for suffix in ("config", "tasks", "status"):
-            places[f"GET /connectors/{name}/{suffix}"] = httpx.get(
-                f"{url}/connectors/{name}/{suffix}", auth=auth, timeout=10
-            ).text
-    places["connect-configs topic"] = _connect_configs(out, "mm2-mm2-configs")
-    places["ps -eo args"] = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
-    secret_files = set()
-    for path in stack.run_dir.rglob("*"):
-        if not path.is_file():
-            continue
-        content = path.read_bytes()
-        if any(pw.encode() in content for pw in passwords):
-            # Only the stack's own secret files may hold passwords, and only readable by their owner.
-            assert path.name.endswith(("secrets.properties", "secrets.json", "rest-users.properties")), (
-                f"password in {path}"
-            )
-            assert path.stat().st_mode & 0o077 == 0, f"{path} is readable by others"
-            secret_files.add(path)
-        else:
-            places[f"run dir {path.relative_to(stack.run_dir)}"] = content
-    assert secret_files, "no secrets file found: are passwords written somewhere else?"
-    found: dict[str, int] = {}
-    for place, text in places.items():
-        raw = text if isinstance(text, bytes) else text.encode()
-        hits = sum(1 for pw in passwords if pw.encode() in raw)
-        if hits:
-            found[place] = hits
-    return found
+    captured = {"pulumi up (module setup)": stack.up_output, **outputs}  # type: ignore[attr-defined]
+    corpus = gather(stack, out, passwords, captured)
+    assert_whole(stack, out, corpus)
+    return corpus.leaks(passwords)
 
 
 def test_no_password_in_state_rest_topics_processes_or_logs(stack: TestStack) -> None:
@@ -384,12 +355,12 @@ def test_rotating_the_mm2_password_keeps_replication(stack: TestStack) -> None:
     new = f"rotated-{uuid.uuid4().hex}"
     stack.set_secret("primary.mm2.password", new)
     up = stack.up()
-    stack.up_output += up.stdout + up.stderr  # type: ignore[attr-defined]
     out = stack.outputs()
     assert out["clusters"]["primary"]["users"]["mm2"] == new
     # A SCRAM change reaches each broker through the cluster metadata, not at once: poll.
-    wait_until(lambda: _refused(_as_user(out, "primary", "mm2", password=old)), 60, "the old password refused")
-    wait_until(lambda: not _refused(_as_user(out, "primary", "mm2")), 60, "the new password accepted")
+    old_conf, new_conf = _as_user(out, "primary", "mm2", password=old), _as_user(out, "primary", "mm2")
+    wait_until(lambda: _refusal(old_conf) is Refusal.AUTHENTICATION, 60, "the old password refused")
+    wait_until(lambda: _refusal(new_conf) is None, 60, "the new password accepted")
     # The connectors were restarted with the new credential: new records still arrive.
     key = f"rotated-{uuid.uuid4().hex}".encode()
     _produce(out, "primary", "orders", key)
@@ -406,8 +377,10 @@ def test_rotating_the_mm2_password_keeps_replication(stack: TestStack) -> None:
         "connectors RUNNING after rotation",
     )
     assert states
-    # The new password leaks nowhere either; the config file holds only its ciphertext.
-    assert _leaks(stack, out) == {}
+    # The new password leaks nowhere either, nor does the old one in this `up`'s output; the
+    # config file holds only its ciphertext.
+    assert _leaks(stack, out, **{"pulumi up (rotation)": up.stdout + up.stderr}) == {}
+    assert old not in up.stdout + up.stderr, "the old password in the rotation's `pulumi up` output"
     assert new not in Path(stack.config_file).read_text()
 
 
@@ -433,7 +406,8 @@ def test_refresh_finds_a_deleted_user_and_acl_and_up_restores_them(stack: TestSt
     )
     assert admin.delete_acls([reads])[reads].result(30), "the MM2 user had no READ binding to delete"
     # The deletion reaches each broker through the cluster metadata, not at once: poll.
-    wait_until(lambda: _refused(_as_user(out, "primary", "mm2")), 60, "the deleted MM2 user refused")
+    mm2 = _as_user(out, "primary", "mm2")
+    wait_until(lambda: _refusal(mm2) is Refusal.AUTHENTICATION, 60, "the deleted MM2 user refused")
 
     stack.pulumi("refresh", "--yes", "--skip-preview")
     steps = [s for s in stack.preview_json().get("steps", []) if s.get("op") not in ("same", None)]
@@ -442,6 +416,6 @@ def test_refresh_finds_a_deleted_user_and_acl_and_up_restores_them(stack: TestSt
 
     stack.up()
     # Restored user and grant reach each broker through the cluster metadata: poll (bounded).
-    wait_until(lambda: not _refused(_as_user(out, "primary", "mm2")), 60, "the MM2 user restored")
-    wait_until(lambda: _read_error(_as_user(out, "primary", "mm2"), "orders") is None, 90, "its READ grant restored")
+    wait_until(lambda: _refusal(mm2) is None, 60, "the MM2 user restored")
+    wait_until(lambda: _read_error(mm2, "orders") is None, 90, "its READ grant restored")
     stack.pulumi("up", "--yes", "--expect-no-changes")

@@ -9,10 +9,8 @@ from the stack's state and are never printed: messages name where one was found,
 from __future__ import annotations
 
 import json
-import logging
 import ssl
 import subprocess
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -29,12 +27,12 @@ from tests.integration.harness import (
     deployed,
     free_port_block,
     kafka_conf,
-    metadata_refusal,
     produce_one,
     stack_passwords,
     wait_until,
     write_outputs,
 )
+from tests.integration.security_checks import Refusal, assert_whole, gather, leaked_in, metadata_refusal
 from tests.integration.validation_stage import run_stage
 
 pytestmark = pytest.mark.integration
@@ -60,31 +58,11 @@ def tls_config() -> dict[str, Any]:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
     with deployed(tmp_path_factory.mktemp("tls"), tls_config()) as s:
         up = s.up()
+        # Kept for the leak scan: the one output every test of the module can count on.
         s.up_output = up.stdout + up.stderr  # type: ignore[attr-defined]
         yield s
     assert s.markers() == [], f"processes left behind: {s.markers()}"
     assert not s.run_dir.exists(), f"data directory left behind: {s.run_dir}"
-
-
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
-def _errors_of(conf: dict[str, Any]) -> tuple[bool, list[str]]:
-    """(refused, librdkafka's error and log messages) for a metadata request with `conf`; the
-    messages are collected, not printed (librdkafka logs why a TLS handshake failed)."""
-    collect = _Collect()
-    logger = logging.getLogger(f"it-tls-{uuid.uuid4().hex[:8]}")
-    logger.propagate = False
-    logger.addHandler(collect)
-    settings: dict[str, Any] = {k: v for k, v in conf.items() if k != "log_level"}
-    refused, errors = metadata_refusal({**settings, "log_level": 4}, logger=logger)
-    return refused, errors + collect.messages
 
 
 def _produce(out: dict[str, Any], alias: str, topic: str, key: bytes) -> None:
@@ -112,6 +90,11 @@ def _credentials(stack: TestStack) -> dict[str, str]:
     raise AssertionError("no Credentials resource in the stack state")
 
 
+def _passwords(stack: TestStack, out: dict[str, Any]) -> set[str]:
+    """Every password of the stack: the generated and given credentials, users and REST."""
+    return set(_credentials(stack).values()) | stack_passwords(out)
+
+
 def test_flow_between_tls_clusters_replicates(stack: TestStack) -> None:
     out = stack.outputs()
     assert out["clusters"]["primary"]["securityProtocol"] == "SASL_SSL"
@@ -130,17 +113,18 @@ def test_flow_between_tls_clusters_replicates(stack: TestStack) -> None:
 def test_client_without_the_ca_is_refused(stack: TestStack, alias: str) -> None:
     out = stack.outputs()
     with_ca = kafka_conf(out, alias)
-    refused, errors = _errors_of(with_ca)
-    assert not refused, f"the stack's own TLS client settings were refused: {errors}"
+    refusal, reports = metadata_refusal(with_ca)
+    assert refusal is None, f"the stack's own TLS client settings were refused: {reports}"
     # The same client, trusting the system CAs instead of the stack CA: the handshake fails.
     without_ca = {k: v for k, v in with_ca.items() if k != "ssl.ca.location"}
-    refused, errors = _errors_of(without_ca)
-    assert refused, f"{alias}: a client without the stack CA was accepted"
-    assert any("certificate verify failed" in e or "SSL handshake failed" in e for e in errors), errors
-    # A client that does not speak TLS gets nothing either.
+    refusal, reports = metadata_refusal(without_ca)
+    assert refusal is Refusal.TLS, f"{alias}: a client without the stack CA: {refusal}, {reports[-4:]}"
+    assert any("certificate verify failed" in r for r in reports), reports
+    # A client that does not speak TLS gets nothing either: the broker closes its connection.
     plain = {k: v for k, v in without_ca.items() if not k.startswith("ssl.")}
     plain["security.protocol"] = "SASL_PLAINTEXT" if alias == "primary" else "PLAINTEXT"
-    assert _errors_of(plain)[0], f"{alias}: a non-TLS client was accepted on the TLS listener"
+    refusal, reports = metadata_refusal(plain)
+    assert refusal is Refusal.DISCONNECT, f"{alias}: a non-TLS client on the TLS listener: {refusal}, {reports[-4:]}"
 
 
 def test_https_rest_api_verifies_against_the_stack_ca_and_keeps_basic_auth(stack: TestStack) -> None:
@@ -181,7 +165,8 @@ def test_connect_client_with_the_ca_pem(stack: TestStack) -> None:
 
 def test_ops_commands_reach_the_https_rest_api(stack: TestStack, tmp_path: Path) -> None:
     """bin/connectors (components/ops) verifies the workers with connect.<group>.caPem from the outputs."""
-    outputs = write_outputs(stack.outputs(), tmp_path / "outputs.json")
+    out = stack.outputs()
+    outputs = write_outputs(out, tmp_path / "outputs.json")
     run = subprocess.run(
         [str(ROOT / "bin" / "connectors"), "--outputs", str(outputs), "status", "--flow", FLOW, "--json"],
         cwd=ROOT,
@@ -191,11 +176,11 @@ def test_ops_commands_reach_the_https_rest_api(stack: TestStack, tmp_path: Path)
         timeout=120,
         check=False,
     )
-    stack.up_output += run.stdout + run.stderr  # type: ignore[attr-defined]  # searched for passwords below
     # 3 is an answer too (a task briefly UNASSIGNED while MM2 reconfigures them); 1 is not reaching it.
     assert run.returncode in (0, 3), run.stderr[-2000:]
     states = {c["name"]: c["state"] for c in json.loads(run.stdout)}
     assert states["mm2-primary-to-dr-source"] == "RUNNING", states
+    assert leaked_in({"bin/connectors output": run.stdout + run.stderr}, _passwords(stack, out)) == {}
 
 
 def test_spark_validation_reads_both_clusters_over_tls(stack: TestStack, tmp_path: Path) -> None:
@@ -205,13 +190,13 @@ def test_spark_validation_reads_both_clusters_over_tls(stack: TestStack, tmp_pat
     _produce(out, "primary", "payments", f"spark-{uuid.uuid4().hex}".encode())
     outputs = write_outputs(out, tmp_path / "outputs.json")
     run = run_stage(outputs, tmp_path / "report.json", stack.env, "--latency-window", "0")
-    stack.up_output += run.output  # type: ignore[attr-defined]  # searched for passwords below
     flow = run.report["flows"][FLOW]
     checks = {topic: t["checks"]["completeness"]["status"] for topic, t in flow["topics"].items()}
     assert checks and set(checks.values()) == {"pass"}, (checks, run.summary())
     assert run.code == 0 and run.report["failedChecks"] == [], run.summary()
-    html = (tmp_path / "report.html").read_text()  # the page people open; no password in it either
-    stack.up_output += html  # type: ignore[attr-defined]
+    # Neither its output nor the page people open shows a password.
+    shown = {"the stage's output": run.output, "report.html": (tmp_path / "report.html").read_text()}
+    assert leaked_in(shown, _passwords(stack, out)) == {}
 
 
 def test_rotating_store_passwords_reissues_and_keeps_replicating(stack: TestStack) -> None:
@@ -222,8 +207,9 @@ def test_rotating_store_passwords_reissues_and_keeps_replicating(stack: TestStac
     stack.config["config"]["mm2:rotate"] = {"tls.truststore.password": "2", "primary.ssl.keystore.password": "2"}
     stack.write_config()
     up = stack.up()
-    stack.up_output += up.stdout + up.stderr  # type: ignore[attr-defined]
     after = _credentials(stack)
+    rotated = {"pulumi up (rotation)": up.stdout + up.stderr}
+    assert leaked_in(rotated, set(before.values()) | set(after.values())) == {}, "a store password in the output"
     assert after["tls.truststore.password"] != before["tls.truststore.password"]
     assert after["primary.ssl.keystore.password"] != before["primary.ssl.keystore.password"]
     assert after["tls.ca.password"] == before["tls.ca.password"]
@@ -232,33 +218,6 @@ def test_rotating_store_passwords_reissues_and_keeps_replicating(stack: TestStac
     key = f"rotated-{uuid.uuid4().hex}".encode()
     _produce(out, "primary", "orders", key)
     assert _arrives(out, "dr", "primary.orders", key), "replication stopped after rotating the store passwords"
-
-
-def _connect_configs(out: dict[str, Any], topic: str) -> bytes:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        kafka_conf(out, "dr", **{"group.id": f"it-cfg-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False})
-    )
-    data = b""
-    try:
-        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
-        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-        done = {p for p, high in ends.items() if high == 0}
-        deadline = time.monotonic() + 60
-        while len(done) < len(ends) and time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is None or msg.error() is not None:
-                continue
-            data += (msg.key() or b"") + b"\n" + (msg.value() or b"") + b"\n"
-            offset, partition = msg.offset(), msg.partition()
-            if offset is not None and partition is not None and offset + 1 >= ends[partition]:
-                done.add(partition)
-    finally:
-        consumer.close()
-    assert data, f"read nothing from {topic}"
-    return data
 
 
 def test_no_password_leaks_keystore_and_truststore_passwords_included(
@@ -282,41 +241,13 @@ def test_no_password_leaks_keystore_and_truststore_passwords_included(
     assert source["source.cluster.ssl.truststore.password"].startswith("${file:")
     assert source["target.cluster.ssl.truststore.password"].startswith("${file:")
 
-    places: dict[str, str | bytes] = {
-        "pulumi stack export": stack.pulumi("stack", "export").stdout,
-        "pulumi up output": stack.up_output,  # type: ignore[attr-defined]
-        "ps -eo args": subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout,
-        "connect-configs topic": _connect_configs(out, "mm2-mm2-configs"),
-    }
-    for state_file in stack.backend.rglob("*"):
-        if state_file.is_file():
-            places[f"state file {state_file.name}"] = state_file.read_bytes()
-    for name in out["flows"][FLOW]["connectors"].values():
-        for suffix in ("config", "tasks", "status"):
-            places[f"GET /connectors/{name}/{suffix}"] = httpx.get(
-                f"{url}/connectors/{name}/{suffix}", auth=auth, verify=ca, timeout=10
-            ).text
-    secret_files = []
-    for path in stack.run_dir.rglob("*"):
-        if not path.is_file():
-            continue
-        content = path.read_bytes()
-        if any(pw.encode() in content for pw in passwords):
-            assert path.name.endswith(("secrets.properties", "secrets.json", "rest-users.properties")), (
-                f"password in {path}"
-            )
-            assert path.stat().st_mode & 0o077 == 0, f"{path} is readable by others"
-            secret_files.append(path.name)
-        else:
-            places[f"run dir {path.relative_to(stack.run_dir)}"] = content
+    # Everything the deployment shows, read now and checked whole (security_checks.gather): the
+    # workers' TLS passwords, for one, are in their secrets files and nowhere else.
+    up_output: str = stack.up_output  # type: ignore[attr-defined]
+    corpus = gather(stack, out, passwords, {"pulumi up (module setup)": up_output}, verify=ca)
+    assert_whole(stack, out, corpus)
     # Keystores hold private keys: owner-only like the secrets files.
     for store in (stack.run_dir / "tls").glob("*.p12"):
         assert store.stat().st_mode & 0o077 == 0, f"{store.name} is readable by others"
-    assert "worker-secrets.properties" in secret_files, "the workers' TLS passwords are not in their secrets file"
-    places["this test's output"] = capsys.readouterr().out
-    found = {
-        place: hits
-        for place, text in places.items()
-        if (hits := sum(1 for pw in passwords if pw.encode() in (text if isinstance(text, bytes) else text.encode())))
-    }
+    found = corpus.leaks(passwords) | leaked_in({"this test's output": capsys.readouterr().out}, passwords)
     assert found == {}, f"stack passwords found in: {sorted(found)}"
