@@ -47,6 +47,23 @@ _NODE_LAYOUT = layout_from_env()
 _NODE_PORTS = {_NODE_LAYOUT.api_port, *range(_NODE_LAYOUT.node_ports[0], _NODE_LAYOUT.node_ports[1] + 1)}
 
 
+def stack_ports(cfg: Mapping[str, Any]) -> list[int]:
+    """Every loopback port the local brokers, controllers and workers of stack config `cfg` listen on."""
+    ports: list[int] = []
+    for c in cfg["mm2:clusters"].values():
+        if c.get("platform", "local") == "local" and "port" in c:
+            ports += [int(c["port"]) + i for i in range(2 * int(c.get("brokers", 1)))]
+    for g in cfg["mm2:workerGroups"].values():
+        if "restPort" in g:
+            ports += [int(g["restPort"]) + i for i in range(int(g.get("workers", 1)))]
+    return ports
+
+
+# The dev stack's fixed ports (Pulumi.dev.yaml): the README's main job binds them while the suite
+# runs it (tests/integration/main_job.py), so no other test's JVM may be handed one.
+DEV_PORTS = frozenset(stack_ports(yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]))
+
+
 def _worker_share(low: int, high: int) -> tuple[int, int]:
     """The part of the ports [low, high) that this pytest-xdist worker uses.
 
@@ -76,7 +93,7 @@ def free_port_block(size: int) -> int:
         block = range(base, base + size)
         # A block handed out earlier may not be bound yet (one config's clusters and groups are
         # all picked before any JVM starts): never hand out a port twice.
-        if not any(p in _HANDED_OUT or p in _NODE_PORTS or proc.port_in_use(p) for p in block):
+        if not any(p in _HANDED_OUT or p in _NODE_PORTS or p in DEV_PORTS or proc.port_in_use(p) for p in block):
             _HANDED_OUT.update(block)
             return base
     raise RuntimeError(f"no block of {size} free ports found in {low}-{high + size}")
@@ -104,6 +121,7 @@ class TestStack:
 
     def __init__(self, tmp: Path, config: dict[str, Any] | None = None) -> None:
         self.name = f"itest-{uuid.uuid4().hex[:8]}"
+        self.root = ROOT  # the project directory the CLI runs in
         self.tmp = tmp
         self.backend = tmp / "state"
         self.backend.mkdir(parents=True, exist_ok=True)
@@ -125,7 +143,9 @@ class TestStack:
         cmd = ["pulumi", *args, "--stack", self.name, "--non-interactive"]
         if args[0] in {"up", "preview", "refresh", "destroy", "config"}:
             cmd += ["--config-file", str(self.config_file)]
-        out = subprocess.run(cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout, input=stdin)
+        out = subprocess.run(
+            cmd, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout, input=stdin
+        )
         if check and out.returncode != 0:
             raise AssertionError(
                 f"`{' '.join(cmd)}` failed ({out.returncode}):\n{out.stdout[-6000:]}\n{out.stderr[-3000:]}"
@@ -172,15 +192,7 @@ class TestStack:
 
     def ports(self) -> list[int]:
         """Every loopback port the stack's local brokers, controllers and workers listen on."""
-        cfg = self.config["config"]
-        ports: list[int] = []
-        for c in cfg["mm2:clusters"].values():
-            if c.get("platform", "local") == "local" and "port" in c:
-                ports += [c["port"] + i for i in range(2 * int(c.get("brokers", 1)))]
-        for g in cfg["mm2:workerGroups"].values():
-            if "restPort" in g:
-                ports += [g["restPort"] + i for i in range(int(g.get("workers", 1)))]
-        return ports
+        return stack_ports(self.config["config"])
 
     def topology(self) -> Any:
         """The stack's config parsed as the program parses it."""
@@ -216,7 +228,7 @@ class TestStack:
             shutil.rmtree(self.run_dir, ignore_errors=True)
             subprocess.run(
                 ["pulumi", "stack", "rm", self.name, "--yes", "--force", "--non-interactive"],
-                cwd=ROOT,
+                cwd=self.root,
                 env=self.env,
                 capture_output=True,
                 check=False,
@@ -477,40 +489,6 @@ def read_keys(
     return got
 
 
-# librdkafka's error-callback codes that mean the broker refused the client: failed SASL
-# authentication, failed TLS handshake, or the connection closed on it (wrong protocol).
-_REFUSALS = ("_AUTHENTICATION", "_SSL", "_TRANSPORT", "_ALL_BROKERS_DOWN")
-
-
-def metadata_refusal(conf: dict[str, Any], timeout_s: float = 8, logger: Any = None) -> tuple[bool, list[str]]:
-    """(refused, the errors librdkafka reported) for metadata requests with `conf`.
-
-    False as soon as a request is answered; True as soon as the error callback reports a refusal
-    (checked after every short attempt, so a refusal is known in about a second instead of after
-    the whole bound), or when `timeout_s` passes with neither. `logger` collects librdkafka's log
-    lines (why a TLS handshake failed) without printing them."""
-    from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    refusals = {getattr(KafkaError, name) for name in _REFUSALS}
-    errors: list[Any] = []
-    admin = AdminClient({**conf, "error_cb": errors.append}, **({"logger": logger} if logger is not None else {}))
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            admin.list_topics(timeout=0.5)
-            return False, [str(e) for e in errors]
-        except KafkaException as exc:
-            admin.poll(0)  # serves the error callback
-            if any(e.code() in refusals for e in errors):
-                break
-            if time.monotonic() >= deadline:
-                errors.append(exc.args[0])  # no answer within the bound: refused as well
-                break
-    admin.poll(0.5 if logger is not None else 0)  # the log lines queued with the errors
-    return True, [str(e) for e in errors]
-
-
 def run_stage_in_process(spark: Any, outputs: dict[str, Any], tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     """The Spark stage (spark.validate.run, what bin/validate runs) on `outputs`, in this process on
     an existing session (conftest.shared_spark); returns its exit code and JSON report."""
@@ -521,3 +499,81 @@ def run_stage_in_process(spark: Any, outputs: dict[str, Any], tmp: Path, *extra:
     code = stage.run(args, spark=spark)
     assert report.exists(), f"the stage wrote no report (exit {code})"
     return code, dict(json.loads(report.read_text()))
+
+
+# --- absence up to an end marker ------------------------------------------------------------------
+# A record that "never arrives" is only proven absent up to a point that the flow has provably
+# passed: one marker per partition, written after the records under test, read back on the target.
+# Kafka keeps each partition's order, MM2 copies source partition p into remote partition p, and
+# the source connector's producer keeps a partition's order (idempotent, components/topology/
+# connectors.py), so what precedes a marker on the source precedes its copy on the target.
+
+
+def partitions_of(outputs: dict[str, Any], alias: str, topic: str) -> list[int]:
+    """The partitions of `topic` on `alias`; fails when the topic does not exist."""
+    from confluent_kafka.admin import AdminClient
+
+    meta = AdminClient(kafka_conf(outputs, alias)).list_topics(topic, timeout=15).topics.get(topic)
+    assert meta is not None and meta.error is None and meta.partitions, f"no topic {topic} on {alias}"
+    return sorted(meta.partitions)
+
+
+def end_offsets(outputs: dict[str, Any], alias: str, topic: str) -> dict[int, int]:
+    """Each partition's end offset (high watermark) of `topic` on `alias`, now."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer(kafka_conf(outputs, alias, **{"group.id": f"it-ends-{uuid.uuid4().hex[:8]}"}))
+    try:
+        return {
+            p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+            for p in partitions_of(outputs, alias, topic)
+        }
+    finally:
+        reader.close()
+
+
+def produce_end_markers(outputs: dict[str, Any], alias: str, topic: str, tag: str) -> dict[int, bytes]:
+    """One marker record on each partition of `topic` on `alias` (key `end-<tag>-p<partition>`),
+    written after whatever the caller produced there; each partition's marker key."""
+    partitions = partitions_of(outputs, alias, topic)
+    markers = {p: f"end-{tag}-p{p}".encode() for p in partitions}
+    placed = produce_batch(outputs, alias, topic, [markers[p] for p in partitions], partitions)
+    assert placed == {key: p for p, key in markers.items()}, placed
+    return markers
+
+
+def read_partitions(
+    outputs: dict[str, Any], alias: str, topic: str, upto: Mapping[int, int | bytes], timeout_s: float = 180
+) -> list[tuple[int, bytes | None]]:
+    """(partition, key) of every record of `topic` on `alias`, partition p read from its start up to
+    `upto[p]`: an end offset (`end_offsets`; the record there and after not read) or a marker key
+    (`produce_end_markers`; read up to and including the first record with it, on p only).
+    Bounded; fails naming each partition not read that far (a marker that never arrived on it)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    settings = {"group.id": f"it-upto-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False}
+    consumer = Consumer(kafka_conf(outputs, alias, **settings))
+    read: list[tuple[int, bytes | None]] = []
+    left = set(upto)
+    try:
+        # An offset bound at or below the partition's start (empty, or deleted by retention): nothing to read.
+        starts = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[0] for p in upto}
+        left -= {p for p, bound in upto.items() if isinstance(bound, int) and bound <= starts[p]}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in left])
+        deadline = time.monotonic() + timeout_s
+        while left and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error() is not None or msg.partition() not in left:
+                continue
+            p, bound = msg.partition(), upto[msg.partition()]
+            if isinstance(bound, int) and msg.offset() >= bound:
+                left.discard(p)
+                continue
+            read.append((p, msg.key()))
+            if msg.key() == bound or (isinstance(bound, int) and msg.offset() + 1 >= bound):
+                left.discard(p)
+    finally:
+        consumer.close()
+    short = {p: upto[p] for p in sorted(left)}
+    assert not left, f"{topic} on {alias}: not read up to {short} in {timeout_s:.0f}s"
+    return read

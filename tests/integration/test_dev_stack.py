@@ -25,6 +25,8 @@ from tests.integration.harness import (
     connect_auth,
     kafka_conf,
     kafka_retrying,
+    partitions_of,
+    produce_batch,
     running,
     wait_until,
     write_outputs,
@@ -128,6 +130,9 @@ def test_consumer_group_offsets_are_translated(stack: TestStack) -> None:
 
     out = stack.outputs()
     lag_max = int(out["flows"][FLOW]["offsetLagMax"])
+    # Records of its own on every partition, so halfway through one is further from its end than
+    # offset.lag.max (in a module run they come on top of the previous test's).
+    _produce_orders(out, 2 * lag_max + 50)
     group = f"it-group-{uuid.uuid4().hex[:6]}"
     src = Consumer(kafka_conf(out, "primary", **{"group.id": group, "enable.auto.commit": False}))
     try:
@@ -136,7 +141,7 @@ def test_consumer_group_offsets_are_translated(stack: TestStack) -> None:
         at_end: set[int] = set()
         for p in partitions:
             low, high = src.get_watermark_offsets(TopicPartition("orders", p), timeout=10)
-            assert high - low > 2 * lag_max, "needs records from the previous test"
+            assert high - low > 2 * lag_max, f"partition {p} holds {high - low} records"
             # Odd partitions: a caught-up consumer (at the end); even ones: halfway through.
             if p % 2:
                 at_end.add(p)
@@ -179,8 +184,32 @@ def test_consumer_group_offsets_are_translated(stack: TestStack) -> None:
             assert lag <= lag_max, f"partition {tp.partition}: lags {lag} > offset.lag.max at the end of the topic"
 
 
-def _translated_positions(out: dict[str, Any], commits: list[Any]) -> dict[int, int]:
+def _produce_orders(out: dict[str, Any], per_partition: int) -> None:
+    """`per_partition` new records into every partition of `orders` on the source."""
+    partitions = partitions_of(out, "primary", "orders")
+    run = uuid.uuid4().hex[:8]
+    into = [p for p in partitions for _ in range(per_partition)]
+    produce_batch(out, "primary", "orders", [f"{run}-{i}".encode() for i in range(len(into))], partitions=into)
+
+
+def _commit_at_end(out: dict[str, Any], group: str, partitions: list[int] | None = None) -> None:
+    """`group` commits on the source at the end of `orders` (every partition, or `partitions`):
+    where MM2 can always translate (a recent offset sync)."""
     from confluent_kafka import Consumer, TopicPartition
+
+    src = Consumer(kafka_conf(out, "primary", **{"group.id": group, "enable.auto.commit": False}))
+    try:
+        if partitions is None:
+            partitions = partitions_of(out, "primary", "orders")
+        ends = [src.get_watermark_offsets(TopicPartition("orders", p), timeout=10)[1] for p in partitions]
+        commit = [TopicPartition("orders", p, end) for p, end in zip(partitions, ends, strict=True)]
+        kafka_retrying(lambda: src.commit(offsets=commit, asynchronous=False), f"committing group {group}")
+    finally:
+        src.close()
+
+
+def _translated_positions(out: dict[str, Any], commits: list[Any]) -> dict[int, int]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     src = Consumer(kafka_conf(out, "primary", **{"group.id": "it-peek", "enable.auto.commit": False}))
     wanted: dict[int, tuple[bytes, bytes]] = {}
@@ -194,7 +223,7 @@ def _translated_positions(out: dict[str, Any], commits: list[Any]) -> dict[int, 
     dst = Consumer(kafka_conf(out, "dr", **{"group.id": "it-peek", "enable.auto.commit": False}))
     found: dict[int, int] = {}
     try:
-        dst.assign([TopicPartition("primary.orders", p, 0) for p in wanted])
+        dst.assign([TopicPartition("primary.orders", p, OFFSET_BEGINNING) for p in wanted])
         deadline = time.monotonic() + 180  # reads the topic from the start: generous on two shared cores
         while len(found) < len(wanted) and time.monotonic() < deadline:
             msg = dst.poll(1.0)
@@ -225,36 +254,31 @@ def _validate(stack: TestStack, tmp: Path, *extra: str) -> tuple[int, dict[str, 
 
 
 def test_validation_stage_passes_on_the_real_flow(stack: TestStack, tmp_path: Path) -> None:
+    # A group of its own with offsets on the source, for the stage to find checkpointed (without
+    # one the checkpoints check is skipped, not passed): records first, so MM2 has an offset sync.
+    out = stack.outputs()
+    _produce_orders(out, 10)
+    _commit_at_end(out, f"it-stage-{uuid.uuid4().hex[:6]}")
     code, report, text, wall = _validate(stack, tmp_path)
     print(f"validation stage on the dev stack: {wall:.1f}s wall, stage {report.get('meta', {}).get('seconds')}s")
     assert code == 0, text[-6000:]
     assert report["failedChecks"] == []
     assert "[Stage " not in text, "Spark console progress bars in the stage's output"
     flow = report["flows"][FLOW]
-    # The earlier tests committed a group on the source: MM2 checkpointed and synced it.
+    # Its group (and any an earlier test committed) checkpointed by MM2.
     assert flow["checks"]["checkpoints"]["status"] == "pass", flow["checks"]
     assert flow["checks"]["heartbeats"]["status"] == "pass", flow["checks"]
     print(f"partitions by path: {report['meta']['partitionsByPath']}")
 
 
 def test_stopped_checkpoint_connector_fails_the_stage(stack: TestStack, tmp_path: Path) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-
     original = copy.deepcopy(stack.config)
     stack.config["config"]["mm2:flows"][FLOW]["connectorStates"] = {"checkpoint": "stopped"}
     stack.write_config()
     try:
         stack.up()
-        out = stack.outputs()
         group = f"it-after-stop-{uuid.uuid4().hex[:6]}"
-        src = Consumer(kafka_conf(out, "primary", **{"group.id": group, "enable.auto.commit": False}))
-        try:
-            # At the end of the partition, where MM2 can always translate (a recent offset sync).
-            _, high = src.get_watermark_offsets(TopicPartition("orders", 0), timeout=10)
-            commit = [TopicPartition("orders", 0, high)]
-            kafka_retrying(lambda: src.commit(offsets=commit, asynchronous=False), f"committing group {group}")
-        finally:
-            src.close()
+        _commit_at_end(stack.outputs(), group, [0])
         code, report, text, _ = _validate(stack, tmp_path, "--checkpoint-wait", "15")
     finally:
         stack.config = original

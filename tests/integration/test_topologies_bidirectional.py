@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,14 @@ from components.mm2_records import decode_checkpoint, decode_heartbeat
 from tests.integration.harness import (
     ROOT,
     TestStack,
+    end_offsets,
     example_config_with_free_ports,
     kafka_conf,
     kafka_retrying,
     produce_batch,
+    produce_end_markers,
     read_keys,
+    read_partitions,
     run_validator,
     running,
     stays_false,
@@ -58,15 +62,15 @@ def test_records_cross_both_ways_prefixed_without_loops(stack: TestStack) -> Non
     assert out["flows"]["east->west"]["topics"] == {"orders": "east.orders"}
     assert out["flows"]["west->east"]["topics"] == {"orders": "west.orders"}
     run = uuid.uuid4().hex[:8]
+    sent: dict[str, set[bytes]] = {}
     for source in ("east", "west"):
         keys = [f"aa-{run}-{source}-{i}".encode() for i in range(RECORDS)]
         produce_batch(out, source, "orders", keys)
+        sent[source] = set(keys)
     for source, target in (("east", "west"), ("west", "east")):
-        prefix = f"aa-{run}-{source}-".encode()
-        got = read_keys(out, target, f"{source}.orders", prefix, RECORDS, 120)
-        assert len(set(got)) == RECORDS, f"{source}->{target}: {len(set(got))} of {RECORDS} arrived in {source}.orders"
-        # The local topic on the target holds only what was written there, never the other side's records.
-        assert read_keys(out, target, "orders", prefix, 1, 5) == [], f"{source}'s records leaked into {target}.orders"
+        got = read_keys(out, target, f"{source}.orders", f"aa-{run}-{source}-".encode(), RECORDS, 120)
+        assert set(got) == sent[source], f"{source}->{target}: {len(sent[source] - set(got))} never arrived"
+    _no_leak_up_to_end_markers(out, run, sent)
 
     # A loop would show as a topic renamed twice (east.west.orders). Checked on every poll across
     # two topic-refresh intervals, after the records crossed.
@@ -112,6 +116,27 @@ def test_spark_stage_validates_both_flows(stack: TestStack, tmp_path: Path) -> N
 
 
 # --- helpers --------------------------------------------------------------------------------------
+
+
+def _no_leak_up_to_end_markers(out: dict[str, Any], run: str, sent: dict[str, set[bytes]]) -> None:
+    """No side's records (nor its end markers) in the other side's local `orders`, and each exactly
+    once in its own `orders` (none came back round a loop). One end marker per partition of each
+    side's `orders` must first arrive on its partition of the other side's remote topic (after
+    every record written before it there); only then are both `orders` topics read up to their
+    ends, so the flows have provably run past the records under test."""
+    pairs = (("east", "west"), ("west", "east"))
+    markers = {source: produce_end_markers(out, source, "orders", f"{run}-{source}") for source, _ in pairs}
+    for source, target in pairs:
+        read_partitions(out, target, f"{source}.orders", markers[source])
+    local = {a: [k for _p, k in read_partitions(out, a, "orders", end_offsets(out, a, "orders"))] for a in sent}
+    for source, target in pairs:
+        ours = sent[source] | set(markers[source].values())
+        leaked = ours & set(local[target])
+        assert not leaked, f"{len(leaked)} of {source}'s records leaked into {target}'s orders: {sorted(leaked)[:3]}"
+        home = Counter(k for k in local[source] if k in ours)
+        assert set(home) == ours, f"{len(ours - set(home))} of {source}'s records missing from its own orders"
+        came_back = sorted(k for k, n in home.items() if n > 1)
+        assert not came_back, f"{len(came_back)} of {source}'s records came back into its orders, e.g. {came_back[:3]}"
 
 
 def _heartbeat(out: dict[str, Any], alias: str, topic: str, source: str, target: str) -> bool:
