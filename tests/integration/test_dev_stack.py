@@ -1,7 +1,10 @@
 """The dev stack on real parts: Pulumi engine, KRaft brokers, distributed Connect, MM2 connectors.
 
-One deployment per module (a copy of Pulumi.dev.yaml on free ports); the tests run in order
-against it and the fixture destroys it, also on failure, then checks nothing is left behind.
+The deployment is the README's main job itself: `bin/deploy-dev` run to its end (bootstrap,
+`pulumi up` of the dev stack on its fixed ports, the smoke check, the Spark stage) in a copy of
+this checkout (tests/integration/main_job.py). The tests then run against that stack, and the
+fixture tears it down with `bin/pulumi destroy --stack dev --yes`, also on failure, and checks
+that nothing is left behind.
 """
 
 from __future__ import annotations
@@ -27,10 +30,11 @@ from tests.integration.harness import (
     kafka_retrying,
     partitions_of,
     produce_batch,
-    running,
+    stack_passwords,
     wait_until,
     write_outputs,
 )
+from tests.integration.main_job import DevStack, main_job
 
 pytestmark = pytest.mark.integration
 
@@ -40,9 +44,30 @@ RECORDS = 10_000
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with running(tmp_path_factory.mktemp("dev-stack")) as s:
-        yield s
+def main(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with main_job(tmp_path_factory.mktemp("checkout")) as deployed:
+        yield deployed
+
+
+@pytest.fixture(scope="module")
+def stack(main: tuple[DevStack, subprocess.CompletedProcess[str]]) -> DevStack:
+    return main[0]
+
+
+def test_the_main_job_deploys_smoke_checks_and_validates(main: tuple[DevStack, Any]) -> None:
+    stack, job = main
+    printed = job.stdout + job.stderr
+    steps = [line.removeprefix("==> ") for line in printed.splitlines() if line.startswith("==> ")]
+    assert [s.split(" ", 1)[0] for s in steps] == ["selecting", "pulumi", "smoke", "Spark"], steps
+    smoke = [line for line in printed.splitlines() if " produced to orders arrived in primary.orders " in line]
+    assert smoke, f"no smoke-check line in bin/deploy-dev's output:\n{printed[-3000:]}"
+    assert "RESULT: PASS" in printed, printed[-3000:]
+    assert "[Stage " not in printed, "Spark console progress bars in the main job's output"
+    outputs = stack.root / ".mm2" / "dev-outputs.json"  # every credential of the stack: owner only
+    assert outputs.stat().st_mode & 0o777 == 0o600, oct(outputs.stat().st_mode)
+    passwords = stack_passwords(json.loads(outputs.read_text()))
+    assert passwords and not [p for p in passwords if p in printed], "a password in bin/deploy-dev's output"
+    print(f"bin/deploy-dev: {smoke[0].strip()}")
 
 
 def test_up_runs_all_three_connectors(stack: TestStack) -> None:
