@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -280,6 +280,29 @@ def connect_auth(outputs: dict[str, Any], group: str = "mm2") -> tuple[str, str]
     return (auth["username"], auth["password"]) if auth else None
 
 
+def all_running(
+    statuses: Mapping[str, Any], *, on: str | None = None, taskless: Collection[str] = ("checkpoint",)
+) -> bool:
+    """Connect statuses (`GET /connectors/{name}/status`; None for a connector not there) with every
+    connector and every task RUNNING, each connector but those in `taskless` with a task (the
+    checkpoint connector has none until there is a group to sync), all on worker `on` when given."""
+    for key, st in statuses.items():
+        if not st or st["connector"]["state"] != "RUNNING":
+            return False
+        tasks = st.get("tasks") or []
+        if (key not in taskless and not tasks) or any(t["state"] != "RUNNING" for t in tasks):
+            return False
+        if on is not None and any(t["worker_id"] != on for t in [st["connector"], *tasks]):
+            return False
+    return True
+
+
+def worker_index(stack: TestStack, worker_id: str, group: str = "mm2") -> int:
+    """Which worker of the local group a Connect `worker_id` (`host:port`) is: its REST port's offset."""
+    base = int(stack.config["config"]["mm2:workerGroups"][group]["restPort"])
+    return int(worker_id.rsplit(":", 1)[1]) - base
+
+
 def stack_passwords(outputs: dict[str, Any]) -> set[str]:
     """Every password the stack created or was given, from its secret outputs."""
     found: set[str] = set()
@@ -407,35 +430,6 @@ def run_status(
     )  # fmt: skip
 
 
-def run_validator(
-    stack: TestStack, outputs: dict[str, Any], tmp: Path, *extra: str, expect_exit: int = 0
-) -> dict[str, Any]:
-    """bin/validate (the Spark stage) on the stack's outputs, as a user runs it after `pulumi up`;
-    asserts its exit code (0: every check passed) and returns the JSON report."""
-    outputs_file = write_outputs(outputs, tmp / "outputs.json")
-    report = tmp / "report.json"
-    run = subprocess.run(
-        [
-            str(ROOT / "bin" / "validate"),
-            *("--outputs", str(outputs_file), "--report", str(report), "--master", "local[2]"),
-            # Spark's 200 shuffle partitions are 200 tasks per stage for a few hundred records.
-            *("--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false"),
-            *extra,
-        ],
-        cwd=ROOT,
-        env=stack.env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    # Shown with `pytest -s`: where the stage spent its time (catch-up waits, per flow).
-    print("\n".join(line for line in run.stderr.splitlines() if "caught up" in line or "behind after" in line))
-    detail = json.loads(report.read_text()).get("failedChecks") if report.exists() else "no report"
-    assert run.returncode == expect_exit, f"bin/validate exit {run.returncode}, failed: {detail}\n{run.stdout[-3000:]}"
-    return dict(json.loads(report.read_text()))
-
-
 def topic_names(outputs: dict[str, Any], alias: str) -> set[str]:
     from confluent_kafka.admin import AdminClient
 
@@ -487,18 +481,6 @@ def read_keys(
     finally:
         consumer.close()
     return got
-
-
-def run_stage_in_process(spark: Any, outputs: dict[str, Any], tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    """The Spark stage (spark.validate.run, what bin/validate runs) on `outputs`, in this process on
-    an existing session (conftest.shared_spark); returns its exit code and JSON report."""
-    from spark import validate as stage
-
-    outputs_file, report = write_outputs(outputs, tmp / "outputs.json"), tmp / "report.json"
-    args = stage.parse_args(["--outputs", str(outputs_file), "--report", str(report), *extra])
-    code = stage.run(args, spark=spark)
-    assert report.exists(), f"the stage wrote no report (exit {code})"
-    return code, dict(json.loads(report.read_text()))
 
 
 # --- absence up to an end marker ------------------------------------------------------------------

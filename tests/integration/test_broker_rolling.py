@@ -20,7 +20,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -28,6 +27,8 @@ import pytest
 from components.platform.local import process as proc
 from components.platform.local.layout import broker_path, process_marker
 from tests.integration.harness import TestStack, kafka_conf, read_keys, running, with_free_ports
+from tests.integration.records import produce_paced
+from tests.integration.sampling import PROBE_S, sample_at_once
 
 pytestmark = pytest.mark.integration
 
@@ -35,10 +36,6 @@ CLUSTER = "solo"
 BROKERS = 3
 TOPIC = "orders"
 RATE = 200.0
-# A broker that has not answered ApiVersions within this is down; refused or closed is down at
-# once. The slowest answer seen at load average 21 on two cores took 0.38 s: a 1 s bound would
-# count a merely slow broker down, and with the next one restarting, two down at once.
-PROBE_S = 5.0
 
 
 @pytest.fixture(scope="module")
@@ -81,15 +78,6 @@ def answer_s(port: int, correlation: int = 7) -> float | None:
     return time.monotonic() - started if got == correlation and error == 0 else None
 
 
-def sample_brokers(ports: list[int], stop: threading.Event, samples: list[list[float | None]]) -> None:
-    """Every 0.2 s until `stop`: each broker's answer time (None: down), all asked at once so that a
-    row is one moment however long an answer takes."""
-    with ThreadPoolExecutor(max_workers=len(ports)) as pool:
-        while not stop.is_set():
-            samples.append(list(pool.map(answer_s, ports)))
-            stop.wait(0.2)
-
-
 def stream(out: dict[str, Any], prefix: str, stop: threading.Event, result: dict[str, Any]) -> None:
     """RATE records/s with acks=all until `stop`; records which sends were acknowledged and which failed."""
     from confluent_kafka import Producer
@@ -106,14 +94,9 @@ def stream(out: dict[str, Any], prefix: str, stop: threading.Event, result: dict
             at.append(time.monotonic())
 
     producer = Producer(kafka_conf(out, CLUSTER, **{"enable.idempotence": True, "acks": "all", "linger.ms": 5}))
-    started, sent = time.monotonic(), 0
-    while not stop.is_set():
-        producer.produce(TOPIC, key=f"{prefix}{sent:07d}".encode(), value=b"x" * 50, on_delivery=delivered)
-        sent += 1
-        producer.poll(0)
-        ahead = sent / RATE - (time.monotonic() - started)
-        if ahead > 0:
-            time.sleep(ahead)
+    sent = produce_paced(
+        producer, TOPIC, lambda n: f"{prefix}{n:07d}".encode(), b"x" * 50, rate=RATE, stop=stop, on_delivery=delivered
+    )
     result["unflushed"] = producer.flush(60)
     gaps = [b - a for a, b in itertools.pairwise(at)]
     result.update(sent=sent, acked=acked, failed=failed, longest_gap_s=max(gaps, default=0.0))
@@ -141,7 +124,7 @@ def test_brokers_roll_one_at_a_time_under_acks_all_and_lose_nothing(stack: TestS
     samples: list[list[float | None]] = []
     threads = [
         threading.Thread(target=stream, args=(out, prefix, stop, result)),
-        threading.Thread(target=sample_brokers, args=(ports, stop, samples)),
+        threading.Thread(target=sample_at_once, args=(answer_s, ports, stop, samples)),
     ]
     for t in threads:
         t.start()

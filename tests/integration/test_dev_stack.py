@@ -25,6 +25,7 @@ from components.platform.local import process as proc
 from components.platform.local.layout import process_marker, worker_path
 from tests.integration.harness import (
     TestStack,
+    all_running,
     connect_auth,
     kafka_conf,
     kafka_retrying,
@@ -32,13 +33,12 @@ from tests.integration.harness import (
     produce_batch,
     stack_passwords,
     wait_until,
-    write_outputs,
 )
 from tests.integration.main_job import DevStack, main_job
+from tests.integration.validation_stage import run_stage
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 FLOW = "primary->dr"
 RECORDS = 10_000
 
@@ -84,17 +84,9 @@ def test_up_runs_all_three_connectors(stack: TestStack) -> None:
             for role, name in flow["connectors"].items()
         }
 
-    def settled(statuses: dict[str, Any]) -> bool:
-        return all(
-            s["connector"]["state"] == "RUNNING"
-            and all(t["state"] == "RUNNING" for t in s["tasks"])
-            and (role == "checkpoint" or s["tasks"])
-            for role, s in statuses.items()
-        )
-
     # `up` saw them RUNNING; the group may rebalance right after (a task UNASSIGNED for a
     # moment), so poll until it settles instead of sampling one instant.
-    statuses = wait_until(lambda: settled(st := live()) and st, 120, "every connector and task RUNNING")
+    statuses = wait_until(lambda: all_running(st := live()) and st, 120, "every connector and task RUNNING")
     for role, name in flow["connectors"].items():
         status = statuses[role]
         assert status["connector"]["state"] == "RUNNING"
@@ -262,20 +254,8 @@ def _translated_positions(out: dict[str, Any], commits: list[Any]) -> dict[int, 
 
 def _validate(stack: TestStack, tmp: Path, *extra: str) -> tuple[int, dict[str, Any], str, float]:
     """The Spark validation stage as bin/deploy-dev runs it: bin/validate --outputs <0600 file>."""
-    outputs = write_outputs(stack.outputs(), tmp / "outputs.json")
-    report = tmp / "report.json"
-    started = time.monotonic()
-    out = subprocess.run(
-        [str(ROOT / "bin" / "validate"), "--outputs", str(outputs), "--report", str(report), *extra],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    wall = time.monotonic() - started
-    outputs.unlink()
-    data = json.loads(report.read_text()) if report.exists() else {}
-    return out.returncode, data, out.stdout + out.stderr, wall
+    run = run_stage(stack.outputs(), tmp / "report.json", os.environ, *extra)
+    return run.code, run.report, run.output, run.seconds
 
 
 def test_validation_stage_passes_on_the_real_flow(stack: TestStack, tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ from components.topology.model import Topology
 from components.topology.security import librdkafka_client
 from tests.integration.dockerd import running_dockerd
 from tests.integration.harness import (
+    all_running,
     free_port_block,
     kafka_conf,
     kafka_retrying,
@@ -49,7 +50,6 @@ from tests.integration.harness import (
     read_keys,
     stays_false,
     wait_until,
-    write_outputs,
 )
 from tests.integration.validation_stage import run_stage
 
@@ -145,7 +145,7 @@ def test_containers_carry_the_specs_and_no_secret_in_their_config(deployment: De
 
 def test_records_replicate_and_the_stage_passes(deployment: Deployment, tmp_path: Path) -> None:
     _replicates(deployment, "first", 300)
-    run = run_stage(write_outputs(deployment.outputs, tmp_path / "outputs.json"), tmp_path / "r.json", os.environ)
+    run = run_stage(deployment.outputs, tmp_path / "r.json", os.environ)
     assert run.code == 0, run.summary()
     assert run.report["flows"][FLOW]["topics"]["orders"]["checks"]["completeness"]["status"] == "pass"
 
@@ -162,7 +162,7 @@ def test_a_killed_worker_stays_down_and_its_tasks_move(deployment: Deployment, t
             lambda: _all_running(client, specs, on=survivor_id), 120, f"every task of the flow running on {survivor}"
         )
     _replicates(deployment, "after-kill", 200)
-    run = run_stage(write_outputs(deployment.outputs, tmp_path / "outputs.json"), tmp_path / "r.json", os.environ)
+    run = run_stage(deployment.outputs, tmp_path / "r.json", os.environ)
     assert run.code == 0, run.summary()
     engine.start(killed)  # started again on purpose: it rejoins the group
     wait_until(lambda: _answers(deployment.topology, 0), 120, f"{killed} answering again")
@@ -282,13 +282,5 @@ def _answers(topology: Topology, *indexes: int) -> bool:
 
 
 def _all_running(client: ConnectClient, specs: Any, on: str | None = None) -> bool:
-    for spec in specs.all():
-        status = client.get_status(spec.name)
-        if not status or status["connector"]["state"] != "RUNNING":
-            return False
-        tasks = status.get("tasks") or []
-        if any(t["state"] != "RUNNING" for t in tasks):
-            return False
-        if on is not None and any(t["worker_id"] != on for t in [status["connector"], *tasks]):
-            return False
-    return True
+    statuses = {spec.name: client.get_status(spec.name) for spec in specs.all()}
+    return all_running(statuses, on=on, taskless=statuses)

@@ -30,8 +30,7 @@ still ran at `enabled`, and their tasks then retried reading their offsets back 
 
 from __future__ import annotations
 
-import json
-import subprocess
+import os
 import threading
 import time
 import uuid
@@ -49,8 +48,16 @@ from components.outputs.contract import StackExports
 from components.platform.local import process as proc
 from components.platform.local.layout import PROCESS_PROPERTIES, process_marker, worker_path
 from components.topology.java_properties import parse_properties
-from tests.integration.harness import ROOT, TestStack, deployed, dev_config_with_free_ports, wait_until
-from tests.integration.test_faults import _all_running, _produce, _remote_total, _worker_of
+from tests.integration.harness import (
+    TestStack,
+    all_running,
+    deployed,
+    dev_config_with_free_ports,
+    wait_until,
+    worker_index,
+)
+from tests.integration.records import produce_orders, produce_paced, topic_total
+from tests.integration.validation_stage import run_stage
 
 pytestmark = pytest.mark.integration
 
@@ -112,8 +119,8 @@ def _wait_running(s: TestStack, out: dict[str, Any], url: str | None = None, onl
             st = _statuses(out, url)
         except Exception:
             return False
-        workers = {_worker_of(t["worker_id"], s) for r in st.values() if r for t in r.get("tasks") or []}
-        return _all_running(st) and (only is None or workers == {only})
+        workers = {worker_index(s, t["worker_id"], GROUP) for r in st.values() if r for t in r.get("tasks") or []}
+        return all_running(st) and (only is None or workers == {only})
 
     wait_until(check, WAIT_S, f"connectors of {FLOW} RUNNING" + (f" on worker-{only}" if only is not None else ""), 2)
 
@@ -132,14 +139,14 @@ def _kill_mid_stream(s: TestStack, out: dict[str, Any], run: str) -> set[bytes]:
     """Produce RECORDS uniquely keyed records; SIGKILL the worker running the most source tasks
     once 5,000 arrived; wait for the tasks to run on the survivor. Returns the acked keys."""
     tasks = _statuses(out)["source"]["tasks"]
-    victim = Counter(_worker_of(t["worker_id"], s) for t in tasks).most_common(1)[0][0]
-    baseline = _remote_total(out, REMOTE)
+    victim = Counter(worker_index(s, t["worker_id"], GROUP) for t in tasks).most_common(1)[0][0]
+    baseline = topic_total(out, "dr", REMOTE)
     result: dict[str, Any] = {}
-    producer = threading.Thread(target=lambda: result.update(acked=_produce(out, run, RECORDS)))
+    producer = threading.Thread(target=lambda: result.update(acked=produce_orders(out, run, RECORDS)))
     producer.start()
-    wait_until(lambda: _remote_total(out, REMOTE) - baseline >= 5_000, WAIT_S, "5,000 records replicated", 0.1)
+    wait_until(lambda: topic_total(out, "dr", REMOTE) - baseline >= 5_000, WAIT_S, "5,000 records replicated", 0.1)
     pids = proc.find_pids(process_marker(s.name, worker_path(GROUP, victim)))
-    at_kill = _remote_total(out, REMOTE) - baseline
+    at_kill = topic_total(out, "dr", REMOTE) - baseline
     # Lost with its host: its watcher does not start it again, so the tasks stay on the survivor.
     s.lose(worker_path(GROUP, victim))
     print(f"\n[{run}] SIGKILL worker-{victim} after {at_kill} of {RECORDS} records replicated")
@@ -213,20 +220,15 @@ def _tally(run: str, acked: set[bytes], seen: Counter[tuple[int, bytes]]) -> tup
 
 def _spark(s: TestStack, out: dict[str, Any], name: str) -> dict[str, Any]:
     """bin/validate on the flow, as a user runs it; returns its JSON report."""
-    outputs, report = s.tmp / f"{name}-outputs.json", s.tmp / f"{name}-report.json"
-    outputs.write_text(json.dumps(out))
-    started = time.monotonic()
-    done = subprocess.run(
-        [str(ROOT / "bin" / "validate"), "--outputs", str(outputs), "--report", str(report), "--flow", FLOW,
-         "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4", "--catch-up-timeout", "60",
-         "--latency-window", "0"],
-        capture_output=True, text=True, timeout=600, check=False,
+    run = run_stage(
+        out, s.tmp / f"{name}-report.json", os.environ, "--flow", FLOW,
+        *("--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4"),
+        *("--catch-up-timeout", "60", "--latency-window", "0"), timeout_s=600,
     )  # fmt: skip
-    print(f"[{name}] spark stage exit {done.returncode} in {time.monotonic() - started:.0f}s")
-    lines = [line for line in done.stdout.splitlines() if "duplicate" in line or "RESULT" in line]
+    print(f"[{name}] spark stage exit {run.code} in {run.seconds:.0f}s")
+    lines = [line for line in run.stdout.splitlines() if "duplicate" in line or "RESULT" in line]
     print("\n".join(lines))
-    assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    return {"exit": done.returncode, "stdout": done.stdout, **json.loads(report.read_text())}
+    return {"exit": run.code, "stdout": run.stdout, **run.report}
 
 
 class _Steady:
@@ -278,14 +280,10 @@ class _Steady:
             if err is None:
                 self.acked.add(int(msg.key().rsplit(b"-", 1)[1]))
 
-        started, sent = time.monotonic(), 0
-        while not self.halt.is_set():
-            producer.produce("orders", key=f"{self.run}-{sent:07d}".encode(), value=b"x" * 20, on_delivery=delivered)
-            sent += 1
-            producer.poll(0)
-            ahead = sent / self.rate - (time.monotonic() - started)
-            if ahead > 0:
-                time.sleep(ahead)
+        def key_of(n: int) -> bytes:
+            return f"{self.run}-{n:07d}".encode()
+
+        produce_paced(producer, "orders", key_of, b"x" * 20, rate=self.rate, stop=self.halt, on_delivery=delivered)
         assert producer.flush(60) == 0
 
     def _consume(self) -> None:
@@ -428,6 +426,6 @@ def test_exactly_once_rolls_out_in_two_steps_on_an_existing_group(stack: TestSta
 
     # Replication runs exactly-once after the rollout: a record arrives, once.
     run = f"after-{uuid.uuid4().hex[:6]}"
-    acked = _produce(out, run, 100)
+    acked = produce_orders(out, run, 100)
     missing, duplicates = _tally(run, acked, _read_committed(out, run, acked))
     assert (missing, duplicates) == (0, 0)

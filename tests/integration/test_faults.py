@@ -38,7 +38,8 @@ from components.platform.local.layout import (
     watcher_path,
     worker_path,
 )
-from tests.integration.harness import ROOT, TestStack, deployed, running, wait_until, write_outputs
+from tests.integration.harness import ROOT, TestStack, all_running, deployed, running, wait_until
+from tests.integration.records import produce_orders, topic_total
 from tests.integration.validation_stage import run_stage
 
 pytestmark = pytest.mark.integration
@@ -109,16 +110,6 @@ def _statuses(s: TestStack, out: dict[str, Any], url: str | None = None) -> dict
         return {role: client.get_status(name) for role, name in out["flows"][FLOW]["connectors"].items()}
 
 
-def _all_running(statuses: dict[str, Any]) -> bool:
-    for role, st in statuses.items():
-        if st is None or st["connector"]["state"] != "RUNNING":
-            return False
-        tasks = st.get("tasks") or []
-        if (role != "checkpoint" and not tasks) or any(t["state"] != "RUNNING" for t in tasks):
-            return False
-    return True
-
-
 def _wait_flow_running(s: TestStack, url: str | None = None) -> dict[str, Any]:
     out = s.outputs()
 
@@ -127,57 +118,9 @@ def _wait_flow_running(s: TestStack, url: str | None = None) -> dict[str, Any]:
             st = _statuses(s, out, url)
         except Exception:
             return None
-        return st if _all_running(st) else None
+        return st if all_running(st) else None
 
     return wait_until(check, WAIT_S, f"all connectors of {FLOW} RUNNING", poll_s=2)
-
-
-def _produce(out: dict[str, Any], run: str, count: int, rate: float | None = None) -> set[bytes]:
-    """Small uniquely keyed records to `orders` on primary; the keys the broker acknowledged."""
-    from confluent_kafka import Producer
-
-    acked: set[bytes] = set()
-
-    def delivered(err: Any, msg: Any) -> None:
-        if err is None:
-            acked.add(msg.key())
-
-    producer = Producer(
-        kafka_config(
-            StackExports.from_json(out),
-            "primary",
-            **{"linger.ms": 20, "batch.size": 262144, "enable.idempotence": True, "compression.type": "lz4"},
-        )
-    )
-    started = time.monotonic()
-    for i in range(count):
-        while True:
-            try:
-                producer.produce("orders", key=f"{run}-{i:07d}".encode(), value=b"x" * 20, on_delivery=delivered)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if rate is not None and i % 500 == 0:
-            ahead = i / rate - (time.monotonic() - started)
-            if ahead > 0:
-                time.sleep(ahead)
-        if i % 5000 == 0:
-            producer.poll(0)
-    assert producer.flush(120) == 0, "producer could not flush within 120s"
-    return acked
-
-
-def _remote_total(out: dict[str, Any], remote: str = "primary.orders") -> int:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer(kafka_config(StackExports.from_json(out), "dr", **{"group.id": "faults-probe", "log_level": 0}))
-    try:
-        md = c.list_topics(remote, timeout=10).topics.get(remote)
-        if md is None or not md.partitions:
-            return 0
-        return sum(c.get_watermark_offsets(TopicPartition(remote, p), timeout=10)[1] for p in md.partitions)
-    finally:
-        c.close()
 
 
 def _read_remote(
@@ -222,16 +165,11 @@ def _verdict(name: str, acked: set[bytes], seen: Counter[bytes]) -> tuple[int, i
     return len(missing), duplicates
 
 
-def _worker_of(worker_id: str, s: TestStack) -> int:
-    base = int(s.config["config"]["mm2:workerGroups"][GROUP]["restPort"])
-    return int(worker_id.rsplit(":", 1)[1]) - base
-
-
 def _stage_finds_nothing_lost(s: TestStack, out: dict[str, Any], name: str, tmp: Path) -> None:
     """The validation stage's verdict on the whole flow, once the target caught up (bounded):
     every record of the source topics is on the target, and every other check passes."""
     run = run_stage(
-        write_outputs(out, tmp / "outputs.json"),
+        out,
         tmp / "report.json",
         s.env,
         *("--catch-up-timeout", str(WAIT_S), "--latency-window", "0", "--conf", "spark.sql.shuffle.partitions=8"),
@@ -255,13 +193,18 @@ def test_target_broker_restart_mid_stream_loses_nothing(whole: TestStack, tmp_pa
     records = 50_000
     run = f"broker-{uuid.uuid4().hex[:6]}"
     marker = process_marker(s.name, broker_path("dr", 0))
-    baseline = _remote_total(out)
+    baseline = topic_total(out, "dr", "primary.orders")
 
     result: dict[str, Any] = {}
-    producer = threading.Thread(target=lambda: result.update(acked=_produce(out, run, records, rate=5_000)))
+    producer = threading.Thread(target=lambda: result.update(acked=produce_orders(out, run, records, rate=5_000)))
     producer.start()
-    wait_until(lambda: _remote_total(out) - baseline >= 5_000, WAIT_S, "5,000 records replicated", poll_s=0.1)
-    replicated_at_stop = _remote_total(out) - baseline
+    wait_until(
+        lambda: topic_total(out, "dr", "primary.orders") - baseline >= 5_000,
+        WAIT_S,
+        "5,000 records replicated",
+        poll_s=0.1,
+    )
+    replicated_at_stop = topic_total(out, "dr", "primary.orders") - baseline
     stopped_at = time.monotonic()
     proc.stop(marker)  # SIGTERM, SIGKILL after 30 s: the broker's controlled shutdown
     assert not proc.find_pids(marker)
@@ -299,7 +242,7 @@ def test_rolling_worker_restarts_during_pulumi_up_converge(whole: TestStack) -> 
 
         updater = threading.Thread(target=up)
         updater.start()
-        producer = threading.Thread(target=lambda: result.update(acked=_produce(out, run, 20_000, rate=1_000)))
+        producer = threading.Thread(target=lambda: result.update(acked=produce_orders(out, run, 20_000, rate=1_000)))
         producer.start()
         restarts = []
         for index in (1, 0):  # worker-0 serves the REST URL the update talks to: restart it second

@@ -31,11 +31,11 @@ from tests.integration.harness import (
     kafka_conf,
     produce_batch,
     run_status,
-    run_validator,
     running,
     wait_until,
 )
 from tests.integration.prometheus import Prometheus
+from tests.integration.validation_stage import run_validator
 
 pytestmark = pytest.mark.integration
 

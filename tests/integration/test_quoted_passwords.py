@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import TestStack, arrives, deployed, produce_one, run_validator
+from tests.integration.harness import TestStack, arrives, deployed, produce_one
+from tests.integration.validation_stage import run_validator
 
 pytestmark = pytest.mark.integration
 

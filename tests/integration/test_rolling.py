@@ -10,13 +10,12 @@ flow with `reverseHeartbeats: true`).
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,25 +26,22 @@ from components.mm2_records import RecordFormatError, decode_heartbeat
 from components.platform.local import process as proc
 from components.platform.local.layout import process_marker, worker_path
 from tests.integration.harness import (
-    ROOT,
     TestStack,
     connect_auth,
     dev_config_with_free_ports,
     kafka_conf,
     running,
     wait_until,
-    write_outputs,
 )
+from tests.integration.records import produce_paced
+from tests.integration.sampling import PROBE_S, sample_at_once
+from tests.integration.validation_stage import run_stage
 
 pytestmark = pytest.mark.integration
 
 FLOW = "primary->dr"
 GROUP = "mm2"
 WAIT_S = 240
-# A worker that has not answered `GET /` within this is down; a refused connection is down at once.
-# With 2 s, a worker merely slow to answer on two cores shared by two pytest workers and their JVMs
-# counted as down, and asking the workers one after the other stretched a sample over seconds.
-PROBE_S = 5.0
 SPARK_ARGS = ("--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4", "--latency-window", "1")
 
 
@@ -95,14 +91,10 @@ def _stream(out: dict[str, Any], stop: threading.Event, rate: float, acked: list
     from confluent_kafka import Producer
 
     producer = Producer(kafka_conf(out, "primary", **{"enable.idempotence": True, "linger.ms": 5}))
-    started, sent = time.monotonic(), 0
-    while not stop.is_set():
-        producer.produce("orders", key=f"roll-{sent:07d}".encode(), value=b"x" * 50, on_delivery=lambda e, _m: None)
-        sent += 1
-        ahead = sent / rate - (time.monotonic() - started)
-        producer.poll(0)
-        if ahead > 0:  # poll(timeout) returns at the first delivery report: it cannot pace
-            time.sleep(ahead)
+    sent = produce_paced(
+        producer, "orders", lambda n: f"roll-{n:07d}".encode(), b"x" * 50, rate=rate, stop=stop,
+        on_delivery=lambda e, _m: None,
+    )  # fmt: skip
     assert producer.flush(60) == 0, "the stream's producer could not flush within 60s"
     acked.append(sent)
 
@@ -121,36 +113,18 @@ def answer_s(http: httpx.Client, url: str) -> float | None:
 def sample_workers(
     urls: list[str], auth: tuple[str, str] | None, stop: threading.Event, samples: list[list[float | None]]
 ) -> None:
-    """Every 0.2 s until `stop`: each worker's answer time (None: down), all asked at once so that a
-    row is one moment however long an answer takes."""
+    """Each worker's answer time to `GET /` (None: down), sampled with `sample_at_once`."""
     # No keep-alive: every probe connects afresh, so a stopped worker refuses at once instead of
     # failing on a pooled connection to its old process.
     limits = httpx.Limits(max_keepalive_connections=0)
-    with (
-        httpx.Client(timeout=PROBE_S, auth=auth, limits=limits) as http,
-        ThreadPoolExecutor(max_workers=len(urls)) as pool,
-    ):
-        while not stop.is_set():
-            samples.append(list(pool.map(lambda url: answer_s(http, url), urls)))
-            stop.wait(0.2)
+    with httpx.Client(timeout=PROBE_S, auth=auth, limits=limits) as http:
+        sample_at_once(lambda url: answer_s(http, url), urls, stop, samples)
 
 
 def spark_report(out: dict[str, Any], tmp: Path) -> dict[str, Any]:
     """The Spark stage on the stack's outputs (a 0600 file, removed afterwards); its JSON report."""
-    outputs, report = write_outputs(out, tmp / "outputs.json"), tmp / "report.json"
-    try:
-        run = subprocess.run(
-            [sys.executable, "-m", "spark.validate", "--outputs", str(outputs), "--report", str(report), *SPARK_ARGS],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-    finally:
-        outputs.unlink(missing_ok=True)
-    assert report.exists(), f"the Spark stage wrote no report (exit {run.returncode}):\n{run.stderr[-3000:]}"
-    return json.loads(report.read_text())
+    command = (sys.executable, "-m", "spark.validate")
+    return run_stage(out, tmp / "report.json", os.environ, *SPARK_ARGS, command=command, timeout_s=600).report
 
 
 def test_rolling_worker_restart_keeps_a_worker_up_and_loses_nothing(stack: TestStack, tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ import httpx
 import pytest
 
 from spark.jars import ensure_kafka_source_jars, pyspark_jars_dir
-from tests.integration.harness import TestStack, free_port_block, kafka_conf, running, wait_until, write_outputs
+from tests.integration.harness import TestStack, free_port_block, kafka_conf, running, wait_until
 from tests.integration.validation_stage import run_stage
 
 pytestmark = pytest.mark.integration
@@ -149,7 +149,7 @@ def _produce(out: dict[str, Any]) -> None:
 
 
 def test_cluster_and_local_give_the_same_verdicts(cluster: Standalone, stack: TestStack, tmp_path: Path) -> None:
-    outputs = write_outputs(stack.outputs(), tmp_path / "outputs.json")
+    outputs = stack.outputs()
     env = {**stack.env, **{k: cluster.env[k] for k in ("SPARK_LOCAL_IP", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}}
     # Same settings for both runs; a few shuffle partitions suit a few thousand records (the
     # default 200 make every stage 200 tasks on the cluster's two cores).

@@ -11,7 +11,7 @@ against a real MM2 flow.)
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import threading
 import time
 import uuid
@@ -26,10 +26,10 @@ from components.platform.local import process as proc
 from components.platform.local.provider import _probe_kafka
 from spark import validate
 from tests.integration.harness import free_port_block, kafka_retrying, wait_until
+from tests.integration.validation_stage import run_stage, run_stage_in_process
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 3
 PER_PARTITION = 16
 FAULT_PARTITION, FAULT_INDEX = 1, 8  # away from the sync points (first, last) and checkpoint (5)
@@ -297,8 +297,9 @@ def write_flow(
     assert sp.flush(30) == 0 and tp.flush(30) == 0
 
 
-def outputs_file(brokers: dict[str, str], topic: str, tmp_path: Path, worker_group: str = "mm2") -> Path:
-    data = {
+def flow_outputs(brokers: dict[str, str], topic: str, worker_group: str = "mm2") -> dict[str, Any]:
+    """Stack outputs for one flow primary->dr of `topic` (the stage's input)."""
+    return {
         "clusters": {
             "primary": {"bootstrap": brokers["primary"], "securityProtocol": "PLAINTEXT"},
             "dr": {"bootstrap": brokers["dr"], "securityProtocol": "PLAINTEXT"},
@@ -325,28 +326,13 @@ def outputs_file(brokers: dict[str, str], topic: str, tmp_path: Path, worker_gro
             }
         },
     }
-    path = tmp_path / f"outputs-{topic}.json"
-    path.write_text(json.dumps(data))
-    return path
 
 
-def run_validator(spark: Any, outputs: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    report = tmp_path / "report.json"
-    args = validate.parse_args(
-        [
-            "--outputs",
-            str(outputs),
-            "--report",
-            str(report),
-            "--catch-up-timeout",
-            "20",
-            "--latency-window",
-            "2",
-            *extra,
-        ]
+def run_validator(spark: Any, outputs: dict[str, Any], tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    run = run_stage_in_process(
+        spark, outputs, tmp_path / "report.json", "--catch-up-timeout", "20", "--latency-window", "2", *extra
     )
-    code = validate.run(args, spark=spark)
-    return code, json.loads(report.read_text())
+    return run.code, run.report
 
 
 # --- the tests ---------------------------------------------------------------------------------------
@@ -366,7 +352,7 @@ def test_correct_copy_passes(brokers: dict[str, str], heartbeats: None, spark: A
         )["app"].result(),
         "committing group app's offset on dr",
     )
-    code, report = run_validator(spark, outputs_file(brokers, "orders_ok", tmp_path), tmp_path)
+    code, report = run_validator(spark, flow_outputs(brokers, "orders_ok"), tmp_path)
     assert report["failedChecks"] == [] and code == 0, json.dumps(report, indent=1)[:6000]
     flow = report["flows"]["primary->dr"]
     topic = flow["topics"]["orders_ok"]
@@ -432,7 +418,7 @@ def test_each_fault_is_reported_exactly(
 ) -> None:
     topic = f"orders_{name}"
     write_flow(brokers, topic, fault, ckpt_ahead, transactional=txn)
-    code, report = run_validator(spark, outputs_file(brokers, topic, tmp_path), tmp_path)
+    code, report = run_validator(spark, flow_outputs(brokers, topic), tmp_path)
     assert code == 1
     assert report["failedChecks"] == [f"primary->dr: {topic}: {check}"], json.dumps(report, indent=1)[:6000]
     detail = report["flows"]["primary->dr"]["topics"][topic]["checks"][check]["detail"]
@@ -467,7 +453,7 @@ def test_aligned_partitions_get_the_same_verdicts(
     spark.conf.set("spark.mm2.validate.alignBlock", "2")
     spark.conf.set("spark.mm2.validate.alignMinRecords", "1")
     try:
-        code, report = run_validator(spark, outputs_file(brokers, topic, tmp_path), tmp_path)
+        code, report = run_validator(spark, flow_outputs(brokers, topic), tmp_path)
     finally:
         spark.conf.unset("spark.mm2.validate.alignBlock")
         spark.conf.unset("spark.mm2.validate.alignMinRecords")
@@ -503,7 +489,7 @@ def test_lost_records_end_the_wait_once_mm2_has_consumed_them(
         value = json.dumps({"offset": PER_PARTITION - 1})  # the last record before the cut was processed
         producer.produce(offsets_topic, key=key.encode(), value=value.encode(), partition=p % 5)
     assert producer.flush(30) == 0
-    outputs = outputs_file(brokers, topic, tmp_path, worker_group=group)
+    outputs = flow_outputs(brokers, topic, worker_group=group)
     code, report = run_validator(spark, outputs, tmp_path, "--catch-up-quiet", "2")
     assert code == 1
     assert report["failedChecks"] == [f"primary->dr: {topic}: completeness"], json.dumps(report, indent=1)[:6000]
@@ -526,9 +512,7 @@ def test_group_without_checkpoints_fails(brokers: dict[str, str], heartbeats: No
         )["lonely"].result(),
         "committing group lonely's offset on primary",
     )
-    code, report = run_validator(
-        spark, outputs_file(brokers, "orders_nockpt", tmp_path), tmp_path, "--checkpoint-wait", "3"
-    )
+    code, report = run_validator(spark, flow_outputs(brokers, "orders_nockpt"), tmp_path, "--checkpoint-wait", "3")
     assert code == 1
     assert report["failedChecks"] == ["primary->dr: checkpoints"], json.dumps(report, indent=1)[:6000]
     detail = report["flows"]["primary->dr"]["checks"]["checkpoints"]["detail"]
@@ -539,7 +523,7 @@ def test_loop_topic_is_reported(brokers: dict[str, str], heartbeats: None, spark
     write_flow(brokers, "orders_loop", None)
     _create(brokers["primary"], "dr.primary.orders_loop", 1)  # only a dr->primary flow could make it
     try:
-        code, report = run_validator(spark, outputs_file(brokers, "orders_loop", tmp_path), tmp_path)
+        code, report = run_validator(spark, flow_outputs(brokers, "orders_loop"), tmp_path)
     finally:
         admin = _admin(brokers["primary"])
         admin.delete_topics(["dr.primary.orders_loop"])["dr.primary.orders_loop"].result()
@@ -564,33 +548,20 @@ def test_cli_end_to_end(brokers: dict[str, str], heartbeats: None, tmp_path: Pat
     """bin/validate as a user runs it: its own Spark session, table on stdout, exit status."""
     write_flow(brokers, "orders_cli", fault_missing)
     report = tmp_path / "cli.json"
-    out = subprocess.run(
-        [
-            str(ROOT / "bin" / "validate"),
-            "--outputs",
-            str(outputs_file(brokers, "orders_cli", tmp_path)),
-            "--report",
-            str(report),
-            "--master",
-            "local[2]",
-            "--conf",
-            "spark.sql.shuffle.partitions=4",
-            "--catch-up-timeout",
-            "20",
-            "--latency-window",
-            "1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    out = run_stage(
+        flow_outputs(brokers, "orders_cli"),
+        report,
+        os.environ,
+        *("--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4"),
+        *("--catch-up-timeout", "20", "--latency-window", "1"),
+        timeout_s=600,
     )
-    assert out.returncode == 1, out.stdout + out.stderr[-3000:]
+    assert out.code == 1, out.stdout + out.stderr[-3000:]
     # The stage's own lines only: no Spark console progress bars.
     assert "[Stage " not in out.stdout + out.stderr, out.stderr[-3000:]
     assert "fast path:" in out.stderr
     assert "RESULT: FAIL (1 failed check(s))" in out.stdout
     assert "primary->dr: orders_cli: completeness" in out.stdout
-    assert json.loads(report.read_text())["failedChecks"] == ["primary->dr: orders_cli: completeness"]
+    assert out.report["failedChecks"] == ["primary->dr: orders_cli: completeness"]
     assert f"report: {report}" in out.stdout and f"html report: {report.with_suffix('.html')}" in out.stdout
     assert report.with_suffix(".html").read_text().startswith("<!DOCTYPE html>")

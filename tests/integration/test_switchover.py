@@ -45,10 +45,10 @@ from tests.integration.harness import (
     read_keys,
     read_partitions,
     run_status,
-    run_validator,
     running,
     wait_until,
 )
+from tests.integration.validation_stage import run_validator
 
 pytestmark = pytest.mark.integration
 

@@ -188,8 +188,7 @@ def test_spark_validation_reads_both_clusters_over_tls(stack: TestStack, tmp_pat
     finds the flow between the TLS clusters whole: exit code 0, every check passed."""
     out = stack.outputs()
     _produce(out, "primary", "payments", f"spark-{uuid.uuid4().hex}".encode())
-    outputs = write_outputs(out, tmp_path / "outputs.json")
-    run = run_stage(outputs, tmp_path / "report.json", stack.env, "--latency-window", "0")
+    run = run_stage(out, tmp_path / "report.json", stack.env, "--latency-window", "0")
     flow = run.report["flows"][FLOW]
     checks = {topic: t["checks"]["completeness"]["status"] for topic, t in flow["topics"].items()}
     assert checks and set(checks.values()) == {"pass"}, (checks, run.summary())

@@ -30,13 +30,13 @@ from tests.integration.harness import (
     produce_end_markers,
     read_keys,
     read_partitions,
-    run_validator,
     running,
     stays_false,
     topic_names,
     wait_until,
     write_outputs,
 )
+from tests.integration.validation_stage import run_validator
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,6 @@ All clusters run the secure default of the local platform: SASL/SCRAM with least
 from __future__ import annotations
 
 import copy
-import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,8 @@ from tests.integration.harness import (
     running,
     topic_names,
     wait_until,
-    write_outputs,
 )
+from tests.integration.validation_stage import run_stage_in_process
 
 pytestmark = pytest.mark.integration
 
@@ -63,12 +62,10 @@ def spark() -> Any:
 
 def validate(stack: TestStack, spark: Any, tmp: Path, flows: set[str]) -> None:
     """The Spark stage on every flow of the stack: exit code 0, and each topic complete."""
-    from spark import validate as stage
-
-    outputs, report = write_outputs(stack.outputs(), tmp / "outputs.json"), tmp / "report.json"
-    args = ["--outputs", str(outputs), "--report", str(report), "--latency-window", "0", "--catch-up-timeout", "60"]
-    code = stage.run(stage.parse_args(args), spark=spark)
-    result = json.loads(report.read_text())
+    run = run_stage_in_process(
+        spark, stack.outputs(), tmp / "report.json", "--latency-window", "0", "--catch-up-timeout", "60"
+    )
+    code, result = run.code, run.report
     assert code == 0, result["failedChecks"]
     assert set(result["flows"]) == flows
     for name, flow in result["flows"].items():

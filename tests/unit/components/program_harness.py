@@ -1,68 +1,17 @@
-"""The real program (`components.program`) under Pulumi's mocks: a recording monitor, mocks that
-answer like the providers, and stack configs read from the project's YAML files."""
+"""The real program (`components.program`) under Pulumi's mocks (tests/unit/mocks.py): stack
+configs read from the project's YAML files, and the program run to its end."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import yaml
-from pulumi.runtime import mocks as pmocks
 
 from components.program import SECTIONS, Deployed, StackConfig, program
-from components.rpc_values import plain
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-@dataclass
-class Registration:
-    type: str
-    name: str
-    parent: str
-    dependencies: list[str]
-    inputs: dict[str, Any] = field(default_factory=dict)
-
-
-class RecordingMonitor(pmocks.MockMonitor):
-    """MockMonitor that also keeps parent and dependency URNs of every registration."""
-
-    def __init__(self, mocks: pmocks.Mocks) -> None:
-        super().__init__(mocks)
-        self.registrations: list[Registration] = []
-
-    def RegisterResource(self, request: Any) -> Any:
-        self.registrations.append(Registration(request.type, request.name, request.parent, list(request.dependencies)))
-        return super().RegisterResource(request)
-
-
-class EchoMocks(pmocks.Mocks):
-    def new_resource(self, args: pmocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        outs = dict(args.inputs)
-        if args.typ == "pulumi-python:dynamic/connect:Connector":
-            outs.setdefault("state", "RUNNING")
-        if args.typ == "pulumi-python:dynamic/security:Credentials":
-            # As the provider: the given passwords, and one for every other key it generates or needs.
-            keys = [*args.inputs.get("generated", []), *args.inputs.get("required", [])]
-            outs["values"] = {k: f"pw-{k}" for k in keys} | dict(plain(args.inputs.get("given")) or {})
-        return f"{args.name}-id", outs
-
-    def call(self, args: pmocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
-
-
-@contextmanager
-def mocked(stack: str = "unit") -> Iterator[RecordingMonitor]:
-    mon = RecordingMonitor(EchoMocks())
-    pulumi.runtime.set_mocks(EchoMocks(), project="mm2-replication", stack=stack, preview=False, monitor=mon)
-    try:
-        yield mon
-    finally:
-        pulumi.runtime.settings.reset_options()
 
 
 def yaml_config(path: Path) -> dict[str, Any]:

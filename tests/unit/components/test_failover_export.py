@@ -16,8 +16,9 @@ from pulumi.runtime import mocks as pmocks
 from components.outputs.contract import PairExport, PartitionCut, StackExports, cut_document
 from components.program import failover_export, program
 from components.switchover import pair_export
+from tests.unit.mocks import EchoMocks, mocked
 
-from .program_harness import ROOT, EchoMocks, RecordingMonitor, namespace, stack_config, yaml_config
+from .program_harness import ROOT, namespace, stack_config, yaml_config
 
 CUT = (PartitionCut("orders", 1, 40, 38), PartitionCut("orders", 0, 250, 250))
 LAST = {"from": "primary", "to": "dr", "fencedSeconds": 8.6, "rpoRecords": 2, "groups": ["app"], "unplanned": False}
@@ -35,14 +36,8 @@ class SwitchedMocks(EchoMocks):
 
 @pytest.fixture
 def switched() -> Iterator[None]:
-    mocks = SwitchedMocks()
-    pulumi.runtime.set_mocks(
-        mocks, project="mm2-replication", stack="unit", preview=False, monitor=RecordingMonitor(mocks)
-    )
-    try:
+    with mocked(SwitchedMocks()):
         yield
-    finally:
-        pulumi.runtime.settings.reset_options()
 
 
 def decoded(name: str, doc: Any) -> PairExport:

@@ -16,9 +16,10 @@ from components.platform.secret_files import container_secret_keys
 from components.program import failover_export, group_export, program
 from components.rpc_values import plain
 from components.topology import Topology, parse_topology
+from tests.unit.mocks import RecordingMonitor, Registration, mocked
 from tests.unit.topology.helpers import external_target_config
 
-from .program_harness import ROOT, RecordingMonitor, Registration, mocked, namespace, settled, stack_config, yaml_config
+from .program_harness import ROOT, namespace, settled, stack_config, yaml_config
 
 
 @pytest.fixture

@@ -15,8 +15,9 @@ import pytest
 
 from components.program import SECTIONS, StackConfigError, program, read_stack_config, validate
 from components.topology import Platform
+from tests.unit.mocks import mocked
 
-from .program_harness import ROOT, mocked, namespace, stack_config, yaml_config
+from .program_harness import ROOT, namespace, stack_config, yaml_config
 
 
 def dev_mm2() -> dict[str, Any]:

@@ -8,44 +8,21 @@ from typing import Any
 import pulumi
 import pytest
 from pulumi.runtime import rpc
-from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
-from pulumi.runtime.settings import reset_options
 
 from components.connect.inputs import DEFAULT_TIMEOUT_S
 from components.connect.provider import TYPE_TOKEN, Connector
+from tests.unit.mocks import RecordingMonitor, mocked
 
 from .fakes import URL
 
 CONFIG = {"connector.class": "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector"}
 
 
-class EchoMocks(pulumi.runtime.Mocks):
-    def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        return (f"{args.name}-id", args.inputs)
-
-    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return ({}, None)
-
-
-class RecordingMonitor(MockMonitor):
-    """Keeps the raw RegisterResource requests: type token, secret outputs, serialized inputs."""
-
-    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
-        super().__init__(mocks)
-        self.requests: list[Any] = []
-
-    def RegisterResource(self, request: Any) -> Any:  # the gRPC method's name
-        self.requests.append(request)
-        return super().RegisterResource(request)
-
-
 @pytest.fixture
 def monitor() -> Iterator[RecordingMonitor]:
-    mocks = EchoMocks()
-    recording = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, monitor=recording, preview=False)
-    yield recording
-    reset_options(project="project", stack="stack", organization="organization")
+    # The SDK's own defaults for project and stack.
+    with mocked(project="project", stack="stack") as recording:
+        yield recording
 
 
 def registered(monitor: RecordingMonitor) -> list[Any]:

@@ -7,11 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pulumi
 import pytest
 import yaml
 
-from .mocks import EchoMocks, RecordingMonitor
+from tests.unit.mocks import RecordingMonitor, mocked
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICIES_DIR = ROOT / "policies"
@@ -34,10 +33,5 @@ def prod_config() -> dict[str, Any]:
 
 @pytest.fixture
 def monitor() -> Iterator[RecordingMonitor]:
-    mocks = EchoMocks()
-    mon = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project="mm2-replication", stack="unit", preview=False, monitor=mon)
-    try:
+    with mocked() as mon:
         yield mon
-    finally:
-        pulumi.runtime.settings.reset_options()

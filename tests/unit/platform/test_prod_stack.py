@@ -20,8 +20,8 @@ from components.platform.secret_files import container_secret_keys
 from components.program import program
 from components.rpc_values import plain
 from components.topology import DEFAULT_POLICY_CLASS, Platform, SecurityProtocol, parse_topology
-from tests.unit.components.program_harness import RecordingMonitor, mocked
 from tests.unit.components.program_harness import stack_config as program_config
+from tests.unit.mocks import RecordingMonitor, mocked
 from tests.unit.policies.builders import resource, run_resource, run_stack
 
 from .conftest import namespace, stack_config

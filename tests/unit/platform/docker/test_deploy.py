@@ -9,9 +9,10 @@ import pulumi
 from components.platform.contract import BrokerRequest, WorkerRequest
 from components.platform.docker.deploy import DockerBackend
 from components.platform.settings import docker_settings
+from tests.unit.mocks import RecordingMonitor
 
 from ..helpers import DOCKER, SECRET_VALUES, topology
-from ..mocks import Parent, RecordingMonitor, regs, settle, urn_of
+from ..mocks import Parent, regs, settle, urn_of
 
 
 @pulumi.runtime.test

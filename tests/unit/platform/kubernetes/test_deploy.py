@@ -9,9 +9,10 @@ import pulumi
 
 from components.platform.kubernetes.deploy import deploy_connect_kubernetes, deploy_kafka_kubernetes
 from components.platform.settings import KubernetesSettings
+from tests.unit.mocks import RecordingMonitor
 
 from ..helpers import SASL_KUBERNETES, SECRET_VALUES, prod_settings, prod_topology, topology
-from ..mocks import Parent, RecordingMonitor, regs, settle, urn_of
+from ..mocks import Parent, regs, settle, urn_of
 
 
 @pulumi.runtime.test

@@ -13,9 +13,10 @@ from components.platform.kubernetes.deploy import KubernetesBackend
 from components.platform.secret_files import container_secret_keys
 from components.platform.settings import KubernetesSettings
 from components.rpc_values import plain
+from tests.unit.mocks import RecordingMonitor
 
 from ..helpers import SASL_KUBERNETES, SECRET_VALUES, prod_settings, prod_topology, topology
-from ..mocks import Parent, RecordingMonitor, regs, settle, urn_of
+from ..mocks import Parent, regs, settle, urn_of
 
 
 def request(config: dict[str, Any], group: str = "mm2") -> WorkerRequest:

@@ -10,9 +10,10 @@ import pulumi
 from components.platform.contract import WorkerRequest
 from components.platform.kubernetes.deploy import deploy_watcher_kubernetes
 from components.platform.settings import KubernetesSettings, kubernetes_settings
+from tests.unit.mocks import RecordingMonitor
 
 from ..helpers import SASL_KUBERNETES, SECRET_VALUES, topology
-from ..mocks import Parent, RecordingMonitor, regs, settle, urn_of
+from ..mocks import Parent, regs, settle, urn_of
 
 
 def request(auto_restart: dict[str, Any] | None) -> WorkerRequest:
