@@ -16,6 +16,7 @@ MM2's refresh intervals, the Pulumi engine), so two modules at once keep both co
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from typing import Any
 
 import pytest
@@ -95,6 +96,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         first.setdefault(work_unit(item.nodeid), index)
     weight = {unit: MODULE_SECONDS.get(unit, 0.0) for unit in first}
     items.sort(key=lambda item: (-weight[work_unit(item.nodeid)], first[work_unit(item.nodeid)]))
+
+
+# Seconds each work unit took in this run (setup, calls, teardown of its tests, as the reports
+# reach the controller): the table above, refreshed from what bin/test prints at the end.
+UNIT_SECONDS: defaultdict[str, float] = defaultdict(float)
+SLOWEST_SHOWN = 15
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    UNIT_SECONDS[work_unit(report.nodeid)] += report.duration
+
+
+def slowest_units(seconds: dict[str, float], count: int = SLOWEST_SHOWN) -> list[str]:
+    """The `count` slowest work units as lines, slowest first."""
+    ranked = sorted(seconds.items(), key=lambda kv: (-kv[1], kv[0]))[:count]
+    return [f"{s:7.0f}s  {unit}" for unit, s in ranked]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if UNIT_SECONDS:
+        terminalreporter.write_sep("=", f"slowest {SLOWEST_SHOWN} work units (seconds of setup, calls, teardown)")
+        for line in slowest_units(UNIT_SECONDS):
+            terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -83,3 +83,12 @@ def test_without_xdist_the_whole_range_is_used(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     assert harness._worker_share(10000, 30000) == (10000, 30000)
+
+
+def test_the_slowest_work_units_are_listed_slowest_first() -> None:
+    seconds = {"tests/a.py": 3.0, conftest.SPARK_UNIT: 90.4, "tests/b.py": 12.0, "tests/c.py": 12.0}
+    assert conftest.slowest_units(seconds, count=3) == [
+        "     90s  tests/unit/spark/",
+        "     12s  tests/b.py",
+        "     12s  tests/c.py",
+    ]
