@@ -65,6 +65,10 @@ FLOW = "primary->dr"
 GROUP = "mm2"
 REMOTE = "primary.orders"
 RECORDS = 100_000
+# The stream's pace while a worker is killed: 100,000 records over about 20 s, so the kill (once
+# 5,000 arrived) lands with most of the stream still to come. Unpaced, MM2 at-least-once copied
+# all of it between two polls of the target on a loaded machine, and the kill came after the end.
+STREAM_RATE = 5_000
 WAIT_S = 300
 # The longest the rollout may stop replication on every partition at once (measured: see the
 # test's output); a worker restart takes ~10 s on this machine, and rolling keeps the others going.
@@ -136,13 +140,15 @@ def _source_config(out: dict[str, Any]) -> dict[str, str]:
 
 
 def _kill_mid_stream(s: TestStack, out: dict[str, Any], run: str) -> set[bytes]:
-    """Produce RECORDS uniquely keyed records; SIGKILL the worker running the most source tasks
-    once 5,000 arrived; wait for the tasks to run on the survivor. Returns the acked keys."""
+    """Produce RECORDS uniquely keyed records at STREAM_RATE; SIGKILL the worker running the most
+    source tasks once 5,000 arrived; wait for the tasks to run on the survivor. Returns the acked keys."""
     tasks = _statuses(out)["source"]["tasks"]
     victim = Counter(worker_index(s, t["worker_id"], GROUP) for t in tasks).most_common(1)[0][0]
     baseline = topic_total(out, "dr", REMOTE)
     result: dict[str, Any] = {}
-    producer = threading.Thread(target=lambda: result.update(acked=produce_orders(out, run, RECORDS)))
+    producer = threading.Thread(
+        target=lambda: result.update(acked=produce_orders(out, run, RECORDS, rate=STREAM_RATE))
+    )
     producer.start()
     wait_until(lambda: topic_total(out, "dr", REMOTE) - baseline >= 5_000, WAIT_S, "5,000 records replicated", 0.1)
     pids = proc.find_pids(process_marker(s.name, worker_path(GROUP, victim)))
