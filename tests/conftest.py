@@ -30,28 +30,28 @@ from components.platform.local.process import JVM_FLAGS, PERFORMANCE_OPTS_ENV
 # default stays Kafka's own flags.
 os.environ.setdefault(PERFORMANCE_OPTS_ENV, " ".join((*JVM_FLAGS, "-XX:TieredStopAtLevel=1")))
 
-# Seconds each work unit took (setup, calls, teardown; two workers, 2026-11-26, before the C1-only
-# JVM flags above); only the order matters, and units under 10 s are left out. Refresh it from
-# `bin/test --durations=0` when modules change a lot.
+# Seconds each work unit took (setup, calls, teardown): the 15 slowest from the summary bin/test
+# prints at its end (three workers, 2026-11-27), the rest from two workers on 2026-11-26; only the
+# order matters, and units under 10 s are left out. Refresh it when modules change a lot.
 MODULE_SECONDS: dict[str, float] = {
-    "tests/integration/test_switchover.py": 390,
-    "tests/integration/test_faults.py": 377,
-    "tests/integration/test_exactly_once.py": 322,
-    "tests/integration/test_spark_validation.py": 288,
-    "tests/integration/test_topologies_multi.py": 267,
-    "tests/unit/spark/": 222,
-    "tests/integration/test_dev_stack.py": 166,
-    "tests/integration/test_lag.py": 160,
+    "tests/integration/test_switchover.py": 548,
+    "tests/integration/test_spark_validation.py": 377,
+    "tests/unit/spark/": 371,
+    "tests/integration/test_faults.py": 365,
+    "tests/integration/test_dev_stack.py": 273,
+    "tests/integration/test_exactly_once.py": 269,
+    "tests/integration/test_topologies_multi.py": 233,
+    "tests/integration/test_tls.py": 187,
+    "tests/integration/test_docker_platform.py": 184,
+    "tests/integration/test_spark_cluster.py": 170,
+    "tests/integration/test_connector_states.py": 169,
+    "tests/integration/test_lag.py": 159,
     "tests/integration/test_topologies_bidirectional.py": 150,
-    "tests/integration/test_tls.py": 148,
-    "tests/integration/test_connector_states.py": 136,
-    "tests/integration/test_spark_cluster.py": 133,
-    "tests/integration/test_security.py": 125,
-    "tests/integration/test_rolling.py": 121,
-    "tests/integration/test_docker_platform.py": 119,
+    "tests/integration/test_security.py": 149,
+    "tests/integration/test_rolling.py": 141,
+    "tests/integration/test_metrics.py": 127,
     "tests/integration/test_broker_rolling.py": 110,
     "tests/integration/test_repair.py": 102,
-    "tests/integration/test_metrics.py": 84,
     "tests/integration/test_bad_input.py": 78,
     "tests/integration/test_quoted_passwords.py": 57,
     "tests/integration/test_dead_group.py": 55,
