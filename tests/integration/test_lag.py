@@ -65,10 +65,14 @@ def lag_url(stack: TestStack) -> str:
     return str(url)
 
 
-def samples(url: str, name: str) -> list[tuple[dict[str, str], float]]:
-    """Every sample of metric `name` the exporter serves now, as (labels, value)."""
+def scrape(url: str) -> str:
+    return httpx.get(f"{url}/metrics", timeout=5).text
+
+
+def samples(url: str, name: str, text: str | None = None) -> list[tuple[dict[str, str], float]]:
+    """Every sample of metric `name` the exporter serves now (or in the scraped `text`), as (labels, value)."""
     out = []
-    for line in httpx.get(f"{url}/metrics", timeout=5).text.splitlines():
+    for line in (scrape(url) if text is None else text).splitlines():
         if line.startswith(name + "{"):
             labels_text, value = line[len(name) + 1 :].rsplit("} ", 1)
             labels = dict(part.split("=", 1) for part in labels_text.split('",') if part)
@@ -76,8 +80,8 @@ def samples(url: str, name: str) -> list[tuple[dict[str, str], float]]:
     return out
 
 
-def value(url: str, name: str, **wanted: str) -> float | None:
-    for labels, v in samples(url, name):
+def value(url: str, name: str, text: str | None = None, **wanted: str) -> float | None:
+    for labels, v in samples(url, name, text):
         if all(labels.get(k) == w for k, w in wanted.items()):
             return v
     return None
@@ -85,6 +89,29 @@ def value(url: str, name: str, **wanted: str) -> float | None:
 
 def total(url: str, name: str, **wanted: str) -> float:
     return sum(v for labels, v in samples(url, name) if all(labels.get(k) == w for k, w in wanted.items()))
+
+
+def wait_lag(url: str, topic: str, records: int, what: str, since: float) -> None:
+    """Until the exporter serves `records` behind on partition 0 of `topic` from a reading it
+    started after `since` (Unix time): a reading from before the records under test were written
+    says nothing about them. A timeout names the last value and how old the last reading was."""
+    seen: list[tuple[float | None, float | None]] = []
+
+    def reached() -> bool:
+        text = scrape(url)
+        read_at = value(url, "mm2_lag_last_read_timestamp_seconds", text, flow=FLOW)
+        seen.append((read_at, value(url, "mm2_partition_lag_records", text, topic=topic, partition="0")))
+        return read_at is not None and read_at > since and seen[-1][1] == records
+
+    try:
+        wait_until(reached, BOUND_S, what)
+    except AssertionError as exc:
+        read_at, lag = seen[-1] if seen else (None, None)
+        age = f"{time.time() - read_at:.0f} s ago" if read_at else "never"
+        raise AssertionError(
+            f"{exc}: lag of {topic}[0] served last {lag}, values seen {sorted({str(v) for _t, v in seen})}; "
+            f"the exporter last read {age}, read errors {total(url, 'mm2_lag_read_errors_total')}"
+        ) from None
 
 
 def expired(url: str) -> dict[str, Any]:
@@ -103,21 +130,18 @@ def set_source_state(stack: TestStack, action: str, state: str) -> None:
 
     def reached() -> bool:
         status = httpx.get(f"{url}/connectors/{name}/status", auth=auth, timeout=10).json()
-        return all(s["state"] == state for s in [status["connector"], *status["tasks"]])
+        # No task listed is not a task paused: during a reassignment the list is briefly empty.
+        return bool(status["tasks"]) and all(s["state"] == state for s in [status["connector"], *status["tasks"]])
 
     wait_until(reached, 60, f"the source connector {state}", poll_s=0.5)
 
 
 def wait_copied(stack: TestStack, url: str, topic: str, records: int) -> None:
-    """Until partition 0 of `topic` holds `records` records and the exporter sees MM2 past them all."""
-    wait_until(
-        lambda: (
-            value(url, "mm2_partition_lag_records", topic=topic, partition="0") == 0
-            and watermarks(stack, topic)[1] == records
-        ),
-        BOUND_S,
-        f"the {records} records of {topic} copied",
-    )
+    """Partition 0 of `topic` holds `records` records (just produced); until the exporter, in a
+    reading started after that, sees MM2 past them all (lag 0 then means MM2 committed them)."""
+    written = time.time()
+    assert watermarks(stack, topic)[1] == records, f"{topic} holds {watermarks(stack, topic)} (start, end)"
+    wait_lag(url, topic, 0, f"the {records} records of {topic} copied", since=written)
 
 
 def admin(stack: TestStack) -> Any:
@@ -176,9 +200,10 @@ def test_a_paused_flow_lags_past_its_rpo_and_recovers(world: tuple[TestStack, Pr
             BOUND_S,
             "300 records of orders behind",
         )
-        # The flow's figure is its worst partition's: orders has 3.
-        assert value(url, "mm2_flow_lag_records", flow=FLOW) == max(
-            v for labels, v in samples(url, "mm2_partition_lag_records") if labels["flow"] == FLOW
+        # The flow's figure is its worst partition's (orders has 3), both from one scrape.
+        text = scrape(url)
+        assert value(url, "mm2_flow_lag_records", text, flow=FLOW) == max(
+            v for labels, v in samples(url, "mm2_partition_lag_records", text) if labels["flow"] == FLOW
         )
         assert behind >= 300
         seconds = wait_until(
@@ -236,9 +261,7 @@ def test_records_deleted_before_replication_are_named_and_counted(
     finally:
         set_source_state(stack, "resume", "RUNNING")
     # MM2 resumes from the log start; the count stays what was lost, no new loss is found.
-    wait_until(
-        lambda: value(url, "mm2_partition_lag_records", topic="expiring", partition="0") == 0, BOUND_S, "caught up"
-    )
+    wait_lag(url, "expiring", 0, "caught up", since=time.time())
     assert sum(e["count"] for e in expired(url)["expired"]) == want
 
     status = run_status(stack.outputs(), tmp_path, "--json", env=stack.env)
@@ -289,13 +312,10 @@ def test_a_recreated_source_topic_is_reported_with_what_mm2_had_not_copied(
     set_source_state(stack, "pause", "PAUSED")
     try:
         produce_batch(out, "primary", "recreated", [f"unsent-{i}".encode() for i in range(30)])
-        wait_until(
-            lambda: value(url, "mm2_partition_lag_records", topic="recreated", partition="0") == 30,
-            BOUND_S,
-            "the exporter to see 30 records not copied",
-        )
+        wait_lag(url, "recreated", 30, "the exporter to see 30 records not copied", since=time.time())
         _recreate(stack, "recreated")
         produce_batch(out, "primary", "recreated", [f"new-{i}".encode() for i in range(5)])
+        new_written = time.time()
         found = wait_until(
             lambda: [e for e in expired(url)["expired"] if e["topic"] == "recreated"] or None,
             BOUND_S,
@@ -307,9 +327,5 @@ def test_a_recreated_source_topic_is_reported_with_what_mm2_had_not_copied(
     finally:
         set_source_state(stack, "resume", "RUNNING")
     # MM2 copies the new topic from its start; the exporter sees it caught up, nothing more lost.
-    wait_until(
-        lambda: value(url, "mm2_partition_lag_records", topic="recreated", partition="0") == 0,
-        BOUND_S,
-        "the new topic copied",
-    )
+    wait_lag(url, "recreated", 0, "the new topic copied", since=new_written)
     assert [e["count"] for e in expired(url)["expired"] if e["topic"] == "recreated"] == [30]
