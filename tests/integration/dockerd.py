@@ -21,8 +21,7 @@ import pytest
 
 from components.platform.docker.engine import DockerEngine, DockerEngineError
 from tests.integration.harness import ROOT, wait_until
-
-INSTALL = "apt-get install docker.io (bin/bootstrap --test-tools does)"
+from tests.tools import required_tool
 
 
 def image_records() -> dict[str, dict[str, object]]:
@@ -37,9 +36,7 @@ def image_records() -> dict[str, dict[str, object]]:
 @contextlib.contextmanager
 def running_dockerd(load: tuple[str, ...] = ()) -> Iterator[DockerEngine]:
     """Start dockerd, load the `load` images, yield a client; stop and clean up on the way out."""
-    dockerd = shutil.which("dockerd")
-    if dockerd is None:
-        pytest.fail(f"dockerd not found on PATH. Fix: {INSTALL}.")  # a failure under CI, never a skip
+    dockerd = required_tool("dockerd", "docker.io")
     # A short path: a unix socket's path must fit in 108 bytes.
     home = Path(tempfile.mkdtemp(prefix="mm2-dockerd-", dir="/tmp"))
     (home / "daemon.json").write_text("{}")  # the machine's /etc/docker/daemon.json must not apply

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -128,6 +128,7 @@ class TestStack:
         self.config_file = tmp / f"Pulumi.{self.name}.yaml"
         self.config = config or dev_config_with_free_ports()
         self.run_dir = Path(run_root(ROOT, self.name))
+        self.left_by_destroy: dict[str, list[str]] = {}  # what the engine's destroy left (stop_what_is_left)
         self.env = {
             **os.environ,
             "PULUMI_BACKEND_URL": f"file://{self.backend}",
@@ -215,16 +216,21 @@ class TestStack:
                 os.kill(pid, signal.SIGKILL)
             wait_until(lambda: not proc.find_pids(marker), 30, f"{path} to die", poll_s=0.1)
 
+    def stop_what_is_left(self) -> None:
+        """The safety net after a destroy: whatever the engine could not stop, stopped here, once
+        no watcher can start a worker again. What it found is kept in `left_by_destroy` first."""
+        files = sorted(str(p.relative_to(self.run_dir)) for p in self.run_dir.rglob("*") if not p.is_dir())
+        self.left_by_destroy = {"processes": self.markers(), "files": files[:20]}
+        for command in self.run_dir.rglob(proc.COMMAND_FILE):
+            command.unlink(missing_ok=True)
+        for marker in self.markers():
+            proc.stop(marker, grace_s=5)
+
     def destroy(self) -> None:
         try:
             self.pulumi("destroy", "--yes", "--skip-preview", check=False)
         finally:
-            # Safety net: whatever the engine could not stop, stop here, once no watcher can
-            # start a worker again.
-            for command in self.run_dir.rglob(proc.COMMAND_FILE):
-                command.unlink(missing_ok=True)
-            for marker in self.markers():
-                proc.stop(marker, grace_s=5)
+            self.stop_what_is_left()
             shutil.rmtree(self.run_dir, ignore_errors=True)
             subprocess.run(
                 ["pulumi", "stack", "rm", self.name, "--yes", "--force", "--non-interactive"],
@@ -252,6 +258,14 @@ def log_evidence(stack: TestStack) -> str:
         flagged = [line[:400] for line in lines if " WARN " in line or " ERROR " in line]
         parts.append(f"-- {log.relative_to(stack.run_dir)} (last {EVIDENCE_LINES} of {len(flagged)} WARN/ERROR):")
         parts += flagged[-EVIDENCE_LINES:]
+    for log in sorted([*stack.run_dir.rglob("lag-exporter.log"), *stack.run_dir.rglob("watcher.log")]):
+        try:  # the project's own services: a line per finding, error and start, all of them news
+            lines = log.read_text(errors="replace").splitlines()
+        except OSError as exc:
+            parts.append(f"-- {log.relative_to(stack.run_dir)}: unreadable ({exc})")
+            continue
+        parts.append(f"-- {log.relative_to(stack.run_dir)} (last {EVIDENCE_LINES} of {len(lines)} lines):")
+        parts += [line[:400] for line in lines[-EVIDENCE_LINES:]]
     return "\n".join(parts)
 
 
@@ -322,9 +336,9 @@ def running(tmp: Path, config: dict[str, Any] | None = None) -> Iterator[TestSta
         ports = stack.ports()
         stack.up()
         yield stack
-    assert stack.markers() == [], f"processes left behind: {stack.markers()}"
+    # What `pulumi destroy` itself left, before the safety net stopped and removed it.
+    assert stack.left_by_destroy == {"processes": [], "files": []}, f"pulumi destroy left {stack.left_by_destroy}"
     assert [p for p in ports if proc.port_in_use(p)] == [], "ports still in use after destroy"
-    assert not stack.run_dir.exists(), f"data directory left behind: {stack.run_dir}"
 
 
 def wait_until(predicate: Any, timeout_s: float, what: str, poll_s: float = 1.0) -> Any:
@@ -461,10 +475,17 @@ def produce_batch(
 
 
 def read_keys(
-    outputs: dict[str, Any], alias: str, topic: str, prefix: bytes, want: int, timeout_s: float, **extra: Any
+    outputs: dict[str, Any],
+    alias: str,
+    topic: str,
+    prefix: bytes,
+    want: int | Collection[bytes],
+    timeout_s: float,
+    **extra: Any,
 ) -> list[bytes]:
     """Every record key starting with `prefix` in `topic` on `alias`, read from the beginning with
-    a fresh group until `want` distinct keys are in (bounded by `timeout_s`); duplicates kept.
+    a fresh group (the topic may not exist yet) until `want` is in: that many distinct keys, or
+    every key of a collection (bounded by `timeout_s`); duplicates kept, in arrival order.
     `extra`: more consumer settings (e.g. `enable.auto.commit: False`)."""
     from confluent_kafka import Consumer
 
@@ -472,12 +493,19 @@ def read_keys(
     consumer = Consumer(kafka_conf(outputs, alias, **{"group.id": group, "auto.offset.reset": "earliest", **extra}))
     consumer.subscribe([topic])
     got: list[bytes] = []
+    distinct: set[bytes] = set()
+    wanted = None if isinstance(want, int) else set(want)
+
+    def done() -> bool:
+        return wanted <= distinct if wanted is not None else len(distinct) >= cast(int, want)
+
     deadline = time.monotonic() + timeout_s
     try:
-        while len(set(got)) < want and time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is not None and msg.error() is None and (msg.key() or b"").startswith(prefix):
-                got.append(msg.key())
+        while not done() and time.monotonic() < deadline:
+            for msg in consumer.consume(10000, 1.0):
+                if msg.error() is None and (key := msg.key() or b"").startswith(prefix):
+                    got.append(key)
+                    distinct.add(key)
     finally:
         consumer.close()
     return got
@@ -491,24 +519,29 @@ def read_keys(
 # connectors.py), so what precedes a marker on the source precedes its copy on the target.
 
 
-def partitions_of(outputs: dict[str, Any], alias: str, topic: str) -> list[int]:
-    """The partitions of `topic` on `alias`; fails when the topic does not exist."""
+def partitions_of(outputs: dict[str, Any], alias: str, topic: str, missing_ok: bool = False) -> list[int]:
+    """The partitions of `topic` on `alias`; fails when the topic does not exist (none with `missing_ok`)."""
     from confluent_kafka.admin import AdminClient
 
     meta = AdminClient(kafka_conf(outputs, alias)).list_topics(topic, timeout=15).topics.get(topic)
+    if missing_ok and (meta is None or meta.error is not None or not meta.partitions):
+        return []
     assert meta is not None and meta.error is None and meta.partitions, f"no topic {topic} on {alias}"
     return sorted(meta.partitions)
 
 
-def end_offsets(outputs: dict[str, Any], alias: str, topic: str) -> dict[int, int]:
-    """Each partition's end offset (high watermark) of `topic` on `alias`, now."""
+def end_offsets(outputs: dict[str, Any], alias: str, topic: str, missing_ok: bool = False) -> dict[int, int]:
+    """Each partition's end offset (high watermark) of `topic` on `alias`, now; fails when the
+    topic does not exist (none with `missing_ok`)."""
     from confluent_kafka import Consumer, TopicPartition
 
+    partitions = partitions_of(outputs, alias, topic, missing_ok)
+    if not partitions:
+        return {}
     reader = Consumer(kafka_conf(outputs, alias, **{"group.id": f"it-ends-{uuid.uuid4().hex[:8]}"}))
     try:
         return {
-            p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
-            for p in partitions_of(outputs, alias, topic)
+            p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1] for p in partitions
         }
     finally:
         reader.close()

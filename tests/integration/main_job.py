@@ -94,10 +94,7 @@ class DevStack(TestStack):
             out = self.bin("pulumi", "destroy", "--stack", DEV, "--yes", timeout=900)
             assert out.returncode == 0, f"bin/pulumi destroy failed:\n{out.stdout[-4000:]}\n{out.stderr[-2000:]}"
         finally:
-            for command in self.run_dir.rglob(proc.COMMAND_FILE):
-                command.unlink(missing_ok=True)
-            for marker in self.markers():
-                proc.stop(marker, grace_s=5)
+            self.stop_what_is_left()
 
 
 @contextmanager

@@ -10,6 +10,7 @@ from typing import Any
 
 from components.ops.clients import kafka_config
 from components.outputs.contract import StackExports
+from tests.integration.harness import end_offsets
 
 
 def produce_paced(
@@ -70,13 +71,4 @@ def produce_orders(out: dict[str, Any], run: str, count: int, rate: float | None
 def topic_total(out: dict[str, Any], alias: str, topic: str) -> int:
     """How many records `topic` on `alias` has taken so far (its partitions' end offsets summed);
     0 while it does not exist."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer(kafka_config(StackExports.from_json(out), alias, **{"group.id": "it-total-probe", "log_level": 0}))
-    try:
-        md = c.list_topics(topic, timeout=10).topics.get(topic)
-        if md is None or not md.partitions:
-            return 0
-        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in md.partitions)
-    finally:
-        c.close()
+    return sum(end_offsets(out, alias, topic, missing_ok=True).values())

@@ -20,14 +20,13 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components.connect.client import ConnectClient
-from components.ops.clients import connect_auth, kafka_config
+from components.ops.clients import connect_auth
 from components.outputs.contract import StackExports
 from components.platform.local import process as proc
 from components.platform.local.layout import (
@@ -38,7 +37,7 @@ from components.platform.local.layout import (
     watcher_path,
     worker_path,
 )
-from tests.integration.harness import ROOT, TestStack, all_running, deployed, running, wait_until
+from tests.integration.harness import ROOT, TestStack, all_running, deployed, read_keys, running, wait_until
 from tests.integration.records import produce_orders, topic_total
 from tests.integration.validation_stage import run_stage
 
@@ -121,40 +120,6 @@ def _wait_flow_running(s: TestStack, url: str | None = None) -> dict[str, Any]:
         return st if all_running(st) else None
 
     return wait_until(check, WAIT_S, f"all connectors of {FLOW} RUNNING", poll_s=2)
-
-
-def _read_remote(
-    out: dict[str, Any], prefix: str, expected: Iterable[bytes], timeout_s: float = WAIT_S
-) -> Counter[bytes]:
-    """Read primary.orders on dr from the beginning until every expected key arrived (or timeout)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    wanted = set(expected)
-    seen: Counter[bytes] = Counter()
-    c = Consumer(
-        kafka_config(
-            StackExports.from_json(out),
-            "dr",
-            **{"group.id": f"faults-verify-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False},
-        )
-    )
-    try:
-        parts = c.list_topics("primary.orders", timeout=30).topics["primary.orders"].partitions
-        # A bounded metadata call: without a timeout librdkafka waits forever for a broker that is down.
-        lows = {p: c.get_watermark_offsets(TopicPartition("primary.orders", p), timeout=30)[0] for p in parts}
-        c.assign([TopicPartition("primary.orders", p, low) for p, low in lows.items()])
-        deadline = time.monotonic() + timeout_s
-        raw = prefix.encode()
-        missing = len(wanted)
-        while missing and time.monotonic() < deadline:
-            for msg in c.consume(10000, 1.0):
-                if msg.error() is None and (k := msg.key() or b"").startswith(raw):
-                    if k in wanted and k not in seen:
-                        missing -= 1
-                    seen[k] += 1
-    finally:
-        c.close()
-    return seen
 
 
 def _verdict(name: str, acked: set[bytes], seen: Counter[bytes]) -> tuple[int, int]:
@@ -264,7 +229,8 @@ def test_rolling_worker_restarts_during_pulumi_up_converge(whole: TestStack) -> 
             assert (client.get_config(names["source"]) or {}).get("offset.lag.max") == "50"
             assert (client.get_config(names["checkpoint"]) or {}).get("emit.checkpoints.interval.seconds") == "4"
         acked = result["acked"]
-        seen = _read_remote(out, run, acked)
+        no_commit = {"enable.auto.commit": False}
+        seen = Counter(read_keys(out, "dr", "primary.orders", run.encode(), acked, WAIT_S, **no_commit))
         missing, _ = _verdict("rolling restart", acked, seen)
         assert missing == 0, f"{missing} of {len(acked)} records never arrived in primary.orders"
 

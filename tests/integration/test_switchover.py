@@ -39,6 +39,7 @@ from tests.integration.harness import (
     TestStack,
     connect_auth,
     dev_config_with_free_ports,
+    end_offsets,
     kafka_conf,
     produce_batch,
     produce_end_markers,
@@ -196,16 +197,6 @@ def consume(
     return seen
 
 
-def log_ends(outputs: dict[str, Any], alias: str, topic: str, partitions: set[int]) -> dict[int, int]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    reader = Consumer(kafka_conf(outputs, alias, **{"group.id": "sw-ends"}))
-    try:
-        return {p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
-    finally:
-        reader.close()
-
-
 def use_on(stack: TestStack, side: str) -> None:
     """The application on `side`: a few records written, the group reading its topics there to the
     end, until MM2 has checkpointed the group onto the other side (a switchover can move it)."""
@@ -272,7 +263,7 @@ def wait_mm2_committed(outputs: dict[str, Any], flow: str, alias: str, topic: st
     per offset flush interval, later than the copied records can be read on the other side."""
     url, auth = outputs["connect"]["mm2"]["url"], connect_auth(outputs)
     source = outputs["flows"][flow]["connectors"]["source"]
-    ends = {p: end for p, end in log_ends(outputs, alias, topic, {0, 1}).items() if end > 0}
+    ends = {p: end for p, end in end_offsets(outputs, alias, topic).items() if end > 0}
 
     def covered() -> bool:
         answer = httpx.get(f"{url}/connectors/{source}/offsets", auth=auth, timeout=10).json()
@@ -423,7 +414,7 @@ def test_failback_with_discard_skips_what_the_old_side_took_behind_the_fence(sta
     switch(stack, "primary", divergence="discard")
     assert "(discarded): orders p" in diff_preview(stack)
     up = stack.up()
-    ends = log_ends(outputs, "primary", "orders", set(placed.values()))
+    ends = {p: end for p, end in end_offsets(outputs, "primary", "orders").items() if p in placed.values()}
     after = group_offsets(outputs, "primary")
     assert all(after.get(("orders", p)) == end for p, end in ends.items()), (after, ends, up.stderr[-3000:])
     # The restarted flow resumes after them: a marker written now on each partition arrives, and
