@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -57,6 +58,50 @@ def test_host_serves_one_port_and_stops_on_sigint_like_pulumis() -> None:
         assert child.wait(timeout=30) == 0
         assert (child.stdout.read() if child.stdout else b"").strip() == b"", "a second server was started"
     finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def _listening() -> socket.socket:
+    server = socket.create_server(("127.0.0.1", 0))
+    server.listen()
+    return server
+
+
+def test_the_engine_is_gone_only_when_nothing_listens_at_its_address() -> None:
+    host = load_host()
+    engine = _listening()
+    address = f"127.0.0.1:{engine.getsockname()[1]}"
+    assert host.engine_gone(address) is False
+    engine.close()
+    assert host.engine_gone(address) is True
+
+
+def test_the_host_serves_while_its_engine_lives_and_exits_within_10s_once_it_is_gone() -> None:
+    # A `pulumi` killed outright cannot interrupt its plugins: the host must notice by itself.
+    engine = _listening()
+    address = f"127.0.0.1:{engine.getsockname()[1]}"
+    child = subprocess.Popen(
+        [sys.executable, "-u", str(HOST), address], cwd=HOST.parents[2], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        port = child.stdout.readline().strip() if child.stdout else b""
+        assert port.isdigit(), port
+        # Three of its checks with the engine there: it keeps serving throughout.
+        until = time.monotonic() + 3 * load_host().ENGINE_CHECK_S
+        while time.monotonic() < until:
+            assert child.poll() is None, "the host exited while its engine was listening"
+            time.sleep(0.2)
+        # The engine gone, with the pipe it read the host's stderr from (its last words then fail).
+        engine.close()
+        if child.stderr:
+            child.stderr.close()
+        gone = time.monotonic()
+        assert child.wait(timeout=10) == 1
+        print(f"\nthe host exited {time.monotonic() - gone:.1f} s after its engine")
+    finally:
+        engine.close()
         if child.poll() is None:
             child.kill()
             child.wait()

@@ -81,9 +81,9 @@ func main() {
 	cancel := make(chan bool)
 	go func() { <-ctx.Done(); close(cancel) }()
 
-	host := newHost(execScript)
+	host := newHost(execScript, stop)
 	if engineAddress != "" {
-		if err := host.attachEngine(ctx, engineAddress, stop); err != nil {
+		if err := host.attachEngine(ctx, engineAddress); err != nil {
 			cmdutil.Exit(err)
 		}
 	}
@@ -110,21 +110,31 @@ type host struct {
 
 	execScript    string
 	engineAddress string
+	// stopServing ends the gRPC server and with it this process.
+	stopServing context.CancelFunc
 	// runCtx is cancelled by the engine's Cancel RPC and stops a running program.
 	runCtx    context.Context
 	runCancel context.CancelFunc
 }
 
-func newHost(execScript string) *host {
+func newHost(execScript string, stopServing context.CancelFunc) *host {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &host{execScript: execScript, runCtx: ctx, runCancel: cancel}
+	return &host{execScript: execScript, runCtx: ctx, runCancel: cancel, stopServing: stopServing}
 }
 
-// attachEngine remembers the engine and exits this process when the engine goes away, so a
-// crashed `pulumi` never leaves an orphaned language host behind.
-func (h *host) attachEngine(ctx context.Context, address string, cancel context.CancelFunc) error {
+// engineCheckInterval is how often the host asks the engine whether it is still there. A
+// `pulumi` killed outright (SIGKILL, OOM) cannot stop its plugins; at Pulumi's own 5 minutes an
+// orphaned host outlived it that long, so it is checked every 2 s and the host exits within 4.
+const engineCheckInterval = 2 * time.Second
+
+// attachEngine remembers the engine and stops serving, which exits this process, when the
+// engine goes away.
+func (h *host) attachEngine(ctx context.Context, address string) error {
+	if address == "" || address == h.engineAddress {
+		return nil
+	}
 	h.engineAddress = address
-	if err := rpcutil.Healthcheck(ctx, address, 5*time.Minute, cancel); err != nil {
+	if err := rpcutil.Healthcheck(ctx, address, engineCheckInterval, h.stopServing); err != nil {
 		return fmt.Errorf("could not start the engine health check: %w", err)
 	}
 	return nil
@@ -133,9 +143,7 @@ func (h *host) attachEngine(ctx context.Context, address string, cancel context.
 func (h *host) Handshake(
 	ctx context.Context, req *pulumirpc.LanguageHandshakeRequest,
 ) (*pulumirpc.LanguageHandshakeResponse, error) {
-	hctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	if err := h.attachEngine(hctx, req.EngineAddress, stop); err != nil {
-		stop()
+	if err := h.attachEngine(context.Background(), req.EngineAddress); err != nil {
 		return nil, err
 	}
 	return &pulumirpc.LanguageHandshakeResponse{}, nil

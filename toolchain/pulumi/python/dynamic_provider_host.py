@@ -15,6 +15,9 @@ and what providers log on the `dynamic_provider` logger (and its children) durin
 create, update or delete: each record becomes an engine log line on the resource being changed, so
 `pulumi up` shows it under that resource (`EngineLogHandler`).
 
+And it exits with its engine (`exit_with_engine`): a `pulumi` killed outright (SIGKILL, OOM)
+cannot interrupt its plugins, and Pulumi's host would serve on, orphaned, until killed by hand.
+
 It replaces `-m pulumi.dynamic` in the `pulumi-resource-pulumi-python` plugin script that
 bin/bootstrap installs beside the CLI; with `-m`, Python puts the working directory (the
 project) first on sys.path, so this host does the same for the providers' modules to import.
@@ -24,9 +27,12 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
 import threading
+import time
 import traceback
+from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
@@ -174,10 +180,53 @@ def forward_detailed_diffs(engine_address: str | None) -> None:
     provider_pb2_grpc.add_ResourceProviderServicer_to_server = add
 
 
+ENGINE_CHECK_S = 2.0  # how often the host looks for its engine; gone at two refusals in a row
+
+
+def engine_gone(address: str) -> bool:
+    """Whether nothing listens at the engine's gRPC address any more (a refused connection). A
+    slow or busy engine still accepts connections: only a refusal counts."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=1):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:  # a timeout or another error: not proof that the engine is gone
+        return False
+
+
+def exit_with_engine(
+    address: str, interval_s: float = ENGINE_CHECK_S, exit_process: Callable[[int], Any] = os._exit
+) -> threading.Thread:
+    """A daemon thread that ends this process when the engine at `address` is gone (within about
+    two intervals). Nothing can receive an operation's result any more; like the engine's own
+    kill of a plugin, the process ends at once, in-flight operations with it."""
+
+    def watch() -> None:
+        refusals = 0
+        while refusals < 2:
+            time.sleep(interval_s)  # a poll of the engine, not a wait for an event
+            refusals = refusals + 1 if engine_gone(address) else 0
+        try:  # the engine read our stderr: with it gone, the write may fail (EPIPE)
+            sys.stderr.write(f"dynamic provider host: the engine at {address} is gone; exiting\n")
+            sys.stderr.flush()
+        except OSError:
+            pass
+        exit_process(1)
+
+    thread = threading.Thread(target=watch, name="engine-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 def main() -> None:
     sys.path.insert(0, os.getcwd())
     futures.ThreadPoolExecutor = WidePool  # type: ignore[misc]
-    forward_detailed_diffs(sys.argv[1] if len(sys.argv) > 1 else None)
+    engine_address = sys.argv[1] if len(sys.argv) > 1 else None
+    forward_detailed_diffs(engine_address)
+    if engine_address:
+        exit_with_engine(engine_address)
     # Pulumi's module serves when imported and returns when the engine interrupts it.
     import pulumi.dynamic.__main__  # noqa: F401
 
