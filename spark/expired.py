@@ -1,8 +1,9 @@
 """Source records gone before MM2 copied them: the data-loss sentinel's verdict in the stage.
 
 The flow's worker group runs a lag exporter (`connect.<group>.lagUrl`, components/ops/lag_exporter.py)
-that finds, per source partition, records the source deleted before MM2 copied them (retention)
-and records lost with a topic deleted and created again. Those records are on neither cluster
+that finds, per source partition, records deleted from the source before MM2 copied them (by
+retention or a delete-records call: a log start does not say which) and records lost with a
+topic deleted and created again. Those records are on neither cluster
 any more: the cut starts at each source partition's log start, and Spark's Kafka source reads a
 record deleted after the cut as absent (failOnDataLoss=false), so completeness and the other
 record checks never count them. This check names them instead, per partition with offsets and
@@ -34,14 +35,12 @@ from typing import Any
 
 from components.connect.stdlib_client import send
 from components.outputs.contract import FlowExport
-from components.watch.lag import RETENTION, Expiry, FlowFindings, flow_findings
+from components.watch.lag import CAUSE, DELETED, RECREATED, Expiry, FlowFindings, flow_findings
 from spark.report import Check, Status
 
 CHECK = "source_records_expired"
 TIMEOUT_S = 3.0
 SHOWN = 10  # partitions the check's detail names; the report's `sentinel` lists every one
-RETENTION_WHY = "expired on the source before replication (retention)"
-RECREATED_WHY = "lost with a re-created topic"
 
 Fetch = Callable[[str, float], bytes]
 
@@ -61,17 +60,12 @@ class SentinelReading:
             "lagUrl": self.url,
             "error": self.error,
             "lossAcknowledgedAt": self.acknowledged_at or None,
-            "expired": [{**e.to_json(), "detail": describe(e), "acknowledged": f.acknowledged(e)} for e in f.expired],
+            "expired": [{**e.to_json(), "detail": e.describe(), "acknowledged": f.acknowledged(e)} for e in f.expired],
             "recreated": [
                 {"topic": r.topic, "count": r.count, "lastAtMs": r.last_at_ms, "acknowledged": f.acknowledged(r)}
                 for r in f.recreated
             ],
         }
-
-
-def describe(e: Expiry) -> str:
-    why = RETENTION_WHY if e.reason == RETENTION else RECREATED_WHY
-    return f"{e.topic}[{e.partition}] offsets {e.first}..{e.end - 1}: {e.count} record(s) {why}"
 
 
 def from_document(url: str, doc: Mapping[str, Any], flow: FlowExport) -> SentinelReading:
@@ -113,7 +107,7 @@ def check(reading: SentinelReading, group: str) -> Check:
             CHECK,
             Status.SKIP,
             f"no lag exporter in the outputs (worker group {group} exports no lagUrl: an external group, or "
-            "outputs written before the exporter): records expired on the source before replication not checked",
+            "outputs written before the exporter): records gone from the source before replication not checked",
         )
     if reading.error:
         return Check(CHECK, Status.SKIP, f"lag exporter {reading.url} {reading.error}: not checked")
@@ -131,8 +125,8 @@ def headline(reading: SentinelReading) -> str:
     if not expired:
         return "source topic(s) deleted and created again: records MM2 had not copied went with them"
     total = sum(e.count for e in expired)
-    retention = sum(e.count for e in expired if e.reason == RETENTION)
-    reasons = [f"{n} {why}" for n, why in ((retention, RETENTION_WHY), (total - retention, RECREATED_WHY)) if n]
+    deleted = sum(e.count for e in expired if e.reason == DELETED)
+    reasons = [f"{n} {CAUSE[why]}" for n, why in ((deleted, DELETED), (total - deleted, RECREATED)) if n]
     parts = len({(e.topic, e.partition) for e in expired})
     since = f" after the loss acknowledged at {reading.acknowledged_at}" if reading.acknowledged_at else ""
     return (
@@ -142,7 +136,7 @@ def headline(reading: SentinelReading) -> str:
 
 
 def _named(expired: tuple[Expiry, ...], recreated: list[tuple[str, int]]) -> list[str]:
-    named = [describe(e) for e in expired[:SHOWN]]
+    named = [e.describe() for e in expired[:SHOWN]]
     if len(expired) > SHOWN:
         named.append(f"{len(expired) - SHOWN} more range(s) in the report's sentinel")
     return named + [f"source topic {t} deleted and created again {n} time(s)" for t, n in recreated]

@@ -18,7 +18,8 @@ runs one, `Selectors.lag`, and the group has enabled flows):
 - MM2FlowLagAboveRPO: per flow, its oldest record not yet copied is older than the flow's
   declared RPO (`mm2:flows.<flow>.rpo`, a constant in the expression).
 - MM2RecordsExpiredBeforeReplication: per flow, at once: records of a source partition were
-  deleted before MM2 copied them (data loss), by retention or with a re-created topic.
+  gone before MM2 copied them (data loss): deleted from the source (reason `deleted`: by retention
+  or a delete-records call, which a log start cannot tell apart) or with a re-created topic.
 - MM2SourceTopicRecreated: per flow, at once: a replicated source topic was deleted and created
   again under the same name.
 - MM2LagExporterDown: the exporter is not scraped as up (or has no target): lag and data loss
@@ -285,11 +286,13 @@ def _expired(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds) -> d
         f"{flow.source} before MM2 copied them",
         f"Records of {{{{ $labels.topic }}}} partition {{{{ $labels.partition }}}} were deleted on {flow.source} "
         f"(reason: {{{{ $labels.reason }}}}) before MM2 copied them to {flow.target}: data loss, they are "
-        "not on the target and cannot be replicated any more. The exporter's /expired (stack output "
-        "connect.<group>.lagUrl) and `bin/status` name the offsets and the count. Next step: bring the flow "
-        "back to its RPO, then raise the "
-        f"topic's retention.ms above the flow's outage budget ({budget}): the policy "
-        "`dr-retention-outlasts-outage-budget` checks it. This alert resolves after "
+        "not on the target and cannot be replicated any more. Reason deleted: retention or a delete-records "
+        "call removed them (the log start does not say which); recreated: the topic was created again. "
+        "The exporter's /expired (stack output connect.<group>.lagUrl) and `bin/status` name the offsets "
+        "and the count. Next step: bring the flow back to its RPO; if retention deleted them, raise the "
+        f"topic's retention.ms above the flow's outage budget ({budget}) (the policy "
+        "`dr-retention-outlasts-outage-budget` checks it); if a delete-records call did, find who made it "
+        "on the source cluster. This alert resolves after "
         f"{t.window}; the loss stays listed, and keeps `bin/status` and the Spark stage failing the flow until "
         f"it is reviewed and acknowledged: mm2:flows.{flow.name}.lossAcknowledged.",
     )

@@ -9,9 +9,10 @@ A flow is unhealthy when any of these holds (each gives one plain reason):
 - its heartbeat connector is declared RUNNING and the newest heartbeat it wrote into the target
   is older than `heartbeat_max_age_s` (or there is none);
 - its worker group's lag exporter (the data-loss sentinel, components/watch/lag.py) found source
-  records deleted before MM2 copied them (by retention, or with a topic deleted and created
-  again), or a replicated source topic created again, after the flow's loss acknowledgement
-  (`mm2:flows.<flow>.lossAcknowledged`, none by default): each partition is listed with its
+  records gone before MM2 copied them (deleted from the source, by retention or a delete-records
+  call; or with a topic deleted and created again), or a replicated source topic created again,
+  after the flow's loss acknowledgement (`mm2:flows.<flow>.lossAcknowledged`, none by default):
+  each partition is listed with its
   offsets, count and reason. The exporter keeps what it found across restarts; what was found at
   or before the acknowledgement stays listed, marked acknowledged, and is no reason
   (docs/day2-operations.md, "Records lost before replication").
@@ -327,9 +328,11 @@ def sentinel_problems(view: SentinelView | None) -> tuple[str, ...]:
     if lost:
         parts = len({(e.topic, e.partition) for e in lost})
         found.append(
-            f"{sum(e.count for e in lost)} source record(s) in {parts} partition(s) were deleted by retention "
-            "before MM2 copied them (listed under `expired`). Next step: raise the source topics' retention.ms "
-            "above the flow's outage budget; the records are gone from the source"
+            f"{sum(e.count for e in lost)} source record(s) in {parts} partition(s) were deleted from the source "
+            "before MM2 copied them, by retention or by a delete-records call (listed under `expired`). The "
+            "records are gone from the source. Next step: if retention deleted them, raise the source topics' "
+            "retention.ms above the flow's outage budget; if a delete-records call did (kafka-delete-records, "
+            "an admin client's deleteRecords), find who made it on the source cluster"
         )
     for r in view.findings.open_recreated:
         with_it = sum(e.count for e in open_expired if e.reason == RECREATED and e.topic == r.topic)

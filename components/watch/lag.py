@@ -12,8 +12,9 @@ committed nothing (it starts from the earliest record):
 - **seconds behind**: the age of the record at the next offset, the oldest one not yet copied
   (0 when nothing is behind);
 - **expired before replication** (the sentinel): when the partition's log start passes the next
-  offset, retention deleted the records in between before MM2 copied them. Counted once per
-  offset (the memory keeps how far it counted), with reason `retention`;
+  offset, the records in between were deleted from the source before MM2 copied them, by
+  retention or by a delete-records call: a log start does not say which, so neither is claimed.
+  Counted once per offset (the memory keeps how far it counted), with reason `deleted`;
 - **recreated**: the topic's ID changed since the last reading (or, with no ID, its end offset
   went backwards): the topic was deleted and created again under the same name. The records of
   the old topic MM2 had not copied at the last reading are counted with reason `recreated` (a
@@ -22,8 +23,8 @@ committed nothing (it starts from the earliest record):
   not used (it may lie past the new topic's end).
 
 MM2's committed offset trails what it copied by at most one offset flush (5 s on the platforms'
-workers), so a count can include records copied within that flush when retention deletes right
-at MM2's position: never the other way round, nothing deleted uncopied goes uncounted.
+workers), so a count can include records copied within that flush when a deletion reaches right
+to MM2's position: never the other way round, nothing deleted uncopied goes uncounted.
 
 Every finding carries the time the exporter found it: an expiry its `atMs`, a re-created topic
 `lastAtMs` (when its last re-creation was found). A flow's loss acknowledgement
@@ -37,8 +38,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-RETENTION = "retention"
+DELETED = "deleted"  # the log start passed MM2's position: retention or a delete-records call
 RECREATED = "recreated"
+# What each reason means, in the words of every report (the exporter's log, bin/status, the stage).
+CAUSE = {
+    DELETED: "deleted from the source by retention or a delete-records call",
+    RECREATED: "lost with the topic when it was created again",
+}
+# Exporters before `deleted` wrote `retention` for it, in their state files and /expired: read as `deleted`.
+FORMER_REASONS = {"retention": DELETED}
 # The state file's layout. `lastAtMs` of a re-creation came later within version 1 (an additive,
 # optional field: an exporter without it ignores it); a state without it is read as re-created
 # at or before the moment it is loaded (`state_from_document`).
@@ -56,7 +64,8 @@ METRICS: Mapping[str, tuple[str, str]] = {
     "mm2_flow_rpo_seconds": ("gauge", "The flow's declared RPO (mm2:flows.<flow>.rpo), in seconds."),
     "mm2_expired_records_total": (
         "counter",
-        "Source records deleted before MM2 copied them (reason: retention, or recreated for a topic created again).",
+        "Source records gone before MM2 copied them (reason: deleted, by retention or a delete-records call; "
+        "or recreated, with a topic created again).",
     ),
     "mm2_source_topic_recreations_total": ("counter", "Times a replicated source topic was deleted and created again."),
     "mm2_lag_last_read_timestamp_seconds": ("gauge", "When the exporter last read the flow's offsets (Unix time)."),
@@ -124,7 +133,7 @@ class Expiry:
             partition=int(doc["partition"]),
             first=int(doc["first"]),
             end=int(doc["end"]),
-            reason=str(doc["reason"]),
+            reason=FORMER_REASONS.get(str(doc["reason"]), str(doc["reason"])),
             at_ms=int(doc["atMs"]),
         )
 
@@ -133,11 +142,9 @@ class Expiry:
         return acknowledged_at_ms is not None and self.at_ms <= acknowledged_at_ms
 
     def describe(self) -> str:
-        why = "deleted by retention" if self.reason == RETENTION else "lost with the topic when it was created again"
-        return (
-            f"{self.topic}[{self.partition}] offsets {self.first}..{self.end - 1}: "
-            f"{self.count} record(s) {why} before MM2 copied them"
-        )
+        cause = CAUSE.get(self.reason, f"gone ({self.reason})")
+        where = f"{self.topic}[{self.partition}] offsets {self.first}..{self.end - 1}"
+        return f"{where}: {self.count} record(s) {cause} before MM2 copied them"
 
 
 @dataclass(frozen=True)
@@ -206,7 +213,7 @@ def observe(
     if effective is not None and effective + 1 <= reading.end:
         first = max(effective + 1, counted_to)
         if reading.log_start > first:
-            expiries.append(Expiry(flow, reading.topic, reading.partition, first, reading.log_start, RETENTION, now_ms))
+            expiries.append(Expiry(flow, reading.topic, reading.partition, first, reading.log_start, DELETED, now_ms))
             counted_to = reading.log_start
     behind = max(0, reading.end - nxt)
     seconds = max(0.0, (now_ms - reading.oldest_ms) / 1000) if behind and reading.oldest_ms is not None else 0.0
@@ -352,7 +359,7 @@ def exposition(flows: Sequence[FlowLag], state: SentinelState) -> str:
         counts: dict[tuple[str, int, str], int] = {}
         for (flow, topic, partition), _m in state.memories.items():
             if flow == f.flow:
-                counts.setdefault((topic, partition, RETENTION), 0)
+                counts.setdefault((topic, partition, DELETED), 0)
         for e in state.expiries:
             if e.flow == f.flow:
                 counts[(e.topic, e.partition, e.reason)] = counts.get((e.topic, e.partition, e.reason), 0) + e.count

@@ -146,9 +146,7 @@ def _kill_mid_stream(s: TestStack, out: dict[str, Any], run: str) -> set[bytes]:
     victim = Counter(worker_index(s, t["worker_id"], GROUP) for t in tasks).most_common(1)[0][0]
     baseline = topic_total(out, "dr", REMOTE)
     result: dict[str, Any] = {}
-    producer = threading.Thread(
-        target=lambda: result.update(acked=produce_orders(out, run, RECORDS, rate=STREAM_RATE))
-    )
+    producer = threading.Thread(target=lambda: result.update(acked=produce_orders(out, run, RECORDS, rate=STREAM_RATE)))
     producer.start()
     wait_until(lambda: topic_total(out, "dr", REMOTE) - baseline >= 5_000, WAIT_S, "5,000 records replicated", 0.1)
     pids = proc.find_pids(process_marker(s.name, worker_path(GROUP, victim)))

@@ -24,6 +24,7 @@ import pytest
 
 from components.monitoring.prometheus import lag_targets, rule_groups, scrape_configs
 from components.monitoring.rules import Thresholds
+from components.watch.lag import CAUSE, DELETED
 from tests.integration.harness import (
     TestStack,
     connect_auth,
@@ -36,6 +37,8 @@ from tests.integration.harness import (
 )
 from tests.integration.prometheus import Prometheus
 from tests.integration.validation_stage import run_validator
+
+GONE = CAUSE[DELETED]  # the reports' words for records deleted before MM2 copied them
 
 pytestmark = pytest.mark.integration
 
@@ -251,9 +254,9 @@ def test_records_deleted_before_replication_are_named_and_counted(
             BOUND_S,
             f"the exporter to count {want} expired records",
         )
-        assert [(e["topic"], e["partition"], e["reason"]) for e in found] == [("expiring", 0, "retention")] * len(found)
+        assert [(e["topic"], e["partition"], e["reason"]) for e in found] == [("expiring", 0, "deleted")] * len(found)
         assert min(e["first"] for e in found) == 10 and max(e["end"] for e in found) == log_start
-        assert value(url, "mm2_expired_records_total", topic="expiring", partition="0", reason="retention") == want
+        assert value(url, "mm2_expired_records_total", topic="expiring", partition="0", reason="deleted") == want
         fired = wait_until(
             lambda: prometheus.firing().get("MM2RecordsExpiredBeforeReplication"), BOUND_S, "the data-loss alert"
         )
@@ -267,14 +270,14 @@ def test_records_deleted_before_replication_are_named_and_counted(
     status = run_status(stack.outputs(), tmp_path, "--json", env=stack.env)
     assert status.returncode == 3, status.stdout[-3000:] + status.stderr[-3000:]
     print(f"\nexpired before replication: {want} records; bin/status exit {status.returncode}")
-    assert f"offsets 10..{log_start - 1}: {want} record(s) deleted by retention" in status.stdout
+    assert f"offsets 10..{log_start - 1}: {want} record(s) {GONE}" in status.stdout
 
     # The Spark stage fails the flow on them alone, as expired before replication: nothing else
     # is reported lost (the records are gone from the source, the rest arrived).
     report = run_validator(stack, stack.outputs(), tmp_path, expect_exit=1)
     assert report["failedChecks"] == [f"{FLOW}: source_records_expired"], report["failedChecks"]
     detail = report["flows"][FLOW]["checks"]["source_records_expired"]["detail"]
-    assert f"expiring[0] offsets 10..{log_start - 1}: {want} record(s) expired on the source" in detail, detail
+    assert f"expiring[0] offsets 10..{log_start - 1}: {want} record(s) {GONE}" in detail, detail
 
 
 def _recreate(stack: TestStack, topic: str) -> None:

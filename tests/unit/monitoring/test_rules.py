@@ -239,10 +239,10 @@ def test_records_expired_before_replication_fire_at_once(tmp_path: Path) -> None
     # Every known partition is exposed at 0 from the start; retention deletes 40 records of
     # partition 0 before MM2 copied them at 5m15s.
     series = {
-        EXPIRED.format(lag=LAG, flow=FLOW, p=0, reason="retention"): "0x20 40x40",
-        EXPIRED.format(lag=LAG, flow=FLOW, p=1, reason="retention"): "0x60",
+        EXPIRED.format(lag=LAG, flow=FLOW, p=0, reason="deleted"): "0x20 40x40",
+        EXPIRED.format(lag=LAG, flow=FLOW, p=1, reason="deleted"): "0x60",
     }
-    fired = expected("MM2RecordsExpiredBeforeReplication", topic="orders", partition="0", reason="retention")
+    fired = expected("MM2RecordsExpiredBeforeReplication", topic="orders", partition="0", reason="deleted")
     assert_promtool(
         tmp_path,
         [
@@ -287,8 +287,8 @@ def test_expired_counter_that_first_appears_above_zero_fires(tmp_path: Path) -> 
 
 def test_expired_counter_after_a_scrape_gap_or_a_reset_fires_only_if_it_counted_more(tmp_path: Path) -> None:
     # 5 records lost long ago; the exporter is not scraped from 3m to 10m (down, or a new port).
-    lost = EXPIRED.format(lag=LAG, flow=FLOW, p=0, reason="retention")
-    fired = expected("MM2RecordsExpiredBeforeReplication", topic="orders", partition="0", reason="retention")
+    lost = EXPIRED.format(lag=LAG, flow=FLOW, p=0, reason="deleted")
+    fired = expected("MM2RecordsExpiredBeforeReplication", topic="orders", partition="0", reason="deleted")
     assert_promtool(
         tmp_path,
         [

@@ -175,8 +175,8 @@ def test_no_records_fires_a_window_and_its_for_after_replication_stopped(tmp_pat
     [
         (
             "MM2RecordsExpiredBeforeReplication",
-            pt.EXPIRED.format(lag=pt.LAG, flow=pt.FLOW, p=0, reason="retention"),
-            {"topic": "orders", "partition": "0", "reason": "retention"},
+            pt.EXPIRED.format(lag=pt.LAG, flow=pt.FLOW, p=0, reason="deleted"),
+            {"topic": "orders", "partition": "0", "reason": "deleted"},
         ),
         ("MM2SourceTopicRecreated", pt.RECREATIONS, {"topic": "orders"}),
     ],

@@ -8,7 +8,7 @@ from typing import Any
 
 from components.mm2_records import Checkpoint
 from components.outputs.contract import StackExports
-from components.watch.lag import RECREATED, RETENTION, Expiry, FlowLag, SentinelState, expiries_document, exposition
+from components.watch.lag import DELETED, RECREATED, Expiry, FlowLag, SentinelState, expiries_document, exposition
 
 
 def outputs(*, client: dict[str, str] | None = None, auth: str = "") -> StackExports:
@@ -55,7 +55,7 @@ def incident(
     return SentinelState(
         {},
         (
-            Expiry(flow, topic, *retention, RETENTION, at_ms),
+            Expiry(flow, topic, *retention, DELETED, at_ms),
             Expiry(flow, topic, *recreated, RECREATED, at_ms + later_ms),
         ),
         {(flow, topic): 1},

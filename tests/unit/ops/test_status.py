@@ -20,8 +20,9 @@ from components.ops import status as st
 from components.outputs.contract import OutputsError, PairExport
 from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
 from components.watch.lag import (
+    CAUSE,
+    DELETED,
     RECREATED,
-    RETENTION,
     Expiry,
     FlowLag,
     Memory,
@@ -30,6 +31,8 @@ from components.watch.lag import (
 )
 from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
 from tests.unit.ops.helpers import ServedState, outputs, serving
+
+GONE = CAUSE[DELETED]  # the reports' words for records deleted before MM2 copied them
 
 NAMES = ["mm2-primary-to-dr-source", "mm2-primary-to-dr-checkpoint", "mm2-primary-to-dr-heartbeat"]
 
@@ -299,10 +302,10 @@ def test_records_deleted_before_mm2_copied_them_are_listed_per_partition_and_the
     exporter.state = SentinelState(
         _memory(),
         (
-            Expiry("primary->dr", "orders", 0, 100, 180, RETENTION, AT_MS),
-            Expiry("primary->dr", "orders", 1, 7, 12, RETENTION, AT_MS),
-            Expiry("primary->dr", "orders", 0, 180, 300, RETENTION, AT_MS + 5000),  # the next reading's
-            Expiry("dr->primary", "orders", 0, 1, 999, RETENTION, AT_MS),  # another flow of the group
+            Expiry("primary->dr", "orders", 0, 100, 180, DELETED, AT_MS),
+            Expiry("primary->dr", "orders", 1, 7, 12, DELETED, AT_MS),
+            Expiry("primary->dr", "orders", 0, 180, 300, DELETED, AT_MS + 5000),  # the next reading's
+            Expiry("dr->primary", "orders", 0, 1, 999, DELETED, AT_MS),  # another flow of the group
         ),
     )
     exporter.flows = [FlowLag("primary->dr", "primary", "dr", 60, (PartitionLag("orders", 0, 42, 12.5),))]
@@ -313,17 +316,19 @@ def test_records_deleted_before_mm2_copied_them_are_listed_per_partition_and_the
     assert "flow primary->dr  (worker group mm2)  UNHEALTHY" in out
     assert f"lag exporter {exporter.url}: flow lag 42 record(s), 12.5s" in out
     assert (
-        "expired: orders[0] offsets 100..299: 200 record(s) deleted by retention before MM2 copied them "
+        "expired: orders[0] offsets 100..299: 200 record(s) "
+        f"{GONE}"
+        " before MM2 copied them "
         "(first found 2026-11-18T11:06:40Z)" in out
     )
-    assert "expired: orders[1] offsets 7..11: 5 record(s) deleted by retention" in out
+    assert f"expired: orders[1] offsets 7..11: 5 record(s) {GONE}" in out
     assert "998 record(s)" not in out  # the other flow's expiry is not this flow's
-    assert "why unhealthy: 205 source record(s) in 2 partition(s) were deleted by retention" in out
+    assert "why unhealthy: 205 source record(s) in 2 partition(s) were deleted from the source" in out
     assert st.main(["--stack", "dev", "--json"]) == 3
     sentinel = json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"]
     assert [(e["partition"], e["first"], e["end"], e["count"], e["reason"]) for e in sentinel["expired"]] == [
-        (0, 100, 300, 200, "retention"),
-        (1, 7, 12, 5, "retention"),
+        (0, 100, 300, 200, "deleted"),
+        (1, 7, 12, 5, "deleted"),
     ]
     assert sentinel["expired"][0]["detail"].startswith("orders[0] offsets 100..299: 200 record(s)")
     assert sentinel["lag_records"] == 42 and sentinel["lag_seconds"] == 12.5 and sentinel["error"] == ""
@@ -345,7 +350,7 @@ def test_a_source_topic_created_again_is_reported_with_what_was_lost_with_it(
     assert "re-created: source topic orders (1 time(s), last found not known)" in out
     assert "source topic payments" not in out
     assert "why unhealthy: source topic orders was deleted and created again (1 time(s)): 50 record(s)" in out
-    assert "deleted by retention" not in out
+    assert "deleted from the source" not in out
 
 
 def test_a_loss_acknowledged_in_the_outputs_leaves_the_flow_healthy_until_something_new_is_found(
@@ -353,7 +358,7 @@ def test_a_loss_acknowledged_in_the_outputs_leaves_the_flow_healthy_until_someth
 ) -> None:
     from dataclasses import replace
 
-    exporter.state = SentinelState(_memory(), (Expiry("primary->dr", "orders", 0, 100, 300, RETENTION, AT_MS),))
+    exporter.state = SentinelState(_memory(), (Expiry("primary->dr", "orders", 0, 100, 300, DELETED, AT_MS),))
     exports = _with_lag(exporter.url)
     flow = replace(exports.flows["primary->dr"], loss_acknowledged_at_ms=AT_MS)
     acknowledged = replace(exports, flows={"primary->dr": flow})
@@ -364,7 +369,7 @@ def test_a_loss_acknowledged_in_the_outputs_leaves_the_flow_healthy_until_someth
     assert "flow primary->dr  (worker group mm2)  healthy" in out
     assert "acknowledged by lossAcknowledged 2026-11-18T11:06:40Z)" in out and "why unhealthy" not in out
     exporter.state = SentinelState(
-        _memory(), (*exporter.state.expiries, Expiry("primary->dr", "orders", 1, 7, 12, RETENTION, AT_MS + 1))
+        _memory(), (*exporter.state.expiries, Expiry("primary->dr", "orders", 1, 7, 12, DELETED, AT_MS + 1))
     )
     assert st.main(["--stack", "dev", "--json"]) == 3
     sentinel = json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"]

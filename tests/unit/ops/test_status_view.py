@@ -27,7 +27,8 @@ from components.ops.status_view import (
     topic_view,
 )
 from components.watch.lag import (
-    RETENTION,
+    CAUSE,
+    DELETED,
     Expiry,
     FlowLag,
     PartitionLag,
@@ -37,6 +38,8 @@ from components.watch.lag import (
     exposition,
 )
 from tests.unit.ops.helpers import incident
+
+GONE = CAUSE[DELETED]  # the reports' words for records deleted before MM2 copied them
 
 RUNNING = (
     ConnectorView("source", "mm2-a-to-b-source", "RUNNING", "RUNNING", "w1", "", (TaskView(0, "RUNNING", "w1"),)),
@@ -150,7 +153,7 @@ def test_the_flow_lag_is_read_from_the_exporters_own_metrics_text() -> None:
 def test_the_sentinel_view_keeps_the_flows_own_findings() -> None:
     state = SentinelState(
         {},
-        (Expiry("a->b", "o", 0, 10, 30, RETENTION, 1), Expiry("b->a", "o", 0, 1, 2, RETENTION, 1)),
+        (Expiry("a->b", "o", 0, 10, 30, DELETED, 1), Expiry("b->a", "o", 0, 1, 2, DELETED, 1)),
         {("a->b", "o"): 2, ("a->b", "p"): 0, ("b->a", "o"): 1},
     )
     view = sentinel_view(ExporterReading("http://x", expiries_document(state), _exposition("a->b", 3, 1.0)), "a->b")
@@ -158,7 +161,7 @@ def test_the_sentinel_view_keeps_the_flows_own_findings() -> None:
     assert view.findings.recreated == (Recreation("a->b", "o", 2),)
     assert (view.lag_records, view.lag_seconds) == (3, 1.0)
     [retention, recreated] = sentinel_problems(view)
-    assert retention.startswith("20 source record(s) in 1 partition(s) were deleted by retention")
+    assert retention.startswith("20 source record(s) in 1 partition(s) were deleted from the source")
     assert recreated.startswith("source topic o was deleted and created again (2 time(s)): 0 record(s)")
 
 
@@ -192,7 +195,9 @@ def test_findings_at_or_before_the_acknowledgement_are_listed_acknowledged_and_l
     assert _status(view).healthy
     lines = sentinel_lines(view)
     assert lines[1:] == [
-        "  expired: o[0] offsets 10..29: 20 record(s) deleted by retention before MM2 copied them "
+        "  expired: o[0] offsets 10..29: 20 record(s) "
+        f"{GONE}"
+        " before MM2 copied them "
         "(first found 2026-11-18T11:06:40Z; acknowledged by lossAcknowledged 2026-11-18T11:06:42.500Z)",
         "  expired: o[1] offsets 5..7: 3 record(s) lost with the topic when it was created again before MM2 copied "
         "them (first found 2026-11-18T11:06:42Z; acknowledged by lossAcknowledged 2026-11-18T11:06:42.500Z)",

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from components.outputs.contract import FlowExport
-from components.watch.lag import RECREATED, RETENTION, Expiry, SentinelState, expiries_document
+from components.watch.lag import CAUSE, DELETED, RECREATED, Expiry, SentinelState, expiries_document
 from spark import checks, expired, flow_validation, html_report
 from spark.report import FlowReport, Report, Status, render_table
 from spark.topic_checks import partition_rows, record_checks
@@ -21,13 +21,15 @@ from tests.unit.ops.helpers import ServedState, incident, serving
 from tests.unit.spark.helpers import projection, rec
 from tests.unit.spark.test_flow_checks import FLOW
 
+GONE, LOST = CAUSE[DELETED], CAUSE[RECREATED]  # the reports' words for each reason
+
 FOUND = SentinelState(
     {},
     (
-        Expiry("primary->dr", "orders", 0, 100, 180, RETENTION, 1),
-        Expiry("primary->dr", "orders", 0, 180, 300, RETENTION, 2),  # the next reading's: one range
+        Expiry("primary->dr", "orders", 0, 100, 180, DELETED, 1),
+        Expiry("primary->dr", "orders", 0, 180, 300, DELETED, 2),  # the next reading's: one range
         Expiry("primary->dr", "orders", 2, 40, 90, RECREATED, 3),
-        Expiry("dr->primary", "orders", 0, 1, 1000, RETENTION, 1),  # another flow of the worker group
+        Expiry("dr->primary", "orders", 0, 1, 1000, DELETED, 1),  # another flow of the worker group
     ),
     {("primary->dr", "orders"): 1, ("primary->dr", "payments"): 0, ("dr->primary", "orders"): 4},
 )
@@ -44,10 +46,14 @@ def test_records_gone_before_replication_fail_a_check_naming_partitions_offsets_
     result = expired.check(_reading(), "mm2")
     assert result.name == "source_records_expired" and result.status is Status.FAIL
     assert result.detail == (
-        "250 source record(s) in 2 partition(s) gone before MM2 copied them (200 expired on the source before "
-        "replication (retention), 50 lost with a re-created topic), apart from records MM2 lost (completeness): "
-        "orders[0] offsets 100..299: 200 record(s) expired on the source before replication (retention); "
-        "orders[2] offsets 40..89: 50 record(s) lost with a re-created topic; "
+        "250 source record(s) in 2 partition(s) gone before MM2 copied them (200 "
+        f"{GONE}"
+        ", "
+        "50 lost with the topic when it was created again), apart from records MM2 lost (completeness): "
+        "orders[0] offsets 100..299: 200 record(s) "
+        f"{GONE}"
+        " before MM2 copied them; "
+        "orders[2] offsets 40..89: 50 record(s) lost with the topic when it was created again before MM2 copied them; "
         "source topic orders deleted and created again 1 time(s) (lag exporter http://127.0.0.1:9)"
     )
 
@@ -61,7 +67,7 @@ def test_a_topic_created_again_fails_even_with_no_record_counted() -> None:
 
 
 def test_nothing_found_passes_and_another_flows_findings_are_not_this_ones() -> None:
-    others = SentinelState({}, (Expiry("dr->primary", "orders", 0, 1, 9, RETENTION, 1),), {("dr->primary", "o"): 1})
+    others = SentinelState({}, (Expiry("dr->primary", "orders", 0, 1, 9, DELETED, 1),), {("dr->primary", "o"): 1})
     result = expired.check(_reading(others), "mm2")
     assert result.status is Status.PASS
     assert result.detail == "lag exporter http://127.0.0.1:9: no source record gone before replication"
@@ -82,21 +88,27 @@ def test_findings_at_or_before_the_acknowledgement_pass_and_stay_named() -> None
     assert result.status is Status.PASS
     assert result.detail == (
         "lag exporter http://127.0.0.1:9: no source record gone before replication since the loss acknowledged at "
-        "2026-11-18T11:06:41Z (lossAcknowledged); acknowledged: orders[0] offsets 100..179: 80 record(s) expired "
-        "on the source before replication (retention); orders[2] offsets 40..89: 50 record(s) lost with a "
-        "re-created topic; source topic orders deleted and created again 1 time(s)"
+        "2026-11-18T11:06:41Z (lossAcknowledged); acknowledged: orders[0] offsets 100..179: 80 record(s) "
+        f"{GONE}"
+        " before MM2 copied them; orders[2] offsets 40..89: 50 record(s) "
+        f"{LOST}"
+        " before MM2 copied them; source topic orders deleted and created again 1 time(s)"
     )
 
 
 def test_an_acknowledgement_before_a_finding_leaves_it_failing() -> None:
-    # A millisecond short of the re-creation: the retention range is acknowledged, the rest is not.
+    # A millisecond short of the re-creation: the deleted range is acknowledged, the rest is not.
     reading = _reading(INCIDENT, flow=_acknowledged(AT + 999))
     result = expired.check(reading, "mm2")
     assert result.status is Status.FAIL
     assert result.detail == (
         "50 source record(s) in 1 partition(s) gone before MM2 copied them after the loss acknowledged at "
-        "2026-11-18T11:06:40.999Z (50 lost with a re-created topic), apart from records MM2 lost (completeness): "
-        "orders[2] offsets 40..89: 50 record(s) lost with a re-created topic; source topic orders deleted and "
+        "2026-11-18T11:06:40.999Z (50 "
+        f"{LOST}"
+        "), apart from records MM2 lost (completeness): "
+        "orders[2] offsets 40..89: 50 record(s) "
+        f"{LOST}"
+        " before MM2 copied them; source topic orders deleted and "
         "created again 1 time(s); 1 finding(s) acknowledged (lossAcknowledged 2026-11-18T11:06:40.999Z) "
         "(lag exporter http://127.0.0.1:9)"
     )
@@ -108,13 +120,13 @@ def test_a_range_found_after_the_acknowledgement_is_not_merged_into_an_acknowled
     state = SentinelState(
         {},
         (
-            Expiry("primary->dr", "orders", 0, 100, 180, RETENTION, AT),
-            Expiry("primary->dr", "orders", 0, 180, 300, RETENTION, AT + 5000),  # follows on, found later
+            Expiry("primary->dr", "orders", 0, 100, 180, DELETED, AT),
+            Expiry("primary->dr", "orders", 0, 180, 300, DELETED, AT + 5000),  # follows on, found later
         ),
     )
     result = expired.check(_reading(state, flow=_acknowledged(AT)), "mm2")
     assert result.status is Status.FAIL
-    assert "orders[0] offsets 180..299: 120 record(s) expired" in result.detail and "100..299" not in result.detail
+    assert f"orders[0] offsets 180..299: 120 record(s) {GONE}" in result.detail and "100..299" not in result.detail
 
 
 def test_a_recreation_of_unknown_time_is_never_acknowledged() -> None:
@@ -134,7 +146,7 @@ def test_the_report_and_the_page_mark_what_was_acknowledged() -> None:
     page = html_report.render(
         Report(meta={}, flows=[_flow_report(reading)]).to_dict()  # the check fails on the re-creation
     )
-    assert "<td>retention</td><td>acknowledged (2026-11-18T11:06:40Z)</td>" in page
+    assert "<td>deleted</td><td>acknowledged (2026-11-18T11:06:40Z)</td>" in page
     assert "<td>recreated</td><td></td>" in page
 
 
@@ -183,12 +195,16 @@ def test_the_flow_level_checks_ask_the_exporter_once_and_keep_what_it_found(
     args = SimpleNamespace()
     level, _beats = flow_validation.flow_level_checks(run, args, OTHER_CHECKS, None)  # type: ignore[arg-type]
     assert [(c.name, c.status) for c in level] == [("source_records_expired", Status.FAIL)]
-    assert "orders[0] offsets 100..299: 200 record(s) expired on the source before replication" in level[0].detail
+    assert f"orders[0] offsets 100..299: 200 record(s) {GONE}" in level[0].detail
     assert run.sentinel is not None and run.sentinel.to_json()["expired"][0]["count"] == 200
     [line] = capsys.readouterr().err.splitlines()  # one console line per flow
     assert line.endswith(
         "primary->dr: source_records_expired FAIL: 250 source record(s) in 2 partition(s) gone before MM2 copied "
-        "them (200 expired on the source before replication (retention), 50 lost with a re-created topic), apart "
+        "them (200 "
+        f"{GONE}"
+        ", 50 "
+        f"{LOST}"
+        "), apart "
         "from records MM2 lost (completeness)"
     )
     run.sentinel = None
@@ -206,7 +222,7 @@ def test_the_report_lists_the_ranges_and_fails_on_this_check_alone(tmp_path: Any
     assert data["failedChecks"] == ["primary->dr: source_records_expired"]
     ranges = data["flows"]["primary->dr"]["sentinel"]["expired"]
     assert [(e["topic"], e["partition"], e["first"], e["end"], e["count"], e["reason"]) for e in ranges] == [
-        ("orders", 0, 100, 300, 200, "retention"),
+        ("orders", 0, 100, 300, 200, "deleted"),
         ("orders", 2, 40, 90, 50, "recreated"),
     ]
     assert data["flows"]["primary->dr"]["sentinel"]["recreated"] == [
@@ -215,7 +231,7 @@ def test_the_report_lists_the_ranges_and_fails_on_this_check_alone(tmp_path: Any
     assert "FAIL  source_records_expired 250 source record(s)" in render_table(report)
     page = html_report.render(data)
     assert "Source records gone before replication" in page
-    assert "<td>orders</td><td>0</td><td>100</td><td>299</td><td>200</td><td>retention</td>" in page
+    assert "<td>orders</td><td>0</td><td>100</td><td>299</td><td>200</td><td>deleted</td>" in page
     assert "Source topic orders deleted and created again 1 time(s)." in page
 
 
@@ -231,6 +247,6 @@ def test_records_gone_before_the_cut_are_not_missing_for_completeness(spark: Spa
     verdicts = {c.name: c.status for c in record_checks(rows, [], exactly_once=False)}
     assert set(verdicts.values()) == {Status.PASS}, verdicts
     assert rows[0]["missing"] == 0 and rows[0]["prefix"] == 2
-    gone = SentinelState({}, (Expiry("primary->dr", "orders", 0, 2, 5, RETENTION, 1),))
+    gone = SentinelState({}, (Expiry("primary->dr", "orders", 0, 2, 5, DELETED, 1),))
     result = expired.check(_reading(gone), "mm2")
-    assert result.status is Status.FAIL and "orders[0] offsets 2..4: 3 record(s) expired on the source" in result.detail
+    assert result.status is Status.FAIL and f"orders[0] offsets 2..4: 3 record(s) {GONE}" in result.detail

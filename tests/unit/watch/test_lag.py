@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from components.watch.lag import (
+    DELETED,
     RECREATED,
-    RETENTION,
     Expiry,
     FlowLag,
     Memory,
@@ -55,7 +55,7 @@ def test_retention_passing_the_next_offset_is_counted_once() -> None:
     state, lags, found = observe_flow(state, FLOW, [reading(log_start=0, end=500, committed=99)], NOW)
     assert found == []
     state, lags, found = observe_flow(state, FLOW, [reading(log_start=300, end=500, committed=99)], NOW + 1)
-    assert [(e.first, e.end, e.count, e.reason) for e in found] == [(100, 300, 200, RETENTION)]
+    assert [(e.first, e.end, e.count, e.reason) for e in found] == [(100, 300, 200, DELETED)]
     assert lags[0].records == 200  # 300..499 left to copy
     # The same reading again, and a later one deleting further: only the new offsets count.
     state, _l, found = observe_flow(state, FLOW, [reading(log_start=300, end=500, committed=99)], NOW + 2)
@@ -126,10 +126,10 @@ def test_flow_findings_split_by_the_acknowledgement_and_merge_only_within_each_s
     state = SentinelState(
         {},
         (
-            Expiry(FLOW, "orders", 0, 100, 180, RETENTION, NOW),
-            Expiry(FLOW, "orders", 0, 180, 300, RETENTION, NOW + 1),  # follows on, one ms later
-            Expiry(FLOW, "orders", 0, 300, 310, RETENTION, NOW + 2),
-            Expiry("other->dr", "orders", 0, 1, 9, RETENTION, NOW),
+            Expiry(FLOW, "orders", 0, 100, 180, DELETED, NOW),
+            Expiry(FLOW, "orders", 0, 180, 300, DELETED, NOW + 1),  # follows on, one ms later
+            Expiry(FLOW, "orders", 0, 300, 310, DELETED, NOW + 2),
+            Expiry("other->dr", "orders", 0, 1, 9, DELETED, NOW),
         ),
         {(FLOW, "orders"): 1, (FLOW, "payments"): 0},
         {(FLOW, "orders"): NOW + 2},
@@ -157,7 +157,10 @@ def test_expired_document_round_trips() -> None:
     doc = expiries_document(state)
     assert doc["expired"][0]["count"] == 200
     assert expiries_from_document(doc) == list(state.expiries)
-    assert "orders[0] offsets 100..299: 200 record(s) deleted by retention" in state.expiries[0].describe()
+    assert (
+        "orders[0] offsets 100..299: 200 record(s) deleted from the source by retention or a delete-records call"
+        in state.expiries[0].describe()
+    )
 
 
 def _sample(text: str, name: str, **labels: str) -> float | None:
@@ -165,6 +168,20 @@ def _sample(text: str, name: str, **labels: str) -> float | None:
         if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
             return float(line.rsplit(" ", 1)[1])
     return None
+
+
+def test_a_deletion_is_not_pinned_on_retention_and_former_retention_findings_read_as_deletions() -> None:
+    # A log start past MM2's position is all the exporter sees: retention and a delete-records call
+    # look the same, so the finding says both, with both fixes, never "by retention" alone.
+    state, _l, found = observe_flow(SentinelState({}), FLOW, [reading(log_start=0, end=500, committed=99)], NOW)
+    state, _l, found = observe_flow(state, FLOW, [reading(log_start=300, end=500, committed=99)], NOW)
+    assert [e.reason for e in found] == ["deleted"]
+    assert "by retention or a delete-records call" in found[0].describe()
+    # Exporters before wrote `retention`, in state files and /expired: read as the same finding.
+    former = {**found[0].to_json(), "reason": "retention"}
+    assert expiries_from_document({"expired": [former]}) == found
+    restored = state_from_document({**state_document(state), "expiries": [former]})
+    assert 'reason="deleted"} 200' in exposition([FlowLag(FLOW, "primary", "dr", 60)], restored)
 
 
 def test_exposition_serves_partition_flow_and_sentinel_series() -> None:
@@ -180,7 +197,7 @@ def test_exposition_serves_partition_flow_and_sentinel_series() -> None:
     assert _sample(text, "mm2_flow_lag_records", flow=FLOW) == 50
     assert _sample(text, "mm2_flow_rpo_seconds", flow=FLOW) == 300
     # Every known partition's counter from 0, so an alert sees the first expiry as an increase.
-    assert _sample(text, "mm2_expired_records_total", partition="1", reason="retention") == 0
+    assert _sample(text, "mm2_expired_records_total", partition="1", reason="deleted") == 0
     assert _sample(text, "mm2_source_topic_recreations_total", topic="orders") == 0
     assert "# TYPE mm2_expired_records_total counter" in text
     # Every sample line is valid exposition: name{labels} value.
@@ -196,18 +213,18 @@ def test_label_values_are_escaped() -> None:
 
 def test_ranges_one_reading_after_another_merge_into_one_with_the_first_time() -> None:
     found = [
-        Expiry("a->b", "o", 0, 200, 350, RETENTION, 20),
-        Expiry("a->b", "o", 0, 100, 200, RETENTION, 10),
-        Expiry("a->b", "o", 0, 400, 410, RETENTION, 30),  # a gap: MM2 copied 350..399
-        Expiry("a->b", "o", 1, 350, 360, RETENTION, 20),  # another partition
+        Expiry("a->b", "o", 0, 200, 350, DELETED, 20),
+        Expiry("a->b", "o", 0, 100, 200, DELETED, 10),
+        Expiry("a->b", "o", 0, 400, 410, DELETED, 30),  # a gap: MM2 copied 350..399
+        Expiry("a->b", "o", 1, 350, 360, DELETED, 20),  # another partition
         Expiry("a->b", "o", 0, 410, 420, RECREATED, 40),  # another reason
-        Expiry("b->a", "o", 0, 350, 360, RETENTION, 20),  # another flow
+        Expiry("b->a", "o", 0, 350, 360, DELETED, 20),  # another flow
     ]
     assert [(e.flow, e.partition, e.first, e.end, e.reason, e.at_ms) for e in merged(found)] == [
-        ("a->b", 0, 100, 350, RETENTION, 10),
-        ("a->b", 0, 400, 410, RETENTION, 30),
+        ("a->b", 0, 100, 350, DELETED, 10),
+        ("a->b", 0, 400, 410, DELETED, 30),
         ("a->b", 0, 410, 420, RECREATED, 40),
-        ("a->b", 1, 350, 360, RETENTION, 20),
-        ("b->a", 0, 350, 360, RETENTION, 20),
+        ("a->b", 1, 350, 360, DELETED, 20),
+        ("b->a", 0, 350, 360, DELETED, 20),
     ]
     assert merged(found)[0].count == 250
