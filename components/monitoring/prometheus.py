@@ -2,8 +2,9 @@
 JMX exporter ports (`metricsPort`) and the worker groups' lag exporters, labelled the way the
 alert rules select them, and the rule file. Pure: no pulumi, no I/O.
 
-A lag exporter listens on a port chosen when it starts (its URL is the stack output
-`connect.<group>.lagUrl`), so its job comes from the stack's outputs, not from the config.
+A lag exporter listens on its worker group's `lagPort`, or without one on a port chosen when it
+starts; its URL is the stack output `connect.<group>.lagUrl`, so its job comes from the stack's
+outputs, not from the config.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ runs one, `Selectors.lag`, and the group has enabled flows):
   again under the same name.
 - MM2LagExporterDown: the exporter is not scraped as up (or has no target): lag and data loss
   are invisible.
+- MM2LagReadingsStale: per flow, the exporter answers but its readings of the flow are stale: the
+  last good one was older than three reading intervals (3 x POLL_S) when last scraped, or read
+  errors grew in the window and no reading is fresh (as when it never read the flow): its lag and
+  data-loss figures are the last good reading's.
 A series that is absent counts as zero (`or vector(0)`): a stopped task exports nothing.
 """
 
@@ -44,11 +48,17 @@ from components.monitoring.jmx_exporter import (
 from components.topology.connectors import connector_name, heartbeat_topics, remote_topic
 from components.topology.model import ConnectorRole, Flow, Topology, WorkerGroup
 from components.topology.objectives import format_duration
+from components.watch.lag_plan import POLL_S
 
 # The lag exporter's metrics the rules read (components/watch/lag.py METRICS; a test pins them).
 FLOW_LAG_SECONDS = "mm2_flow_lag_seconds"
 EXPIRED_RECORDS = "mm2_expired_records_total"
 TOPIC_RECREATIONS = "mm2_source_topic_recreations_total"
+LAST_READ = "mm2_lag_last_read_timestamp_seconds"
+READ_ERRORS = "mm2_lag_read_errors_total"
+# A flow's readings are stale once the last good one is older than three reading intervals: one
+# slow or failed reading is not staleness, three in a row are.
+STALE_AFTER_S = 3 * POLL_S
 
 HEARTBEATS_RE = r"(.+\.)?heartbeats"
 INTERNAL_RE = r"__.*|.*[.-]internal|(.+\.)?heartbeats"
@@ -64,7 +74,8 @@ class Thresholds:
     latency_for: str = "5m"
     failure_for: str = "2m"
     # A group with no live worker replicates nothing: say so sooner than a connector failure,
-    # after enough scrapes (every 15 s or less) that one missed scrape is not an outage.
+    # after enough scrapes (every 15 s or less) that one missed scrape is not an outage. Also how
+    # long a lag exporter's readings may stay stale (MM2LagReadingsStale): as blind as one down.
     down_for: str = "1m"
     # How long a flow's lag may stay above its RPO before the alert fires: long enough that one
     # slow reading (the exporter reads every 5 s) is not a breach, short beside any sane RPO.
@@ -238,9 +249,14 @@ def _lag_rules(
             f"The lag exporter of MM2 worker group {group.name} is down",
             f"The lag exporter of {group.name} has not answered a scrape for {t.down_for}: the lag of its flows "
             "and records expired before replication are invisible (MM2FlowLagAboveRPO and "
-            "MM2RecordsExpiredBeforeReplication cannot fire). Locally `bin/pulumi up --refresh` starts it again "
-            "on a new port: then run `bin/prometheus-config --stack <stack> --deployed` again; its log is "
-            f"lag-exporter-{group.name}/lag-exporter.log in the stack's run directory.",
+            "MM2RecordsExpiredBeforeReplication cannot fire). Locally `bin/pulumi up --refresh` starts it again"
+            + (
+                f" on its lagPort ({group.lag_port}), at the same address"
+                if group.lag_port is not None
+                else " on a new port (mm2:workerGroups.<group>.lagPort keeps one): then run "
+                "`bin/prometheus-config --stack <stack> --deployed` again"
+            )
+            + f"; its log is lag-exporter-{group.name}/lag-exporter.log in the stack's run directory.",
         )
     ]
     for flow in flows:
@@ -248,6 +264,7 @@ def _lag_rules(
             _lag_above_rpo(flow, lag_sel, base, t),
             _expired(flow, lag_sel, base, t),
             _recreated(flow, lag_sel, base, t),
+            _readings_stale(group, flow, lag_sel, base, t),
         ]
     return rules
 
@@ -311,6 +328,35 @@ def _recreated(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds) ->
         f"{flow.target} holds the old topic's records followed by the new one's. Next step: `bin/status`; "
         "check who re-created the topic and whether consumers on the target must be reset; then acknowledge it: "
         f"mm2:flows.{flow.name}.lossAcknowledged.",
+    )
+
+
+def _readings_stale(
+    group: WorkerGroup, flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds
+) -> dict[str, Any]:
+    sel, by, stale = _flow_sel(flow, lag_sel), "flow, source, target", f"{STALE_AFTER_S:g}"
+    # The reading's age when Prometheus last scraped it, not at evaluation (`time() - ...`): that
+    # adds up to a scrape interval (15 s by default), so a healthy exporter scraped late in the
+    # evaluation cycle would look stale. `min`: the freshest of any instance (a new port).
+    age = f"min by ({by}) (timestamp({LAST_READ}{{{sel}}}) - {LAST_READ}{{{sel}}})"
+    # Read errors count only with no fresh reading: one failed reading among good ones is not
+    # staleness; errors and no timestamp at all are an exporter that has never read the flow.
+    failing = f"({counter_grew(READ_ERRORS, sel, by, t)}) unless on ({by}) ({age} <= {stale})"
+    return _rule(
+        "MM2LagReadingsStale",
+        f"({age} > {stale}) or ({failing})",
+        t.down_for,
+        {**base, "severity": "warning", **_flow_labels(flow)},
+        f"Flow {flow.name}: the lag exporter of {group.name} has no fresh reading of it",
+        f"The lag exporter of {group.name} answers scrapes, but its last good reading of flow {flow.name} is "
+        f"more than {stale} s old (three reading intervals), or its readings of the flow failed within "
+        f"{t.window} and none is fresh, for {t.down_for}: the flow's lag and records expired before "
+        "replication it serves are the last good reading's (none if it never read the flow), so "
+        "MM2FlowLagAboveRPO and MM2RecordsExpiredBeforeReplication may stay silent. Likely cause: a "
+        f"cluster not answering the exporter, most often the flow's source {flow.source}. Next step: its "
+        f"log names the cluster and the error (locally lag-exporter-{group.name}/lag-exporter.log in the "
+        f"stack's run directory; on Kubernetes the log of the group's lag exporter Deployment); check "
+        "that cluster's brokers and the exporter's client settings for it. It clears at the next good reading.",
     )
 
 

@@ -274,7 +274,14 @@ def serve(exporter: Exporter, listen: str) -> ThreadingHTTPServer:
         def log_message(self, *_args: Any) -> None:  # scrapes are not news
             return
 
-    server = ThreadingHTTPServer((host or "127.0.0.1", int(port or 0)), Handler)
+    try:
+        server = ThreadingHTTPServer((host or "127.0.0.1", int(port or 0)), Handler)
+    except OSError as exc:  # a fixed port (locally the group's lagPort) another program holds
+        raise SystemExit(
+            f"lag-exporter: cannot listen on {listen}: {exc.strerror or exc}. Next step: stop whatever listens "
+            f"there (`ss -ltnp | grep :{port}`), or give the exporter another port (locally "
+            f"`mm2:workerGroups.{exporter.plan.group}.lagPort`)."
+        ) from exc
     threading.Thread(target=server.serve_forever, daemon=True).start()
     bound_host = host if host not in ("", "0.0.0.0") else "127.0.0.1"
     exporter.url = f"http://{bound_host}:{server.server_address[1]}"

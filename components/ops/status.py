@@ -1,6 +1,6 @@
 """Health of a stack's flows at a glance: connectors and tasks, lag, checkpoints, heartbeats.
 
-    bin/status --stack dev [--json] [--watch [SECONDS]] [--flow primary->dr]
+    bin/status --stack dev [--json] [--watch [SECONDS]] [--flow primary->dr] [--lag-url GROUP=URL]
     bin/status --outputs outputs.json
 
 Per flow: each connector and task with its worker and state (and the first trace line when
@@ -26,6 +26,14 @@ as `flows.<flow>.lossAcknowledgedAt`): those are listed, marked acknowledged. An
 answering within `LAG_EXPORTER_TIMEOUT_S` (2 s, asked while the workers are probed) is a note
 under the flow and changes no exit code.
 
+On Kubernetes the exported lagUrl is the exporter's in-cluster Service
+(`http://<group>-lag-exporter.<namespace>.svc:9404`), which a machine outside the cluster cannot
+reach: the note then says so. To read it from outside, forward its port and give the forwarded
+address with `--lag-url GROUP=URL` (repeatable; it replaces the group's lagUrl for this run):
+
+    kubectl port-forward -n <namespace> svc/mm2-lag-exporter 9404 &
+    bin/status --stack prod --lag-url mm2=http://127.0.0.1:9404
+
 Every worker of each worker group is asked first, all at once, with a short timeout
 (`WORKER_PROBE_TIMEOUT_S`, 2 s): a group none of whose workers answers is named in the flows it
 runs ("worker group mm2: no worker answered within 2 s") and its connectors are not read, so a
@@ -50,8 +58,9 @@ import json
 import ssl
 import sys
 import time
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
@@ -309,13 +318,50 @@ def read_exporter(url: str) -> ExporterReading:
     return ExporterReading(url, expired, metrics)
 
 
-def exporter_readings(outputs: StackExports, groups: Sequence[str]) -> dict[str, ExporterReading]:
-    """Each of `groups` that exports a lagUrl: what its exporter answered, all asked at once."""
+def exporter_readings(
+    outputs: StackExports, groups: Sequence[str], given: Collection[str] = ()
+) -> dict[str, ExporterReading]:
+    """Each of `groups` that exports a lagUrl: what its exporter answered, all asked at once;
+    `given`: the groups whose lagUrl came from --lag-url."""
     asked = [(g, outputs.connect[g].lag_url) for g in groups if g in outputs.connect and outputs.connect[g].lag_url]
     if not asked:
         return {}
     with ThreadPoolExecutor(max_workers=len(asked)) as pool:
-        return dict(zip((g for g, _ in asked), pool.map(lambda a: read_exporter(a[1]), asked), strict=True))
+        readings = dict(zip((g for g, _ in asked), pool.map(lambda a: read_exporter(a[1]), asked), strict=True))
+    return {g: replace(r, given=True) if g in given else r for g, r in readings.items()}
+
+
+def parse_lag_urls(values: Sequence[str]) -> dict[str, str]:
+    """The --lag-url GROUP=URL options as group -> URL; ValueError naming every bad one."""
+    found: dict[str, str] = {}
+    problems = []
+    for value in values:
+        group, sep, url = value.partition("=")
+        try:
+            parts = urllib.parse.urlsplit(url.strip())
+            scheme, host = parts.scheme, parts.hostname
+        except ValueError:  # a malformed address, e.g. an unclosed IPv6 bracket
+            scheme, host = "", None
+        if not sep or not group.strip() or scheme not in ("http", "https") or not host:
+            problems.append(f"{value!r} is not GROUP=http://host:port")
+        elif group.strip() in found:
+            problems.append(f"worker group {group.strip()} is given twice")
+        else:
+            found[group.strip()] = url.strip()
+    if problems:
+        raise ValueError("; ".join(problems))
+    return found
+
+
+def with_lag_urls(outputs: StackExports, lag_urls: Mapping[str, str]) -> StackExports:
+    """`outputs` with each named worker group's lagUrl replaced; ValueError for a group the
+    stack does not export."""
+    unknown = sorted(set(lag_urls) - set(outputs.connect))
+    if unknown:
+        known = ", ".join(sorted(outputs.connect)) or "none"
+        raise ValueError(f"no worker group {', '.join(unknown)} in the stack's outputs (it has: {known})")
+    connect = {name: replace(g, lag_url=lag_urls.get(name, g.lag_url)) for name, g in outputs.connect.items()}
+    return replace(outputs, connect=connect)
 
 
 def flow_status(
@@ -381,15 +427,19 @@ def cluster_readers(outputs: StackExports, aliases: Sequence[str]) -> Iterator[d
 
 
 def collect(
-    outputs: StackExports, flow_names: Sequence[str] = (), heartbeat_max_age_s: float = HEARTBEAT_MAX_AGE_S
+    outputs: StackExports,
+    flow_names: Sequence[str] = (),
+    heartbeat_max_age_s: float = HEARTBEAT_MAX_AGE_S,
+    given_lag_urls: Collection[str] = (),
 ) -> list[FlowStatus]:
-    """The status of the named flows (every exported flow when none)."""
+    """The status of the named flows (every exported flow when none); `given_lag_urls`: the
+    worker groups whose lagUrl came from --lag-url."""
     flows = [flow(outputs, name) for name in (flow_names or sorted(outputs.flows))]
     if not flows:
         raise OpsError("the stack exports no flows. Next step: declare one under mm2:flows and `bin/pulumi up`.")
     groups = sorted({f.worker_group for f in flows})
     with ThreadPoolExecutor(max_workers=1) as pool:  # the exporters are asked while the workers are probed
-        asked = pool.submit(exporter_readings, outputs, groups)
+        asked = pool.submit(exporter_readings, outputs, groups, given_lag_urls)
         down = dead_groups(outputs, groups)
         exporters = asked.result()
     aliases = sorted({a for f in flows for a in (f.source, f.target, f.offset_syncs_cluster or f.source)})
@@ -444,7 +494,7 @@ def watcher_statuses(stack: str, groups: Sequence[str], root: Path) -> dict[str,
 
 
 def _once(args: argparse.Namespace, outputs: StackExports) -> int:
-    flows = collect(outputs, args.flow, args.heartbeat_max_age)
+    flows = collect(outputs, args.flow, args.heartbeat_max_age, args.lag_urls)
     pairs = pair_views(outputs, args.flow)
     watchers = watcher_statuses(args.stack, sorted({f.worker_group for f in flows}), ROOT) if args.stack else {}
     if args.json:
@@ -471,14 +521,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--heartbeat-max-age", type=float, default=HEARTBEAT_MAX_AGE_S, help="seconds before a heartbeat is stale"
     )
+    parser.add_argument(
+        "--lag-url",
+        action="append",
+        default=[],
+        metavar="GROUP=URL",
+        help="read worker group GROUP's lag exporter at URL instead of the stack's connect.GROUP.lagUrl, for this "
+        "run (repeatable); on Kubernetes from outside the cluster, the address of a `kubectl port-forward -n "
+        "<namespace> svc/GROUP-lag-exporter 9404`: GROUP=http://127.0.0.1:9404",
+    )
     args = parser.parse_args(argv)
     if args.watch is not None and args.watch <= 0:
         parser.error("--watch takes a positive number of seconds")
+    try:
+        args.lag_urls = parse_lag_urls(args.lag_url)
+    except ValueError as exc:
+        parser.error(f"--lag-url: {exc}")
     try:
         outputs = load_exports(args.stack, args.outputs)
     except OutputsError as exc:
         print(f"status: no deployment to show: {exc}", file=sys.stderr)
         return 1
+    try:
+        outputs = with_lag_urls(outputs, args.lag_urls)
+    except ValueError as exc:
+        parser.error(f"--lag-url: {exc}")
     code = 1
     try:
         while True:

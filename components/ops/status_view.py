@@ -24,7 +24,11 @@ not answering) is a note, not a reason.
 Lag, checkpoint age and heartbeat latency are shown, not judged: a catching-up flow is not broken.
 A lag exporter that does not answer within `LAG_EXPORTER_TIMEOUT_S` is a note, not a reason: it
 observes replication and takes no part in it, and its silence says nothing about the flow (its
-own staleness is what `mm2_lag_last_read_timestamp_seconds` is for).
+own staleness is what `mm2_lag_last_read_timestamp_seconds` is for). The note says what to do
+about it: at a URL only a Kubernetes cluster's DNS resolves (`<service>.<namespace>.svc`, the
+lagUrl a Kubernetes stack exports), that it runs inside the cluster and how to read it from here
+(`kubectl port-forward`, then `bin/status --lag-url`); at a URL given with `--lag-url`, to check
+it; else (a local exporter) that `bin/pulumi up` starts it again.
 
 A worker group with autoRestart connectors runs a watcher; its status file (what it restarted and
 when, docs/day2-operations.md) is shown under the flows, not judged: the connectors' own states
@@ -39,6 +43,7 @@ make it high by that many.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -109,6 +114,7 @@ class ExporterReading:
     expired: Mapping[str, Any] | None = None
     metrics: str | None = None
     error: str = ""
+    given: bool = False  # the URL came from `bin/status --lag-url`, not the stack's outputs
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,7 @@ class SentinelView:
     lag_records: int | None = None  # the flow's largest partition lag (mm2_flow_lag_records)
     lag_seconds: float | None = None
     error: str = ""  # why the exporter was not read (a note, not a problem)
+    given: bool = False  # the URL came from `bin/status --lag-url`
 
     @property
     def found(self) -> bool:
@@ -311,10 +318,10 @@ def sentinel_view(reading: ExporterReading, flow: str, acknowledged_at_ms: int |
     """What the exporter found for one flow (it serves every flow of its worker group), against the
     flow's loss acknowledgement; ranges of a partition found one reading after another as one."""
     if reading.expired is None:
-        return SentinelView(reading.url, flow, error=reading.error or "no answer")
+        return SentinelView(reading.url, flow, error=reading.error or "no answer", given=reading.given)
     findings = flow_findings(reading.expired, flow, acknowledged_at_ms)
     records, seconds = flow_lag(reading.metrics, flow)
-    return SentinelView(reading.url, flow, findings, records, seconds)
+    return SentinelView(reading.url, flow, findings, records, seconds, given=reading.given)
 
 
 def sentinel_problems(view: SentinelView | None) -> tuple[str, ...]:
@@ -375,16 +382,55 @@ def _acknowledged_mark(view: SentinelView, finding: Expiry | Recreation) -> str:
     )
 
 
-def sentinel_lines(view: SentinelView | None) -> list[str]:
-    """The table lines of a flow's sentinel: the exporter, the flow's lag, each finding (marked
-    when the flow's loss acknowledgement covers it)."""
+@dataclass(frozen=True)
+class InClusterService:
+    """Where a URL only a Kubernetes cluster's DNS resolves points: a Service in a namespace."""
+
+    service: str
+    namespace: str  # "<namespace>" when the host does not name it
+    port: int
+
+
+def in_cluster_service(url: str) -> InClusterService | None:
+    """The Service of a URL whose host ends in `.svc`, `.svc.cluster.local` or `.cluster.local`
+    (`<service>.<namespace>.svc[.cluster.local]`, as a Kubernetes stack exports its lagUrl); None
+    for any other URL."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    host = (parts.hostname or "").rstrip(".").lower()
+    if not host.endswith((".svc", ".cluster.local")):
+        return None
+    labels = host.split(".")
+    namespace = labels[1] if len(labels) > 2 and labels[2] == "svc" else "<namespace>"
+    return InClusterService(labels[0], namespace, port)
+
+
+def _unanswered_note(view: SentinelView, group: str) -> str:
+    """The note of an exporter that was not read, with what to do about it (module docstring)."""
+    service = in_cluster_service(view.url)
+    if service is not None and not view.given:
+        forward = f"kubectl port-forward -n {service.namespace} svc/{service.service} {service.port}"
+        return (
+            f"note: lag exporter {view.url} runs inside the Kubernetes cluster and is not reachable from here "
+            f"({view.error}): expired records not checked. To read it from here: `{forward}` in another shell, "
+            f"then `bin/status --lag-url {group}=http://127.0.0.1:{service.port}` with this run's other options"
+        )
+    unanswered = f"note: lag exporter {view.url} did not answer within {LAG_EXPORTER_TIMEOUT_S:g} s ({view.error})"
+    if view.given:
+        return f"{unanswered}: expired records not checked (given with --lag-url: check it, or the port-forward)"
+    return f"{unanswered}: expired records not checked (`bin/pulumi up` starts it again)"
+
+
+def sentinel_lines(view: SentinelView | None, group: str = "<group>") -> list[str]:
+    """The table lines of a flow's sentinel (`group`: its worker group): the exporter, the flow's
+    lag, each finding (marked when the flow's loss acknowledgement covers it)."""
     if view is None:
         return []
     if view.error:
-        return [
-            f"  note: lag exporter {view.url} did not answer within {LAG_EXPORTER_TIMEOUT_S:g} s ({view.error}): "
-            "expired records not checked (`bin/pulumi up` starts it again)"
-        ]
+        return [f"  {_unanswered_note(view, group)}"]
     records = "-" if view.lag_records is None else str(view.lag_records)
     lines = [f"  lag exporter {view.url}: flow lag {records} record(s), {_age(view.lag_seconds)}"]
     for e in view.findings.expired:
@@ -457,7 +503,7 @@ def render_status_table(flows: Sequence[FlowStatus]) -> str:
             "heartbeat -" if hb is None else f"heartbeat age {_age(hb.age_s)} latency {_age(hb.latency_s)} ({hb.topic})"
         )
         lines.append(f"  newest checkpoint age {_age(f.checkpoint_age_s)}; {beat}")
-        lines += sentinel_lines(f.sentinel)
+        lines += sentinel_lines(f.sentinel, f.worker_group)
         for note in f.notes:
             lines.append(f"  note: {note}")
         for problem in f.problems:

@@ -10,8 +10,6 @@ from components.topology import ConnectorRole, Topology, connector_name
 from components.topology.connectors import internal_bootstrap_servers
 from components.watch.lag_plan import LagFlow, LagPlan, split_client
 
-POLL_S = 5.0  # a reading every 5 s on every platform: lag alerts see a paused flow within one evaluation
-
 
 def lag_flows(topology: Topology, group: str) -> tuple[LagFlow, ...]:
     """The enabled flows the worker group runs, as the exporter reads them."""

@@ -209,6 +209,8 @@ class WorkerGroup:
     rest_tls: bool = False
     # local: worker i serves Prometheus metrics (JMX exporter agent) on 127.0.0.1:metrics_port+i.
     metrics_port: int | None = None
+    # local: the group's lag exporter listens on 127.0.0.1:lag_port; None: a free port at each start.
+    lag_port: int | None = None
     # `restarts`; None: rolling when the group has more than one worker (platform/restarts.py).
     restarts: RestartMode | None = None
     # Derived at deploy time from the running workers (connect_group.with_exactly_once_stages):

@@ -15,7 +15,9 @@ from typing import Any
 
 PLAN_VERSION = 1
 SECRET_CLIENT_KEYS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password"})
-DEFAULT_POLL_S = 10.0
+DEFAULT_POLL_S = 10.0  # a plan document that names no interval
+# What the platforms run: a reading every 5 s, so lag alerts see a paused flow within one evaluation.
+POLL_S = 5.0
 # Environment variable a rendered workload passes the clients' secret settings in (JSON), never a file in an image.
 SECRETS_ENV = "MM2_LAG_EXPORTER_SECRETS"
 

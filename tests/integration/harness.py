@@ -48,7 +48,8 @@ _NODE_PORTS = {_NODE_LAYOUT.api_port, *range(_NODE_LAYOUT.node_ports[0], _NODE_L
 
 
 def stack_ports(cfg: Mapping[str, Any]) -> list[int]:
-    """Every loopback port the local brokers, controllers and workers of stack config `cfg` listen on."""
+    """Every loopback port the local brokers, controllers, workers and lag exporters (those with a
+    `lagPort`) of stack config `cfg` listen on."""
     ports: list[int] = []
     for c in cfg["mm2:clusters"].values():
         if c.get("platform", "local") == "local" and "port" in c:
@@ -56,6 +57,8 @@ def stack_ports(cfg: Mapping[str, Any]) -> list[int]:
     for g in cfg["mm2:workerGroups"].values():
         if "restPort" in g:
             ports += [int(g["restPort"]) + i for i in range(int(g.get("workers", 1)))]
+        if "lagPort" in g:
+            ports.append(int(g["lagPort"]))
     return ports
 
 
@@ -106,13 +109,16 @@ def dev_config_with_free_ports() -> dict[str, Any]:
 
 
 def with_free_ports(cfg: dict[str, Any]) -> dict[str, Any]:
-    """`cfg` with every local cluster's and worker group's ports replaced by free blocks."""
+    """`cfg` with every local cluster's and worker group's ports replaced by free blocks (a group's
+    `lagPort` too, when it sets one)."""
     config = cfg["config"]
     for cluster in config["mm2:clusters"].values():
         if cluster.get("platform") == "local":
             cluster["port"] = free_port_block(2 * int(cluster.get("brokers", 1)))
     for group in config["mm2:workerGroups"].values():
         group["restPort"] = free_port_block(int(group.get("workers", 1)))
+        if "lagPort" in group:
+            group["lagPort"] = free_port_block(1)
     return cfg
 
 

@@ -9,10 +9,14 @@ is scraped by a real Prometheus loaded with the stack's rules.
    nothing else is reported lost.
 3. A source topic deleted and created again under the same name: reported as re-created, with
    the records of the old topic MM2 had not copied.
+4. The exporter on its lagPort: killed, and started again by `up --refresh`, it comes back at the
+   same URL, which the scrape job Prometheus was given before scrapes again.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,11 +28,14 @@ import pytest
 
 from components.monitoring.prometheus import lag_targets, rule_groups, scrape_configs
 from components.monitoring.rules import Thresholds
+from components.platform.local import process as proc
+from components.platform.local.layout import lag_exporter_path, process_marker
 from components.watch.lag import CAUSE, DELETED
 from tests.integration.harness import (
     TestStack,
     connect_auth,
     dev_config_with_free_ports,
+    free_port_block,
     kafka_conf,
     produce_batch,
     run_status,
@@ -53,6 +60,8 @@ def lag_config() -> dict[str, Any]:
     cfg = dev_config_with_free_ports()
     config = cfg["config"]
     config["mm2:workerGroups"]["mm2"]["workers"] = 1
+    # The exporter on a fixed address, so a restart keeps its URL (the last test).
+    config["mm2:workerGroups"]["mm2"]["lagPort"] = free_port_block(1)
     # Retention is enforced every second, not every 5 minutes: the test waits on deletions.
     config["mm2:clusters"]["primary"]["brokerConfig"] = {"log.retention.check.interval.ms": "1000"}
     config["mm2:clusters"]["primary"]["topics"]["expiring"] = {"partitions": 1}
@@ -332,3 +341,37 @@ def test_a_recreated_source_topic_is_reported_with_what_mm2_had_not_copied(
     # MM2 copies the new topic from its start; the exporter sees it caught up, nothing more lost.
     wait_lag(url, "recreated", 0, "the new topic copied", since=new_written)
     assert [e["count"] for e in expired(url)["expired"] if e["topic"] == "recreated"] == [30]
+
+
+def test_a_restarted_exporter_keeps_its_lag_port_url(world: tuple[TestStack, Prometheus]) -> None:
+    stack, prometheus = world
+    port = int(stack.config["config"]["mm2:workerGroups"]["mm2"]["lagPort"])
+    url = lag_url(stack)
+    assert url == f"http://127.0.0.1:{port}", url
+    marker = process_marker(stack.name, lag_exporter_path("mm2"))
+    (pid,) = proc.find_pids(marker)
+
+    def scraped(health: str) -> bool:
+        jobs = [t for t in prometheus.targets() if t["labels"].get("job") == "mm2-lag-mm2"]
+        return bool(jobs) and all(t["health"] == health for t in jobs)
+
+    def serves_metrics() -> bool:
+        try:
+            answer = httpx.get(f"{url}/metrics", timeout=5)
+        except httpx.HTTPError:
+            return False
+        return answer.status_code == 200 and "mm2_flow_lag_records" in answer.text
+
+    assert serves_metrics(), "the exporter serves /metrics before it is killed"
+    os.kill(pid, signal.SIGKILL)  # as a crash: nothing of the stack starts it again on its own
+    wait_until(lambda: not proc.find_pids(marker), 30, "the lag exporter to die", poll_s=0.1)
+    assert not serves_metrics(), f"{url} still answers with its exporter dead"
+    wait_until(lambda: scraped("down"), 60, "Prometheus to see the exporter down", poll_s=0.5)
+
+    stack.up("--refresh")  # refresh finds it dead; up starts it again, on its lagPort
+    assert lag_url(stack) == url, "the restart moved the exporter"
+    (again,) = wait_until(lambda: proc.find_pids(marker), 30, "the restarted exporter's process")
+    assert again != pid
+    wait_until(serves_metrics, 60, f"{url}/metrics served again")
+    # The scrape job written from the outputs before the restart is still right.
+    wait_until(lambda: scraped("up"), 60, "Prometheus to scrape the restarted exporter", poll_s=0.5)

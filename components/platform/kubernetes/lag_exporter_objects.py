@@ -46,11 +46,11 @@ from components.platform.kubernetes.shipped_code import (
     one_pod_deployment,
     shipped_code,
 )
-from components.platform.lag_exporter import POLL_S, plan_clusters, plan_for
+from components.platform.lag_exporter import plan_clusters, plan_for
 from components.platform.settings import KubernetesSettings
 from components.topology import Cluster, Topology, WorkerGroup
 from components.topology.security import librdkafka_client
-from components.watch.lag_plan import SECRETS_ENV, plan_document, split_client
+from components.watch.lag_plan import POLL_S, SECRETS_ENV, plan_document, split_client
 
 # The files the pod needs, relative to the project root (see shipped_code.py for the packages).
 LAG_EXPORTER_SOURCES = (

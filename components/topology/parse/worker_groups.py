@@ -16,7 +16,7 @@ from components.topology.model import (
     WorkerGroup,
     frozen_map,
 )
-from components.topology.parse.metrics import parse_metrics_port
+from components.topology.parse.metrics import parse_lag_port, parse_metrics_port
 from components.topology.parse.problems import Problems, path
 from components.topology.parse.values import (
     SAFE_NAME,
@@ -47,6 +47,7 @@ GROUP_FIELDS = (
     "workerConfig",
     "platform",
     "metricsPort",
+    "lagPort",
     "restarts",
 )
 
@@ -86,6 +87,7 @@ def parse_worker_group(
     check_secret_literals(problems, worker_config, f"{where}.workerConfig")
     ids, distinct = _storage_ids(problems, mapping, where, name)
     metrics_port = parse_metrics_port(problems, mapping, where, platform, workers)
+    lag_port = parse_lag_port(problems, mapping, where, platform)
     restarts = _restarts(problems, mapping, where)
     ok = ok and reachable and has_port and distinct
     if not ok or workers is None or cluster is None or any(v is None for v in ids.values()):
@@ -108,6 +110,7 @@ def parse_worker_group(
         rest_password=rest_password,
         rest_tls=rest_tls,
         metrics_port=metrics_port,
+        lag_port=lag_port,
         restarts=restarts,
     )
 

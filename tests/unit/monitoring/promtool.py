@@ -29,6 +29,8 @@ FLOW = 'flow="primary->dr",source="primary",target="dr"'
 FLOW_LAG = f"mm2_flow_lag_seconds{{{LAG},{FLOW}}}"
 EXPIRED = 'mm2_expired_records_total{{{lag},{flow},topic="orders",partition="{p}",reason="{reason}"}}'
 RECREATIONS = f'mm2_source_topic_recreations_total{{{LAG},{FLOW},topic="orders"}}'
+LAST_READ = f"mm2_lag_last_read_timestamp_seconds{{{LAG},{FLOW}}}"
+READ_ERRORS = f"mm2_lag_read_errors_total{{{LAG},{FLOW}}}"
 # Every test file's rules are evaluated this often (a Prometheus's evaluation_interval).
 EVALUATION_INTERVAL = "15s"
 

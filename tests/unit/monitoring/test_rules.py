@@ -7,6 +7,7 @@ after their own `for:` and not before in test_rules_defaults.py."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from .promtool import (
     FLOW_LAG,
     HEARTBEAT_WRITES,
     LAG,
+    LAST_READ,
     MESSAGES_IN,
+    READ_ERRORS,
     RECORDS,
     RECREATIONS,
     RuleFile,
@@ -348,6 +351,98 @@ def test_lag_exporter_down_fires_when_it_is_not_up_or_not_scraped(tmp_path: Path
     )
 
 
+def scraped(value: Callable[[int], float], seconds: int, at: int = 1) -> str:
+    """A series as Prometheus scrapes it every 15 s, `at` s into each evaluation interval (so the
+    next evaluation reads a sample 15 - `at` s old), for `interval="1s"`: `value(t)` at each
+    scrape t, nothing between."""
+    return " ".join(f"{value(t):g}" if t % 15 == at else "_" for t in range(seconds + 1))
+
+
+def test_lag_readings_stale_fires_when_the_last_reading_stops_advancing(tmp_path: Path) -> None:
+    # A reading every 5 s until 2m, then none until 4m40s; no read error counted (only the
+    # timestamp can tell). The last is 15 s old at 2m15s (three intervals: not yet stale), stale
+    # from 2m30s, firing `for` (1m) later; it clears at the first evaluation after readings resume.
+    stale = expected("MM2LagReadingsStale")
+    assert_promtool(
+        tmp_path,
+        [
+            case(
+                {LAST_READ: "0+5x24 120x30 280+5x30", READ_ERRORS: "0x86"},
+                [
+                    {"eval_time": "2m15s", "alertname": "MM2LagReadingsStale", "exp_alerts": []},
+                    {"eval_time": "3m15s", "alertname": "MM2LagReadingsStale", "exp_alerts": []},  # not yet `for`
+                    {"eval_time": "3m30s", "alertname": "MM2LagReadingsStale", "exp_alerts": [stale]},
+                    {"eval_time": "4m30s", "alertname": "MM2LagReadingsStale", "exp_alerts": [stale]},
+                    {"eval_time": "4m45s", "alertname": "MM2LagReadingsStale", "exp_alerts": []},
+                ],
+                interval="5s",
+            )
+        ],
+    )
+
+
+def test_lag_readings_stale_means_older_than_three_reading_intervals(tmp_path: Path) -> None:
+    # Each scraped reading exactly 15 s old (3 x POLL_S) is not stale; 16 s old is.
+    stale = expected("MM2LagReadingsStale")
+    assert_promtool(
+        tmp_path,
+        [
+            case(
+                {LAST_READ: "-15+5x60", READ_ERRORS: "0x60"},
+                [{"eval_time": "4m", "alertname": "MM2LagReadingsStale", "exp_alerts": []}],
+                interval="5s",
+            ),
+            case(
+                {LAST_READ: "-16+5x60", READ_ERRORS: "0x60"},
+                [{"eval_time": "4m", "alertname": "MM2LagReadingsStale", "exp_alerts": [stale]}],
+                interval="5s",
+            ),
+        ],
+    )
+
+
+def test_lag_readings_stale_fires_when_read_errors_grow_and_nothing_was_read(tmp_path: Path) -> None:
+    # The exporter started while the flow's source did not answer: every reading fails (an error
+    # every 5 s) and there is no last-reading timestamp at all to go stale.
+    stale = expected("MM2LagReadingsStale")
+    assert_promtool(
+        tmp_path,
+        [
+            case(
+                {READ_ERRORS: "0+1x60"},
+                [
+                    {"eval_time": "1m", "alertname": "MM2LagReadingsStale", "exp_alerts": []},  # not yet `for`
+                    {"eval_time": "1m15s", "alertname": "MM2LagReadingsStale", "exp_alerts": [stale]},
+                ],
+                interval="5s",
+            )
+        ],
+    )
+
+
+def test_lag_readings_stale_stays_quiet_while_readings_advance(tmp_path: Path) -> None:
+    # A reading every 5 s and no error. Scraped every 5 s; and scraped every 15 s, 14 s before the
+    # evaluation that reads the sample, the reading then 4 s old (readings at 5j + 2 s): its age
+    # at the evaluation, `time() - timestamp`, would be 18 s, and it is still fresh.
+    every_5s = {LAST_READ: "0+5x120", READ_ERRORS: "0x120"}
+    late = {LAST_READ: scraped(lambda t: t - (t - 2) % 5, 600), READ_ERRORS: scraped(lambda t: 0, 600)}
+    quiet = [{"eval_time": at, "alertname": "MM2LagReadingsStale", "exp_alerts": []} for at in ("2m", "5m", "9m")]
+    assert_promtool(tmp_path, [case(every_5s, quiet, interval="5s"), case(late, quiet, interval="1s")])
+
+
+def test_lag_readings_stale_ignores_failed_readings_among_good_ones(tmp_path: Path) -> None:
+    # Every sixth reading fails (counted; the timestamp skips it) from 1m on: errors grow in every
+    # window, yet the last good reading is never more than 10 s old.
+    def failed(k: int) -> bool:
+        return k >= 12 and k % 6 == 5
+
+    last = [max(j for j in range(k + 1) if not failed(j)) * 5 for k in range(121)]
+    errors = [sum(failed(j) for j in range(k + 1)) for k in range(121)]
+    series = {LAST_READ: " ".join(map(str, last)), READ_ERRORS: " ".join(map(str, errors))}
+    quiet = [{"eval_time": at, "alertname": "MM2LagReadingsStale", "exp_alerts": []} for at in ("3m", "5m", "9m")]
+    assert_promtool(tmp_path, [case(series, quiet, interval="5s")])
+
+
 def test_promtool_tests_can_fail(tmp_path: Path) -> None:
     # A healthy heartbeat series and an expectation that the alert fires: promtool must say no.
     out = run_promtool(
@@ -387,7 +482,7 @@ def test_selectors_scope_every_expression() -> None:
     selectors = Selectors(workers='job="w-{group}"', lag='job="lag-{group}"')
     [group] = alert_groups(topology, topology.worker_groups["mm2"], selectors, FAST)
     lag_rules = {"MM2LagExporterDown", "MM2FlowLagAboveRPO", "MM2RecordsExpiredBeforeReplication"}
-    lag_rules.add("MM2SourceTopicRecreated")
+    lag_rules |= {"MM2SourceTopicRecreated", "MM2LagReadingsStale"}
     assert lag_rules <= {r["alert"] for r in group["rules"]}
     for r in group["rules"]:
         assert ('job="lag-mm2"' if r["alert"] in lag_rules else 'job="w-mm2"') in r["expr"], r["alert"]
@@ -425,9 +520,10 @@ def test_lag_rules_read_the_exporters_metrics() -> None:
     from components.monitoring import rules
     from components.watch.lag import METRICS
 
-    for name in (rules.FLOW_LAG_SECONDS, rules.EXPIRED_RECORDS, rules.TOPIC_RECREATIONS):
+    for name in (rules.FLOW_LAG_SECONDS, rules.EXPIRED_RECORDS, rules.TOPIC_RECREATIONS, rules.LAST_READ):
         assert name in METRICS, name
     assert METRICS[rules.EXPIRED_RECORDS][0] == METRICS[rules.TOPIC_RECREATIONS][0] == "counter"
+    assert METRICS[rules.READ_ERRORS][0] == "counter" and METRICS[rules.LAST_READ][0] == "gauge"
 
 
 def test_scrape_jobs_label_targets_as_the_rules_select_them() -> None:

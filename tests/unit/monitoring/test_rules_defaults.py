@@ -23,6 +23,7 @@ from components.monitoring.jmx_exporter import (
     REPLICATION_LATENCY_MAX,
 )
 from components.monitoring.prometheus import DEFAULT_THRESHOLDS, rule_groups
+from components.monitoring.rules import STALE_AFTER_S
 from components.platform.kubernetes.monitoring import alert_rules
 from components.platform.settings import AlertSettings
 from components.topology import parse_topology
@@ -167,6 +168,17 @@ def test_no_records_fires_a_window_and_its_for_after_replication_stopped(tmp_pat
     }
     fired = DEFAULT_RULES.expected("MM2NoRecordsWhileSourceProducing", match={"flow": "primary->dr"})
     checks = fires_after("MM2NoRecordsWhileSourceProducing", fired, windowed_onset(), D.failure_for)
+    DEFAULT_RULES.assert_tests(tmp_path, [case(series, checks, interval="10s")])
+
+
+def test_lag_readings_stale_fires_its_for_after_three_reading_intervals_without_one(tmp_path: Path) -> None:
+    # A reading at every sample (10 s apart) until LAST_CHANGE, then none, and no read error: the
+    # condition starts at the first evaluation whose newest sample is more than STALE_AFTER_S
+    # (3 x POLL_S) younger than that last reading.
+    first_stale_sample = LAST_CHANGE + (int(STALE_AFTER_S) // 10 + 1) * 10
+    series = {pt.LAST_READ: f"0+10x{LAST_CHANGE // 10} {LAST_CHANGE}x60", pt.READ_ERRORS: "0x90"}
+    fired = DEFAULT_RULES.expected("MM2LagReadingsStale")
+    checks = fires_after("MM2LagReadingsStale", fired, first_evaluation_from(first_stale_sample), D.down_for)
     DEFAULT_RULES.assert_tests(tmp_path, [case(series, checks, interval="10s")])
 
 

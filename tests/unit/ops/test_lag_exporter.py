@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -108,3 +109,32 @@ def test_an_unreadable_state_file_stops_the_exporter_with_the_fix(tmp_path: Path
     (tmp_path / "state.json").write_text("{not json")
     with pytest.raises(SystemExit, match="move it aside"):
         Exporter(plan(tmp_path), FakeKafka())
+
+
+# -- its address: locally the group's lagPort, so a restart keeps its URL -----------------------
+
+
+def test_the_exporter_serves_on_the_port_it_is_given(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    exporter = Exporter(plan(tmp_path), FakeKafka())
+    server = serve(exporter, f"127.0.0.1:{port}")
+    try:
+        assert exporter.url == f"http://127.0.0.1:{port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_port_another_program_holds_stops_it_naming_the_lag_port(tmp_path: Path) -> None:
+    given: LagPlan = plan(tmp_path)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        with pytest.raises(SystemExit) as stopped:
+            serve(Exporter(given, FakeKafka()), f"127.0.0.1:{port}")
+    text = str(stopped.value)
+    assert f"cannot listen on 127.0.0.1:{port}" in text and "in use" in text.lower()
+    assert f"mm2:workerGroups.{given.group}.lagPort" in text and "Next step:" in text

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -13,11 +11,8 @@ from typing import Any
 
 import pytest
 
-from components.connect.client import ConnectClient
-from components.mm2_records import Heartbeat, OffsetSync, encode_heartbeat, encode_offset_sync
-from components.ops import clients, switchover
 from components.ops import status as st
-from components.outputs.contract import OutputsError, PairExport
+from components.outputs.contract import OutputsError
 from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
 from components.watch.lag import (
     CAUSE,
@@ -29,83 +24,11 @@ from components.watch.lag import (
     PartitionLag,
     SentinelState,
 )
-from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
+from tests.unit.connect.fakes import FakeConnect, running
 from tests.unit.ops.helpers import ServedState, outputs, serving
+from tests.unit.ops.status_fakes import NAMES, clusters, use_clusters
 
 GONE = CAUSE[DELETED]  # the reports' words for records deleted before MM2 copied them
-
-NAMES = ["mm2-primary-to-dr-source", "mm2-primary-to-dr-checkpoint", "mm2-primary-to-dr-heartbeat"]
-
-
-class Msg:
-    def __init__(self, key: bytes | None, value: bytes | None, ts: int, offset: int = 0) -> None:
-        self._k, self._v, self._ts, self._o = key, value, ts, offset
-
-    def key(self) -> bytes | None:
-        return self._k
-
-    def value(self) -> bytes | None:
-        return self._v
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, self._ts)
-
-    def offset(self) -> int:
-        return self._o
-
-
-class FakeReader:
-    """A cluster as ClusterReader sees it: end offsets per topic and records of partition 0."""
-
-    def __init__(self, alias: str, ends: dict[str, dict[int, int]], records: dict[str, list[Msg]]) -> None:
-        self.alias = alias
-        self._ends = ends
-        self._records = records
-        self.partitions = {t: sorted(e) for t, e in ends.items()} | {t: [0] for t in records}
-
-    def ends(self, topic: str) -> dict[int, int] | None:
-        return self._ends.get(topic)
-
-    def read(self, topic: str, partition: int = 0, last: int | None = None) -> list[Msg]:
-        records = self._records.get(topic, [])
-        return records[-last:] if last else records
-
-
-def now_ms(ago_s: float = 0.0) -> int:
-    return int((time.time() - ago_s) * 1000)
-
-
-def clusters(heartbeat_age_s: float = 1.0) -> dict[str, FakeReader]:
-    sync = Msg(*encode_offset_sync(OffsetSync("orders", 0, 100, 40)), now_ms())
-    beat = Msg(*encode_heartbeat(Heartbeat("primary", "dr", now_ms(heartbeat_age_s))), now_ms(heartbeat_age_s))
-    primary = FakeReader("primary", {"orders": {0: 130}, "payments": {0: 0}}, {"mm2-offset-syncs.dr.internal": [sync]})
-    dr = FakeReader(
-        "dr",
-        {"primary.orders": {0: 60}, "primary.payments": {0: 0}},
-        {"heartbeats": [beat], "primary.checkpoints.internal": [Msg(b"k", b"v", now_ms(3.0))]},
-    )
-    return {"primary": primary, "dr": dr}
-
-
-@pytest.fixture
-def connect(monkeypatch: pytest.MonkeyPatch) -> FakeConnect:
-    fake = FakeConnect(connectors={n: {"connector.class": "x"} for n in NAMES})
-
-    def client(out: Any, group: str, **kwargs: Any) -> ConnectClient:
-        return clients.connect_client(out, group, transport=fake.transport(), sleep=FakeSleep(), **kwargs)
-
-    monkeypatch.setattr(st, "connect_client", client)
-    monkeypatch.setattr(st, "_answers", lambda url, ca_pem: None)  # every worker answers the probe
-    return fake
-
-
-def use_clusters(monkeypatch: pytest.MonkeyPatch, readers: dict[str, FakeReader]) -> None:
-    @contextmanager
-    def fake_readers(_outputs: Any, aliases: Any) -> Iterator[dict[str, FakeReader]]:
-        yield {a: readers[a] for a in aliases}
-
-    monkeypatch.setattr(st, "cluster_readers", fake_readers)
-    monkeypatch.setattr(st, "load_exports", lambda stack, path: outputs())
 
 
 def test_healthy_flow_shows_lag_checkpoint_and_heartbeat(
@@ -267,7 +190,6 @@ def test_the_probe_gives_a_silent_worker_one_short_timeout_and_a_closed_port_non
 
 
 def _with_workers(exports: Any, urls: tuple[str, ...] = ("http://127.0.0.1:18083", "http://127.0.0.1:18084")) -> Any:
-    from dataclasses import replace
 
     group = replace(exports.connect["mm2"], worker_urls=urls)
     return replace(exports, connect={**exports.connect, "mm2": group})
@@ -286,7 +208,6 @@ def exporter() -> Iterator[ServedState]:
 
 
 def _with_lag(url: str) -> Any:
-    from dataclasses import replace
 
     exports = outputs()
     return replace(exports, connect={"mm2": replace(exports.connect["mm2"], lag_url=url)})
@@ -356,7 +277,6 @@ def test_a_source_topic_created_again_is_reported_with_what_was_lost_with_it(
 def test_a_loss_acknowledged_in_the_outputs_leaves_the_flow_healthy_until_something_new_is_found(
     connect: FakeConnect, exporter: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dataclasses import replace
 
     exporter.state = SentinelState(_memory(), (Expiry("primary->dr", "orders", 0, 100, 300, DELETED, AT_MS),))
     exports = _with_lag(exporter.url)
@@ -406,6 +326,88 @@ def test_an_exporter_not_answering_is_a_note_not_a_verdict(
     assert f"note: lag exporter {url} did not answer within 2 s (" in out and "refused" in out
     assert "expired records not checked" in out and "healthy" in out
     assert "refused" in sentinel["error"] and sentinel["expired"] == []
+
+
+IN_CLUSTER = "http://mm2-lag-exporter.kafka.svc:9404"  # as a Kubernetes stack exports its lagUrl
+
+
+def unresolvable_in_cluster_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names only a Kubernetes cluster's DNS resolves do not resolve here, as on a laptop."""
+    import socket
+
+    resolve = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(host).endswith(".svc"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return resolve(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def test_an_in_cluster_exporter_run_from_outside_says_how_to_reach_it(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unresolvable_in_cluster_names(monkeypatch)
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(IN_CLUSTER))
+    assert st.main(["--stack", "prod"]) == 0  # a note, not a verdict
+    out = capsys.readouterr().out
+    assert f"note: lag exporter {IN_CLUSTER} runs inside the Kubernetes cluster and is not reachable from here" in out
+    assert "Name or service not known" in out and "expired records not checked" in out
+    assert "`kubectl port-forward -n kafka svc/mm2-lag-exporter 9404` in another shell" in out
+    assert "then `bin/status --lag-url mm2=http://127.0.0.1:9404`" in out
+    assert "starts it again" not in out
+
+
+def test_lag_url_reads_the_exporter_at_the_given_address_instead(
+    connect: FakeConnect, exporter: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The stack exports the in-cluster URL; a port-forward serves the exporter at exporter.url.
+    unresolvable_in_cluster_names(monkeypatch)
+    exporter.state = SentinelState(_memory(), (Expiry("primary->dr", "orders", 0, 100, 300, DELETED, AT_MS),))
+    exporter.flows = [FlowLag("primary->dr", "primary", "dr", 60, (PartitionLag("orders", 0, 42, 12.5),))]
+    use_clusters(monkeypatch, clusters())
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(IN_CLUSTER))
+    assert st.main(["--stack", "prod", "--lag-url", f"mm2={exporter.url}"]) == 3
+    out = capsys.readouterr().out
+    assert f"lag exporter {exporter.url}: flow lag 42 record(s), 12.5s" in out
+    assert "expired: orders[0]" in out and IN_CLUSTER not in out
+
+
+def test_an_exporter_given_with_lag_url_not_answering_says_to_check_the_address(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: no port-forward there
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        use_clusters(monkeypatch, clusters())
+        monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(IN_CLUSTER))
+        assert st.main(["--stack", "prod", "--lag-url", f"mm2={url}"]) == 0
+    out = capsys.readouterr().out
+    assert f"note: lag exporter {url} did not answer within 2 s (" in out
+    assert "given with --lag-url: check it, or the port-forward" in out and "starts it again" not in out
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--lag-url", "http://127.0.0.1:9404"], "'http://127.0.0.1:9404' is not GROUP=http://host:port"),
+        (["--lag-url", "mm2=127.0.0.1:9404"], "'mm2=127.0.0.1:9404' is not GROUP=http://host:port"),
+        (["--lag-url", "mm2=http://a:1", "--lag-url", "mm2=http://b:2"], "worker group mm2 is given twice"),
+        (["--lag-url", "east=http://127.0.0.1:9404"], "no worker group east in the stack's outputs (it has: mm2)"),
+    ],
+)
+def test_lag_url_takes_group_equals_url_of_a_group_the_stack_has(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_lag(IN_CLUSTER))
+    with pytest.raises(SystemExit) as exited:
+        st.main(["--stack", "prod", *args])
+    assert exited.value.code == 2
+    assert f"--lag-url: {says}" in capsys.readouterr().err
 
 
 def test_a_silent_exporter_costs_no_more_than_the_worker_probe(
@@ -459,72 +461,3 @@ def test_a_group_without_a_lag_exporter_shows_no_sentinel(
     assert json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"] is None
     assert st.main(["--stack", "dev"]) == 0
     assert "lag exporter" not in capsys.readouterr().out
-
-
-def use_pair(monkeypatch: pytest.MonkeyPatch, pair: PairExport, missing: list[str]) -> list[PairExport]:
-    """The stack has `pair`; its passive side's fence lacks `missing`. Returns the pairs asked."""
-    asked: list[PairExport] = []
-
-    def gaps(_outputs: Any, p: PairExport) -> list[str]:
-        asked.append(p)
-        return missing
-
-    monkeypatch.setattr(st, "load_exports", lambda stack, path: replace(outputs(), pairs={pair.name: pair}))
-    monkeypatch.setattr(switchover, "fence_gaps", gaps)
-    return asked
-
-
-PAIR = PairExport(
-    "primary<->dr",
-    "primary",
-    principals=("User:app",),
-    patterns={"dr->primary": (("orders",), ())},
-    last={"from": "dr", "to": "primary", "fencedSeconds": 8.6, "rpoRecords": 0, "groups": ["billing"]},
-)
-
-
-def test_a_pair_shows_its_active_side_its_fence_and_its_last_switchover(
-    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    use_clusters(monkeypatch, clusters())
-    asked = use_pair(monkeypatch, PAIR, [])
-    assert st.main(["--stack", "dev"]) == 0
-    out = capsys.readouterr().out
-    assert "pair primary<->dr  active primary, passive dr  healthy" in out
-    assert "  fence on dr: WRITE denied to User:app on dr->primary's topics" in out
-    assert "  last switchover: dr -> primary, writes fenced 8.6s, RPO 0 record(s), groups moved: billing" in out
-    assert asked == [PAIR]
-
-
-def test_a_fence_lacking_a_binding_makes_the_pair_unhealthy_with_the_fix(
-    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    use_clusters(monkeypatch, clusters())
-    use_pair(monkeypatch, PAIR, ["User:app on orders"])
-    assert st.main(["--stack", "dev", "--json"]) == 3
-    data = json.loads(capsys.readouterr().out)
-    assert data["healthy"] is False and data["flows"]["primary->dr"]["healthy"] is True
-    (problem,) = data["failover"]["primary<->dr"]["problems"]
-    assert problem.startswith("the fence on dr lacks User:app on orders") and "`bin/pulumi up`" in problem
-
-
-def test_after_an_unplanned_failover_the_lost_side_is_not_asked(
-    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    use_clusters(monkeypatch, clusters())
-    lost = replace(PAIR, unplanned=True, last={"from": "dr", "to": "primary", "rpoRecords": None, "unplanned": True})
-    asked = use_pair(monkeypatch, lost, ["never read"])
-    assert st.main(["--stack", "dev"]) == 0
-    out = capsys.readouterr().out
-    assert "  fence on dr: not read (dr was lost in an unplanned failover: it is not asked)" in out
-    assert "  last unplanned failover: dr -> primary, RPO unknown, groups moved: none" in out
-    assert asked == []
-
-
-def test_a_pair_of_flows_not_asked_for_is_left_out(
-    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    use_clusters(monkeypatch, clusters())
-    asked = use_pair(monkeypatch, replace(PAIR, name="a<->b", active="a"), [])
-    assert st.main(["--stack", "dev", "--flow", "primary->dr"]) == 0
-    assert "pair " not in capsys.readouterr().out and asked == []

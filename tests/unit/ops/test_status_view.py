@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from components.mm2_records import OffsetSync
 from components.ops.status_view import (
     ConnectorView,
     ExporterReading,
     FlowStatus,
     HeartbeatView,
+    InClusterService,
     PairView,
     SentinelView,
     TaskView,
     flow_lag,
+    in_cluster_service,
     newest_syncs,
     pair_lines,
     partition_lag,
@@ -173,6 +177,55 @@ def test_an_exporter_without_findings_or_without_an_answer_gives_no_reason() -> 
     [line] = sentinel_lines(silent)
     assert "lag exporter http://x did not answer within 2 s (timed out)" in line
     assert sentinel_problems(None) == () and sentinel_lines(None) == [] and sentinel_json(None) is None
+
+
+def test_a_local_exporter_not_answering_is_started_again_by_pulumi_up() -> None:
+    silent = sentinel_view(ExporterReading("http://127.0.0.1:41234", error="Connection refused"), "a->b")
+    assert sentinel_lines(silent, "mm2") == [
+        "  note: lag exporter http://127.0.0.1:41234 did not answer within 2 s (Connection refused): "
+        "expired records not checked (`bin/pulumi up` starts it again)"
+    ]
+
+
+def test_an_in_cluster_exporter_not_reachable_from_here_says_how_to_read_it() -> None:
+    url = "http://mm2-lag-exporter.kafka.svc:9404"
+    silent = sentinel_view(ExporterReading(url, error="[Errno -2] Name or service not known"), "a->b")
+    assert sentinel_problems(silent) == ()
+    [line] = sentinel_lines(silent, "mm2")
+    assert line == (
+        f"  note: lag exporter {url} runs inside the Kubernetes cluster and is not reachable from here "
+        "([Errno -2] Name or service not known): expired records not checked. To read it from here: "
+        "`kubectl port-forward -n kafka svc/mm2-lag-exporter 9404` in another shell, then "
+        "`bin/status --lag-url mm2=http://127.0.0.1:9404` with this run's other options"
+    )
+    assert "starts it again" not in line
+    # The table names the flow's own worker group in the option.
+    table = render_status_table([FlowStatus("a->b", "east", RUNNING, heartbeat=FRESH, sentinel=silent)])
+    assert "`bin/status --lag-url east=http://127.0.0.1:9404`" in table and "healthy" in table
+
+
+def test_an_exporter_given_with_lag_url_not_answering_says_to_check_it() -> None:
+    reading = ExporterReading("http://127.0.0.1:9404", error="Connection refused", given=True)
+    [line] = sentinel_lines(sentinel_view(reading, "a->b"), "mm2")
+    assert "given with --lag-url: check it, or the port-forward" in line and "starts it again" not in line
+
+
+@pytest.mark.parametrize(
+    ("url", "service"),
+    [
+        ("http://mm2-lag-exporter.kafka.svc:9404", InClusterService("mm2-lag-exporter", "kafka", 9404)),
+        ("http://mm2-lag-exporter.kafka.svc.cluster.local:9404/", InClusterService("mm2-lag-exporter", "kafka", 9404)),
+        ("https://lag.ops.svc.cluster.local.", InClusterService("lag", "ops", 443)),
+        ("http://lag.cluster.local", InClusterService("lag", "<namespace>", 80)),
+        ("http://127.0.0.1:41234", None),
+        ("http://localhost:9404", None),
+        ("http://lag.svc.example.com:9404", None),
+        ("http://x", None),
+        ("http://lag.kafka.svc:notaport", None),
+    ],
+)
+def test_in_cluster_names_are_told_by_their_dns_suffix(url: str, service: InClusterService | None) -> None:
+    assert in_cluster_service(url) == service
 
 
 # -- the flow's loss acknowledgement (mm2:flows.<flow>.lossAcknowledged) ---------------------------

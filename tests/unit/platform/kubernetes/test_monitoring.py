@@ -13,6 +13,7 @@ LAG_ALERTS = {
     "MM2FlowLagAboveRPO",
     "MM2RecordsExpiredBeforeReplication",
     "MM2SourceTopicRecreated",
+    "MM2LagReadingsStale",
 }
 
 
