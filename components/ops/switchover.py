@@ -38,6 +38,7 @@ from components.ops.switchover_plan import (
     divergence_problem,
     matching_groups,
     origin_positions,
+    source_problem,
 )
 from components.outputs.contract import PairExport, PartitionCut, StackExports
 from components.topology.model import Divergence
@@ -362,6 +363,14 @@ def lag_ends(outputs: StackExports, request: Request, flow_name: str) -> dict[tu
     return {tp: end for tp, (_n, end) in lag(outputs, request, flow_name).items()}
 
 
+def failed_source(outputs: StackExports, request: Request) -> str:
+    """The problem of a switchover whose old flow's source connector is FAILED (`source_problem`)."""
+    f = flow(outputs, request.stops)
+    name = f.connectors["source"]
+    with connect_client(outputs, f.worker_group, retry_budget_s=10.0) as client:
+        return source_problem(request.pair, request.stops, name, client.get_status(name))
+
+
 def stop_flow(outputs: StackExports, flow_name: str) -> None:
     f = flow(outputs, flow_name)
     names = [*f.connectors.values(), *([f.reverse_heartbeats_connector] if f.reverse_heartbeats_connector else [])]
@@ -384,6 +393,7 @@ def preview(outputs: StackExports, request: Request) -> SwitchoverPlan:
     divergent = divergence(request.cuts.get(request.starts) or (), lag_ends(outputs, request, request.starts))
     problem = divergence_problem(request.pair, request.new, divergent, request.policy)
     origin = origin_plan(outputs, request, [g.group for g in moved])
+    failed = failed_source(outputs, request)
     return SwitchoverPlan(
         pair=request.pair,
         old=request.old,
@@ -397,7 +407,7 @@ def preview(outputs: StackExports, request: Request) -> SwitchoverPlan:
         moved=tuple(moved),
         divergent=divergent,
         policy=request.policy,
-        problems=tuple([*problems, *([problem] if problem else [])]),
+        problems=tuple([*problems, *([problem] if problem else []), *([failed] if failed else [])]),
         warnings=tuple([*groups.warnings, *(f"group {g}: {n}" for g, (_c, notes) in origin.items() for n in notes)]),
         origin={g: commits for g, (commits, _n) in origin.items() if commits},
     )
@@ -406,7 +416,9 @@ def preview(outputs: StackExports, request: Request) -> SwitchoverPlan:
 def run(outputs: StackExports, request: Request, say: Callable[[str], None]) -> Report:
     """Fence, drain, check the groups, stop, move, lift: see the module docstring."""
     divergent = divergence(request.cuts.get(request.starts) or (), lag_ends(outputs, request, request.starts))
-    problem = divergence_problem(request.pair, request.new, divergent, request.policy)
+    problem = divergence_problem(request.pair, request.new, divergent, request.policy) or failed_source(
+        outputs, request
+    )
     if problem:
         raise SwitchoverStopped(f"switchover {request.pair} did not start: {problem}")
     fenced_at = time.monotonic()

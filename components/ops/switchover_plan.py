@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from components.ops.failover_plan import FailoverPlan, GroupPlan
 from components.outputs.contract import PartitionCut
@@ -143,6 +144,32 @@ def divergence_problem(pair: str, old: str, divergent: Sequence[Divergent], poli
         f"{sum(d.count for d in divergent)} record(s) were written on {old} while it was passive and never reached "
         f"the other side ({'; '.join(d.describe() for d in divergent)}). Fix: set mm2:failover.{pair}.divergence "
         "to keep (the groups and the restarted flow take them) or discard (they resume after them)"
+    )
+
+
+def source_problem(pair: str, flow: str, connector: str, status: Mapping[str, Any] | None) -> str:
+    """Why a switchover cannot start while the old flow's source connector is FAILED (its Connect
+    status, None: not read): a flow that copies nothing never drains, and the fence would hold the
+    application's writes until the drain's bound. Empty when nothing is FAILED."""
+    if not status:
+        return ""
+
+    def first_line(part: Mapping[str, Any]) -> str:
+        return (str(part.get("trace") or "").strip().splitlines() or ["no trace"])[0]
+
+    failed = []
+    if (status.get("connector") or {}).get("state") == "FAILED":
+        failed.append(f"the connector: {first_line(status['connector'])}")
+    for task in status.get("tasks") or ():
+        if task.get("state") == "FAILED":
+            failed.append(f"task {task.get('id')} on {task.get('worker_id')}: {first_line(task)}")
+    if not failed:
+        return ""
+    return (
+        f"switchover {pair}: flow {flow} copies nothing, its source connector {connector} is FAILED "
+        f"({'; '.join(failed)}), so its drain could never finish. Fix: `bin/status` shows the cause; "
+        "fix it and restart the failed tasks (Connect's `POST /connectors/<name>/restart?includeTasks=true"
+        "&onlyFailed=true`, or mm2:flows.<flow>.autoRestart), then `pulumi up` again"
     )
 
 

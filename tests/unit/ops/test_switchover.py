@@ -8,10 +8,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from components.ops import switchover
+from components.ops import clients, switchover
 from components.outputs.contract import FlowExport, PartitionCut
 from components.watch.lag import Reading
 from components.watch.lag_plan import LagFlow
+from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
+from tests.unit.ops.helpers import outputs
 
 FLOW = LagFlow("primary->dr", "primary", "dr", "mm2-source", ("orders",), (), 0)
 REQUEST = switchover.Request(
@@ -81,3 +83,50 @@ def test_a_drain_past_its_bound_names_the_step_what_is_left_and_still_closes_the
     assert "stopped at step 2 (drain)" in message and "100 record(s) left: orders p0: 100" in message
     assert "Next step: `bin/connectors status --flow primary->dr`" in message
     assert len(fake.built) == 1 and fake.built[0].closed
+
+
+# -- a flow that copies nothing never drains: refused before the fence ------------------------
+
+
+def _failed_source_status() -> dict[str, Any]:
+    status = running("mm2-primary-to-dr-source", tasks=2)
+    status["tasks"][1] |= {
+        "state": "FAILED",
+        "trace": "org.apache.kafka.common.errors.SaslAuthenticationException: bad\n\tat x",
+    }
+    return status
+
+
+def test_a_failed_source_task_refuses_the_switchover_naming_it_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = "mm2-primary-to-dr-source"
+    fake = FakeConnect(connectors={source: {"connector.class": "x"}}, statuses={source: [_failed_source_status()]})
+
+    def client(out: Any, group: str, **kwargs: Any) -> Any:
+        return clients.connect_client(out, group, transport=fake.transport(), sleep=FakeSleep(), **kwargs)
+
+    monkeypatch.setattr(switchover, "connect_client", client)
+    problem = switchover.failed_source(outputs(), REQUEST)
+    assert problem.startswith(
+        "switchover primary<->dr: flow primary->dr copies nothing, its source connector mm2-primary-to-dr-source "
+        "is FAILED (task 1 on w0:8083: org.apache.kafka.common.errors.SaslAuthenticationException: bad)"
+    ), problem
+    assert "mm2:flows.<flow>.autoRestart" in problem and "`pulumi up` again" in problem
+    # Preview refuses it (the diff's Refused) and run stops before the fence: nothing is denied.
+    monkeypatch.setattr(switchover, "lag_ends", lambda *a: {})
+    fenced: list[Any] = []
+    monkeypatch.setattr(switchover, "fence_side", lambda *a, **k: fenced.append(a))
+    with pytest.raises(switchover.SwitchoverStopped, match="did not start: switchover primary<->dr: flow"):
+        switchover.run(outputs(), REQUEST, lambda line: None)
+    assert fenced == []
+
+
+def test_a_running_or_unread_source_is_no_problem() -> None:
+    from components.ops.switchover_plan import source_problem
+
+    assert source_problem("p", "a->b", "src", running("src", tasks=3)) == ""
+    assert source_problem("p", "a->b", "src", None) == ""
+    failed = running("src", state="FAILED")
+    failed["connector"]["trace"] = "java.lang.ClassNotFoundException: x.Policy"
+    assert "(the connector: java.lang.ClassNotFoundException: x.Policy; task 0 on w0:8083: no trace)" in (
+        source_problem("p", "a->b", "src", failed)
+    )
