@@ -528,13 +528,25 @@ def preview_unplanned(outputs: StackExports, request: Request) -> list[str]:
 def run_unplanned(outputs: StackExports, request: Request, say: Callable[[str], None]) -> Report:
     """Record a switch to the new side whose old side is lost: stop the old flow at MM2's cut, lift
     the new side's fence. The groups were moved by bin/failover."""
-    lines = preview_unplanned(outputs, request)
-    say("\n".join(lines))
+    took: list[str] = []  # each step's seconds, printed: what bounds the time of `up`
+    lap = time.monotonic()
+
+    def step(name: str) -> None:
+        nonlocal lap
+        took.append(f"{name} {time.monotonic() - lap:.1f}s")
+        lap = time.monotonic()
+
+    say("\n".join(preview_unplanned(outputs, request)))
+    step(f"{request.old} found lost")
     cut = committed_cut(outputs, request)
+    step("cut read")
     stop_flow(outputs, request.stops)
+    step(f"{request.stops} stopped")
     fence_side(outputs, request, request.new, on=False)
+    step("fence lifted")
     say(
         f"unplanned failover {request.pair}: done, {request.new} is active; cut "
         + (", ".join(f"{c.topic} p{c.partition}@{c.source_end}" for c in cut) or "unknown")
+        + f" ({', '.join(took)})"
     )
     return Report(cut, 0.0, None, (), 0)

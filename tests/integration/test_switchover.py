@@ -452,7 +452,11 @@ def test_an_unplanned_failover_is_recorded_and_the_way_back_picks_up(stack: Test
 
     switch(stack, "dr", unplanned=True)
     assert "unplanned failover primary<->dr: dr becomes active (primary is lost" in diff_preview(stack)
-    stack.up()
+    t0 = time.monotonic()
+    recorded = stack.up()
+    done = [line.strip() for line in recorded.stdout.splitlines() if f"unplanned failover {PAIR}: done" in line]
+    assert done and "s, fence lifted" in done[-1], recorded.stdout[-3000:]  # each step's seconds
+    print(f"\nunplanned failover recorded by `up` in {time.monotonic() - t0:.1f}s: {done[-1]}")
     state = pair_state(stack)
     assert state["active"] == "dr" and state["last"]["unplanned"] and state["last"].get("rpoRecords") is None
     cut = {(c["topic"], c["partition"]): c for c in state["cuts"]["primary->dr"]}
