@@ -6,9 +6,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from components.connect.client import ConnectClient
 from components.mm2_records import Checkpoint
+from components.ops import clients
 from components.outputs.contract import StackExports
 from components.watch.lag import DELETED, RECREATED, Expiry, FlowLag, SentinelState, expiries_document, exposition
+from tests.unit.connect.fakes import FakeConnect, FakeSleep
 
 
 def outputs(*, client: dict[str, str] | None = None, auth: str = "") -> StackExports:
@@ -93,3 +96,12 @@ def serving(state: SentinelState) -> Iterator[ServedState]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def route_connect(monkeypatch: Any, module: Any, fake: FakeConnect) -> None:
+    """`module.connect_client` answers from `fake` (an in-memory Connect), never sleeping between retries."""
+
+    def client(out: Any, group: str, **kwargs: Any) -> ConnectClient:
+        return clients.connect_client(out, group, transport=fake.transport(), sleep=FakeSleep(), **kwargs)
+
+    monkeypatch.setattr(module, "connect_client", client)

@@ -10,12 +10,10 @@ from typing import Any
 
 import pytest
 
-from components.connect.client import ConnectClient
 from components.mm2_records import Heartbeat, OffsetSync, encode_heartbeat, encode_offset_sync
-from components.ops import clients
 from components.ops import status as st
-from tests.unit.connect.fakes import FakeConnect, FakeSleep
-from tests.unit.ops.helpers import outputs
+from tests.unit.connect.fakes import FakeConnect
+from tests.unit.ops.helpers import outputs, route_connect
 
 NAMES = ["mm2-primary-to-dr-source", "mm2-primary-to-dr-checkpoint", "mm2-primary-to-dr-heartbeat"]
 
@@ -73,11 +71,7 @@ def clusters(heartbeat_age_s: float = 1.0) -> dict[str, FakeReader]:
 @pytest.fixture
 def connect(monkeypatch: pytest.MonkeyPatch) -> FakeConnect:
     fake = FakeConnect(connectors={n: {"connector.class": "x"} for n in NAMES})
-
-    def client(out: Any, group: str, **kwargs: Any) -> ConnectClient:
-        return clients.connect_client(out, group, transport=fake.transport(), sleep=FakeSleep(), **kwargs)
-
-    monkeypatch.setattr(st, "connect_client", client)
+    route_connect(monkeypatch, st, fake)
     monkeypatch.setattr(st, "_answers", lambda url, ca_pem: None)  # every worker answers the probe
     return fake
 

@@ -7,13 +7,11 @@ from typing import Any
 
 import pytest
 
-from components.connect.client import ConnectClient
-from components.ops import clients
 from components.ops import connectors as ops
 from components.ops.connectors import Operation
 from components.ops.errors import OpsError
-from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
-from tests.unit.ops.helpers import outputs
+from tests.unit.connect.fakes import FakeConnect, running
+from tests.unit.ops.helpers import outputs, route_connect
 
 NAMES = ["mm2-primary-to-dr-source", "mm2-primary-to-dr-checkpoint", "mm2-primary-to-dr-heartbeat"]
 
@@ -21,11 +19,7 @@ NAMES = ["mm2-primary-to-dr-source", "mm2-primary-to-dr-checkpoint", "mm2-primar
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeConnect:
     connect = FakeConnect(connectors={n: {"connector.class": "x"} for n in NAMES})
-
-    def client(out: Any, group: str, **kwargs: Any) -> ConnectClient:
-        return clients.connect_client(out, group, transport=connect.transport(), sleep=FakeSleep(), **kwargs)
-
-    monkeypatch.setattr(ops, "connect_client", client)
+    route_connect(monkeypatch, ops, connect)
     monkeypatch.setattr(ops, "POLL_S", 0.0)
     return connect
 

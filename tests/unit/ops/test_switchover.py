@@ -8,12 +8,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from components.ops import clients, switchover
+from components.ops import switchover
 from components.outputs.contract import FlowExport, PartitionCut
 from components.watch.lag import Reading
 from components.watch.lag_plan import LagFlow
-from tests.unit.connect.fakes import FakeConnect, FakeSleep, running
-from tests.unit.ops.helpers import outputs
+from tests.unit.connect.fakes import FakeConnect, running
+from tests.unit.ops.helpers import outputs, route_connect
 
 FLOW = LagFlow("primary->dr", "primary", "dr", "mm2-source", ("orders",), (), 0)
 REQUEST = switchover.Request(
@@ -100,11 +100,7 @@ def _failed_source_status() -> dict[str, Any]:
 def test_a_failed_source_task_refuses_the_switchover_naming_it_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     source = "mm2-primary-to-dr-source"
     fake = FakeConnect(connectors={source: {"connector.class": "x"}}, statuses={source: [_failed_source_status()]})
-
-    def client(out: Any, group: str, **kwargs: Any) -> Any:
-        return clients.connect_client(out, group, transport=fake.transport(), sleep=FakeSleep(), **kwargs)
-
-    monkeypatch.setattr(switchover, "connect_client", client)
+    route_connect(monkeypatch, switchover, fake)
     problem = switchover.failed_source(outputs(), REQUEST)
     assert problem.startswith(
         "switchover primary<->dr: flow primary->dr copies nothing, its source connector mm2-primary-to-dr-source "
