@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from components.platform.docker.engine import DockerEngine, DockerEngineError
+from components.platform.local.process import command_lines
 from tests.integration.harness import ROOT, wait_until
 from tests.tools import required_tool
 
@@ -105,13 +106,7 @@ def _stop(daemon: subprocess.Popen[bytes], home: Path) -> None:
 
 
 def _processes_naming(home: Path) -> list[int]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            with contextlib.suppress(OSError):
-                if str(home).encode() in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
-    return found
+    return [pid for pid, args in command_lines() if str(home).encode() in b"\0".join(args)]
 
 
 def _mounts_under(home: Path) -> list[str]:

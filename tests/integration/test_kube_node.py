@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from components.platform.local.process import command_lines
 from tests.integration.harness import ROOT, wait_until
 from tests.integration.kube import LANE, NETNS, STATE, WATCHER_TAG, image_archive, kube, kubectl, node_lock
 
@@ -56,14 +57,10 @@ def leftovers() -> list[str]:
     """What the node would leave behind: processes, mounts, its network namespace, cgroups, state,
     default paths of its parts on the host."""
     left = [f"host path {p}" for p in HOST_DEFAULTS if os.path.lexists(p) and p not in BEFORE]
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if str(STATE) in cmdline:
-                left.append(f"process {entry.name}: {cmdline[:120]}")
+    for pid, args in command_lines():
+        cmdline = b" ".join(args).decode(errors="replace")
+        if str(STATE) in cmdline:
+            left.append(f"process {pid}: {cmdline[:120]}")
     mounts = Path("/proc/self/mountinfo").read_text()
     left += [f"mount {line.split()[4]}" for line in mounts.splitlines() if str(STATE) in line.split()[4]]
     if Path("/run/netns", NETNS).exists():

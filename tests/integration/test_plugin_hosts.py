@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from components.platform.local import process as proc
 from tests.integration.harness import PASSPHRASE, ROOT, wait_until
 
 pytestmark = pytest.mark.integration
@@ -47,31 +48,24 @@ Held("held")
 
 def started_for(address: str) -> dict[int, str]:
     """pid -> command line of every process whose arguments carry the engine's address."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:  # ended while listed
-            continue
-        if any(address.encode() in a for a in argv):
-            found[int(entry.name)] = b" ".join(argv).decode(errors="replace")[:200]
-    return found
+    return {
+        pid: b" ".join(args).decode(errors="replace")[:200]
+        for pid, args in proc.command_lines()
+        if any(address.encode() in a for a in args)
+    }
 
 
 def engine_address(engine_pid: int) -> str | None:
     """The gRPC address the engine gave its first plugin (its last argument), once it started one."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+    for pid, argv in proc.command_lines():
+        args = [a.decode() for a in argv if a]
+        if not args or not args[-1].startswith("127.0.0.1:"):
             continue
         try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except (OSError, IndexError, ValueError):
+            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # ended while listed
             continue
-        args = [a.decode() for a in argv if a]
-        if ppid == engine_pid and args and args[-1].startswith("127.0.0.1:"):
+        if ppid == engine_pid:
             return args[-1]
     return None
 

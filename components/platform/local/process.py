@@ -354,10 +354,9 @@ def is_running(pid: int | None, marker: str) -> bool:
     return is_alive(pid) and f"{MARKER_FLAG}{marker}".encode() in cmdline
 
 
-def running_markers(prefix: str = "") -> list[str]:
-    """The markers of every live process whose marker starts with `prefix`, sorted."""
-    flag = MARKER_FLAG.encode()
-    found: set[str] = set()
+def command_lines() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, arguments) of every live process whose command line can be read; one that ends while
+    listed is left out."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -365,17 +364,22 @@ def running_markers(prefix: str = "") -> list[str]:
             args = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
+        yield int(entry.name), args
+
+
+def running_markers(prefix: str = "") -> list[str]:
+    """The markers of every live process whose marker starts with `prefix`, sorted."""
+    flag = MARKER_FLAG.encode()
+    found: set[str] = set()
+    for _pid, args in command_lines():
         found.update(a[len(flag) :].decode() for a in args if a.startswith(flag + prefix.encode()))
     return sorted(found)
 
 
 def find_pids(marker: str) -> list[int]:
     """Every live process carrying `marker` (normally one)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and is_running(int(entry.name), marker):
-            pids.append(int(entry.name))
-    return pids
+    flag = f"{MARKER_FLAG}{marker}".encode()
+    return [pid for pid, args in command_lines() if flag in args and is_alive(pid)]
 
 
 def wait_ready(
