@@ -42,7 +42,7 @@ class SwitchoverDiff(DiffResult):
 
 
 def _request(props: Mapping[str, Any], old: str, new: str) -> Any:
-    from components.ops.switchover import Request
+    from components.ops.switchover_plan import Request
 
     pair = plain(props["pair"])
     policy = pair.get("divergence")
@@ -147,6 +147,7 @@ class SwitchoverProvider(ResourceProvider):
             "from": request.old,
             "to": request.new,
             "fencedSeconds": round(report.fenced_s, 3),
+            **{f"{part}Seconds": round(s, 3) for part, s in report.seconds.items()},
             "rpoRecords": report.rpo_records,
             "groups": list(report.moved),
             "divergentRecords": report.divergent,

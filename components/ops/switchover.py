@@ -1,26 +1,25 @@
 """A planned switchover of a cluster pair against the live clusters (Kafka and Connect I/O).
 
 `pulumi up` runs it through the Switchover resource (components/switchover.py) when a pair's
-`active` changes; the preview calls `observe` for the plan. The order and why: the docstring of
-components/ops/switchover_plan.py. Consumer groups move with bin/failover's engine
-(components/ops/failover.py: MM2's checkpoints, never a group moved backwards).
+`active` changes; the preview calls `preview` for the plan. The order and why: the docstring of
+components/ops/switchover_plan.py; the drain: components/ops/drain.py. Consumer groups move with
+bin/failover's engine (components/ops/failover.py: MM2's checkpoints, never a group moved backwards).
 
 A switchover that cannot finish raises SwitchoverStopped naming the step it stopped at, what
-it left behind and how to go on. Before the old flow stops it puts everything back (the old
+it left behind and how to go on. Before the first group moves it puts everything back (the old
 side's fence is lifted): nothing has changed. After that it lifts nothing: `pulumi up` again
 continues where it stopped (every step is idempotent).
 """
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from components.ops.clients import connect_client, flow, kafka_config
+from components.ops.drain import DrainTimedOut, committed_cut, drain, lag, lag_ends
 from components.ops.errors import OpsError
 from components.ops.failover import (
     commit_offsets,
@@ -30,9 +29,9 @@ from components.ops.failover import (
     observe,
     probe_source,
 )
-from components.ops.lag_exporter import Kafka, replicated_topics
+from components.ops.lag_exporter import replicated_topics
 from components.ops.switchover_plan import (
-    Direction,
+    Request,
     SwitchoverPlan,
     divergence,
     divergence_problem,
@@ -42,31 +41,17 @@ from components.ops.switchover_plan import (
 )
 from components.outputs.contract import PairExport, PartitionCut, StackExports
 from components.topology.model import Divergence
-from components.watch.lag import next_offset
-from components.watch.lag_plan import LagFlow, LagPlan
+from components.watch.lag_plan import LagFlow
 
 _TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 60.0
-_DRAIN_POLL_S = 1.0
+_TASKS_GONE_S = 15.0  # Connect's task.shutdown.graceful.timeout.ms is 5 s
+_LOST_PROBE_S = 3.0  # at `up`: the preview found it lost a moment ago with 5 s
 _REGEX_CHARS = set("*+?[](){}|^$\\")
 
 
 class SwitchoverStopped(OpsError):
     """A switchover stopped before its end; the message says where, what it left and what next."""
-
-
-@dataclass(frozen=True)
-class Request(Direction):
-    """One switchover: the pair's declared fields and what the stack knows of its flows."""
-
-    pair: str
-    principals: tuple[str, ...]
-    groups: tuple[str, ...]
-    drain_timeout_s: int
-    policy: Divergence | None
-    patterns: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]  # flow -> (topics, topicsExclude)
-    cuts: Mapping[str, tuple[PartitionCut, ...]]  # flow -> where it stopped at an earlier switchover
-    unplanned: bool = False  # the old side is lost: bin/failover moved the groups
 
 
 @dataclass(frozen=True)
@@ -76,6 +61,7 @@ class Report:
     rpo_records: int | None  # records of the old side not on the new one when its flow stopped (None: unknown)
     moved: tuple[str, ...]
     divergent: int
+    seconds: Mapping[str, float] = field(default_factory=dict)  # the fence's parts: drain, groups
 
 
 # -- the fence -----------------------------------------------------------------------------
@@ -197,98 +183,6 @@ def fence_gaps(outputs: StackExports, pair: PairExport) -> list[str]:
     return missing_fence(outputs, request, pair.passive)
 
 
-# -- drain and cut -------------------------------------------------------------------------
-
-
-def _lag_plan(outputs: StackExports, request: Request, flow_name: str) -> tuple[LagPlan, LagFlow]:
-    f = flow(outputs, flow_name)
-    group = outputs.connect[f.worker_group]
-    topics, exclude = request.patterns[flow_name]
-    lag_flow = LagFlow(flow_name, f.source, f.target, f.connectors.get("source", ""), topics, exclude, 0)
-    aliases = {f.source, group.cluster}
-    plan = LagPlan(
-        group=f.worker_group,
-        storage_cluster=group.cluster,
-        offsets_topic=group.offset_topic,
-        clusters={a: {k: str(v) for k, v in kafka_config(outputs, a).items()} for a in aliases},
-        flows=(lag_flow,),
-    )
-    return plan, lag_flow
-
-
-Lag = dict[tuple[str, int], tuple[int, int]]  # (topic, partition) -> (records left to copy, the end)
-
-
-@contextmanager
-def lag_reader(outputs: StackExports, request: Request, flow_name: str) -> Iterator[Callable[[], Lag]]:
-    """A reading of the flow's lag per call, over one set of clients: the offsets topic is read
-    from its beginning once, then only what is new. Only the flow's own topics count (MM2 also
-    copies `heartbeats`, which MM2 itself writes on both sides)."""
-    plan, lag_flow = _lag_plan(outputs, request, flow_name)
-    kafka = Kafka(plan, {})
-
-    def read() -> Lag:
-        kafka.read_committed()
-        return {
-            (r.topic, r.partition): (max(0, r.end - next_offset(r, None)), r.end)
-            for r in kafka.read_flow(lag_flow)
-            if _selects(lag_flow.topics, lag_flow.topics_exclude, r.topic)
-        }
-
-    try:
-        yield read
-    finally:
-        kafka.close()
-
-
-def lag(outputs: StackExports, request: Request, flow_name: str) -> Lag:
-    """The flow's lag, read once."""
-    with lag_reader(outputs, request, flow_name) as read:
-        return read()
-
-
-def _selects(topics: Sequence[str], exclude: Sequence[str], topic: str) -> bool:
-    """Whether a flow's own patterns select `topic` (Python regexes on the whole name)."""
-    return any(re.fullmatch(p, topic) for p in topics) and not any(re.fullmatch(p, topic) for p in exclude)
-
-
-def _drained(read: Callable[[], Lag], request: Request, say: Callable[[str], None]) -> Lag:
-    """Poll `read` until nothing is left to copy, within the request's drain bound."""
-    deadline = time.monotonic() + request.drain_timeout_s
-    started = time.monotonic()
-    while True:
-        behind = read()
-        left = {tp: n for tp, (n, _end) in behind.items() if n}
-        if not left:
-            return behind
-        if time.monotonic() > deadline:
-            where = ", ".join(f"{t} p{p}: {n}" for (t, p), n in sorted(left.items()))
-            raise SwitchoverStopped(
-                f"switchover {request.pair} stopped at step 2 (drain): {request.stops} did not copy everything "
-                f"within {request.drain_timeout_s}s ({sum(left.values())} record(s) left: {where}). Nothing was "
-                f"moved: the fence on {request.old} is lifted again, {request.old} stays active and {request.stops} "
-                f"keeps running. Next step: `bin/connectors status --flow {request.stops}`, fix what holds it, then "
-                f"`pulumi up` again to continue; or set active back to {request.old} to give up the switchover"
-            )
-        say(
-            f"switchover {request.pair}: {request.stops} has {sum(left.values())} record(s) left to copy "
-            f"({time.monotonic() - started:.0f}s of {request.drain_timeout_s}s)"
-        )
-        time.sleep(_DRAIN_POLL_S)
-
-
-def drain(outputs: StackExports, request: Request, say: Callable[[str], None]) -> tuple[PartitionCut, ...]:
-    """Wait (bounded) until the flow old->new has copied everything; the cut it reached."""
-    with lag_reader(outputs, request, request.stops) as read:
-        behind = _drained(read, request, say)
-    f = flow(outputs, request.stops)
-    remote = {src: f.topics.get(src) or f"{f.source}{f.separator}{src}" for src, _p in behind}
-    _counts, remote_ends = end_offsets(outputs, request.new, sorted(set(remote.values())), _TIMEOUT_S)
-    return tuple(
-        PartitionCut(t, p, end, remote_ends.get((remote[t], p), 0)) for (t, p), (_n, end) in sorted(behind.items())
-    )
-
-
 # -- groups --------------------------------------------------------------------------------
 
 
@@ -359,10 +253,6 @@ def skip_divergent(outputs: StackExports, request: Request, cut: Sequence[Partit
             client.alter_offsets(back.connectors["source"], offsets)
 
 
-def lag_ends(outputs: StackExports, request: Request, flow_name: str) -> dict[tuple[str, int], int]:
-    return {tp: end for tp, (_n, end) in lag(outputs, request, flow_name).items()}
-
-
 def failed_source(outputs: StackExports, request: Request) -> str:
     """The problem of a switchover whose old flow's source connector is FAILED (`source_problem`)."""
     f = flow(outputs, request.stops)
@@ -379,6 +269,28 @@ def stop_flow(outputs: StackExports, flow_name: str) -> None:
             client.stop(name)
         for name in names:
             client.wait_state(name, "STOPPED", _STOP_TIMEOUT_S)
+
+
+def stop_lost_flow(outputs: StackExports, flow_name: str) -> str:
+    """Ask Connect to stop a flow whose source cluster is lost, and wait (bounded) only until its
+    source connector has no task left: Connect removes the tasks first, and each commits what it
+    copied as it stops. The connectors themselves stop later: MirrorSourceConnector's stop waits
+    for its admin call to the lost cluster (up to `admin.timeout.ms`, 60 s). Returns '' or what
+    was still there at the bound (the cut then misses the tasks' last commit)."""
+    f = flow(outputs, flow_name)
+    names = [*f.connectors.values(), *([f.reverse_heartbeats_connector] if f.reverse_heartbeats_connector else [])]
+    source = f.connectors.get("source", "")
+    with connect_client(outputs, f.worker_group, retry_budget_s=30.0) as client:
+        for name in names:
+            client.stop(name)
+        deadline = time.monotonic() + _TASKS_GONE_S
+        while True:
+            tasks = (client.get_status(source) or {}).get("tasks") or []
+            if not tasks:
+                return ""
+            if time.monotonic() > deadline:
+                return f"{len(tasks)} task(s) of {source} still listed after {_TASKS_GONE_S:.0f}s"
+            time.sleep(0.2)
 
 
 # -- the whole -----------------------------------------------------------------------------
@@ -413,8 +325,18 @@ def preview(outputs: StackExports, request: Request) -> SwitchoverPlan:
     )
 
 
+def _not_drained(request: Request, timed_out: DrainTimedOut) -> SwitchoverStopped:
+    return SwitchoverStopped(
+        f"switchover {request.pair} stopped at step 2 (drain): {request.stops} did not copy everything within "
+        f"{request.drain_timeout_s}s ({sum(timed_out.left.values())} record(s) left: {timed_out}). Nothing was "
+        f"moved: the fence on {request.old} is lifted again, {request.old} stays active and {request.stops} keeps "
+        f"running. Next step: `bin/connectors status --flow {request.stops}`, fix what holds it, then `pulumi up` "
+        f"again to continue; or set active back to {request.old} to give up the switchover"
+    )
+
+
 def run(outputs: StackExports, request: Request, say: Callable[[str], None]) -> Report:
-    """Fence, drain, check the groups, stop, move, lift: see the module docstring."""
+    """Fence, drain, check and move the groups, lift; then stop the old flow (switchover_plan.py)."""
     divergent = divergence(request.cuts.get(request.starts) or (), lag_ends(outputs, request, request.starts))
     problem = divergence_problem(request.pair, request.new, divergent, request.policy) or failed_source(
         outputs, request
@@ -428,8 +350,12 @@ def run(outputs: StackExports, request: Request, say: Callable[[str], None]) -> 
         f"on {request.old} are denied"
     )
     try:
-        cut = drain(outputs, request, say)
-        _plan, moved, problems = plan_groups(outputs, request)
+        try:
+            cut = drain(outputs, request, say)
+        except DrainTimedOut as exc:
+            raise _not_drained(request, exc) from exc
+        drained_at = time.monotonic()
+        plan, moved, problems = plan_groups(outputs, request)
         if problems:
             raise SwitchoverStopped(
                 f"switchover {request.pair} stopped at step 3 (groups), before anything moved: "
@@ -440,30 +366,37 @@ def run(outputs: StackExports, request: Request, say: Callable[[str], None]) -> 
         fence_side(outputs, request, request.old, on=False)
         raise
     say(
-        f"switchover {request.pair}: step 2, {request.stops} copied everything: cut "
+        f"switchover {request.pair}: step 2, {request.stops} copied everything in {drained_at - fenced_at:.1f}s: cut "
         + ", ".join(f"{c.topic} p{c.partition}@{c.source_end}" for c in cut)
     )
-    moved_names = _move(outputs, request, moved, divergent, say)
+    moved_names = _move(outputs, request, plan, moved, divergent, say)
+    moved_at = time.monotonic()
     fence_side(outputs, request, request.new, on=False)
     fenced_s = time.monotonic() - fenced_at
-    rpo = sum(n for n, _end in lag(outputs, request, request.stops).values())
+    say(
+        f"switchover {request.pair}: step 4, {request.new} takes writes: they were fenced {fenced_s:.1f}s (drain "
+        f"{drained_at - fenced_at:.1f}s, groups {moved_at - drained_at:.1f}s)"
+    )
+    rpo = _stop_old(outputs, request, say)
     say(
         f"switchover {request.pair}: done, {request.new} is active; writes were fenced {fenced_s:.1f}s, "
-        f"RPO {rpo} record(s); {request.starts} starts next"
+        f"RPO {'unknown' if rpo is None else rpo} record(s); {request.starts} starts next"
     )
-    return Report(cut, fenced_s, rpo, tuple(moved_names), sum(d.count for d in divergent))
+    timings = {"drain": drained_at - fenced_at, "groups": moved_at - drained_at}
+    return Report(cut, fenced_s, rpo, tuple(moved_names), sum(d.count for d in divergent), timings)
 
 
 def _move(
-    outputs: StackExports, request: Request, moved: Sequence[Any], divergent: Sequence[Any], say: Callable[[str], None]
+    outputs: StackExports,
+    request: Request,
+    plan: Any,
+    moved: Sequence[Any],
+    divergent: Sequence[Any],
+    say: Callable[[str], None],
 ) -> list[str]:
-    """Steps 3-4 past the point of no return: stop the old flow, move the groups."""
-    where = f"switchover {request.pair} stopped after {request.stops} was stopped"
+    """Step 3, the point of no return: commit the groups on the new side (the plan read after the drain)."""
+    chosen = {g.group for g in moved}
     try:
-        stop_flow(outputs, request.stops)
-        say(f"switchover {request.pair}: step 3, {request.stops} stopped")
-        plan, groups, _problems = plan_groups(outputs, request)
-        chosen = {g.group for g in groups}
         execute(outputs, replace(plan, groups=tuple(g for g in plan.groups if g.group in chosen), problems=()))
         for w in _origin_commits(outputs, request, sorted(chosen)):
             say(f"switchover {request.pair}: warning: {w}")
@@ -471,35 +404,31 @@ def _move(
             skip_divergent(outputs, request, request.cuts.get(request.starts) or ())
     except Exception as exc:
         raise SwitchoverStopped(
-            f"{where}: {exc}. Left: writes fenced on both sides, {request.stops} stopped, some groups may be moved. "
-            "Next step: fix the cause and `pulumi up` again, which continues (every step is idempotent)"
+            f"switchover {request.pair} stopped while moving the groups: {exc}. Left: writes fenced on both sides, "
+            "some groups may be moved. Next step: fix the cause and `pulumi up` again, which continues (every "
+            "step is idempotent)"
         ) from exc
-    say(f"switchover {request.pair}: step 4, groups moved to {request.new}: {', '.join(sorted(chosen)) or 'none'}")
+    say(f"switchover {request.pair}: step 3, groups moved to {request.new}: {', '.join(sorted(chosen)) or 'none'}")
     return sorted(chosen)
 
 
-# -- unplanned: the old side is lost --------------------------------------------------------
-
-
-def committed_cut(outputs: StackExports, request: Request) -> tuple[PartitionCut, ...]:
-    """The cut of a flow whose source is gone: MM2's last committed position per partition (what
-    reached the new side), read from the worker group's offsets topic, and the remote ends."""
-    plan, lag_flow = _lag_plan(outputs, request, request.stops)
-    kafka = Kafka(plan, {})
+def _stop_old(outputs: StackExports, request: Request, say: Callable[[str], None]) -> int | None:
+    """Step 5, after the new side takes writes (the fenced side has nothing left to copy): stop the
+    old flow. Connect commits its position as the tasks stop, so the RPO is read from that commit:
+    records of the old side not on the new one (None: unknown, the stop failed)."""
     try:
-        kafka.read_committed()
-        committed = dict(kafka.committed.get((lag_flow.connector, lag_flow.source), {}))
-    finally:
-        kafka.close()
-    f = flow(outputs, request.stops)
-    topics, exclude = request.patterns[request.stops]
-    wanted = {t for t, _p in committed if _selects(topics, exclude, t)}
-    committed = {tp: o for tp, o in committed.items() if tp[0] in wanted}
-    remote = {t: f.topics.get(t) or f"{f.source}{f.separator}{t}" for t in wanted}
-    _counts, ends = end_offsets(outputs, request.new, sorted(set(remote.values())), _TIMEOUT_S)
-    return tuple(
-        PartitionCut(t, p, offset + 1, ends.get((remote[t], p), 0)) for (t, p), offset in sorted(committed.items())
-    )
+        stop_flow(outputs, request.stops)
+    except Exception as exc:  # its Connector resources stop it next in this `up`
+        say(
+            f"switchover {request.pair}: warning: stopping {request.stops} failed ({exc}); its connectors' "
+            "resources stop it next in this `up`"
+        )
+        return None
+    say(f"switchover {request.pair}: step 5, {request.stops} stopped")
+    return sum(n for n, _end in lag(outputs, request, request.stops).values())
+
+
+# -- unplanned: the old side is lost --------------------------------------------------------
 
 
 def unplanned_lines(request: Request, why: str) -> list[str]:
@@ -508,15 +437,16 @@ def unplanned_lines(request: Request, why: str) -> list[str]:
         f"unplanned failover {request.pair}: {request.new} becomes active ({request.old} is lost: {why})",
         f"  1. nothing is fenced or drained on {request.old}; what it took after MM2's last committed position "
         "is reported as divergence by the way back",
-        f"  2. stop flow {request.stops}; its cut is MM2's last committed position",
+        f"  2. stop flow {request.stops}'s tasks; its cut is MM2's last committed position (its connectors finish "
+        "stopping in Connect's time: up to admin.timeout.ms, waiting on the lost cluster)",
         f"  3. consumer groups: moved by `bin/failover --failed {request.old} --to {request.new}`, not by up",
         f"  4. lift the fence on {request.new} topics; {request.starts} stays stopped until {request.old} is back "
         f"and unplanned is removed",
     ]
 
 
-def preview_unplanned(outputs: StackExports, request: Request) -> list[str]:
-    why = probe_source(outputs, request.old, 5.0)
+def preview_unplanned(outputs: StackExports, request: Request, probe_s: float = 5.0) -> list[str]:
+    why = probe_source(outputs, request.old, probe_s)
     if not why:
         raise SwitchoverStopped(
             f"unplanned failover {request.pair}: {request.old} answers. Fix: remove mm2:failover.{request.pair}"
@@ -526,8 +456,9 @@ def preview_unplanned(outputs: StackExports, request: Request) -> list[str]:
 
 
 def run_unplanned(outputs: StackExports, request: Request, say: Callable[[str], None]) -> Report:
-    """Record a switch to the new side whose old side is lost: stop the old flow at MM2's cut, lift
-    the new side's fence. The groups were moved by bin/failover."""
+    """Record a switch to the new side whose old side is lost: stop the old flow's tasks, read its
+    cut (MM2's last commit), lift the new side's fence. The groups were moved by bin/failover. The
+    old flow's connectors finish stopping in Connect's time (stop_lost_flow): nothing waits on them."""
     took: list[str] = []  # each step's seconds, printed: what bounds the time of `up`
     lap = time.monotonic()
 
@@ -536,12 +467,14 @@ def run_unplanned(outputs: StackExports, request: Request, say: Callable[[str], 
         took.append(f"{name} {time.monotonic() - lap:.1f}s")
         lap = time.monotonic()
 
-    say("\n".join(preview_unplanned(outputs, request)))
+    say("\n".join(preview_unplanned(outputs, request, _LOST_PROBE_S)))
     step(f"{request.old} found lost")
+    left = stop_lost_flow(outputs, request.stops)
+    step(f"{request.stops}'s tasks stopped")
+    if left:
+        say(f"unplanned failover {request.pair}: warning: {left}; the cut may miss their last commit")
     cut = committed_cut(outputs, request)
     step("cut read")
-    stop_flow(outputs, request.stops)
-    step(f"{request.stops} stopped")
     fence_side(outputs, request, request.new, on=False)
     step("fence lifted")
     say(

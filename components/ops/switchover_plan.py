@@ -4,13 +4,19 @@
 the old active side to the new one in this order (components/ops/switchover.py runs it):
 
 1. fence: DENY WRITE for the application principals on the old side's replicated topics;
-2. drain: wait (bounded) until the flow old->new has copied everything; the ends it reached
-   are the cut, kept in the resource's state;
+2. drain: wait (bounded) until the flow old->new has copied everything, proven by MM2's commit or,
+   sooner, by the records themselves (components/ops/drain.py); the ends it reached are the cut,
+   kept in the resource's state;
 3. check the consumer groups (none may be active on the new side): anything wrong stops here,
-   the fence is lifted and nothing else has changed;
-4. stop the flow old->new, commit the groups on the new side at MM2's translated offsets (and,
-   on the way back, on the new side's own topics from the cut of the earlier switchover);
-5. lift the fence on the new side; the flow new->old starts (its Connector resources, after this one).
+   the fence is lifted and nothing else has changed; then commit them on the new side at MM2's
+   translated offsets (and, on the way back, on the new side's own topics from the cut of the
+   earlier switchover);
+4. lift the fence on the new side: the application writes there;
+5. stop the flow old->new (the fenced side has nothing left to copy; Connect commits its position
+   as it stops, the RPO is read from that commit); the flow new->old starts (its Connector
+   resources, after this one).
+
+Steps 1-4 are the time the application's writes are refused (`fencedSeconds`).
 
 The divergence: records the new side took while it was passive (its writes fenced), past the
 cut of its outbound flow. Only a principal the fence does not hold (a super user) can write
@@ -119,6 +125,47 @@ class Direction:
 
 
 @dataclass(frozen=True)
+class Request(Direction):
+    """One switchover: the pair's declared fields and what the stack knows of its flows."""
+
+    pair: str
+    principals: tuple[str, ...]
+    groups: tuple[str, ...]
+    drain_timeout_s: int
+    policy: Divergence | None
+    patterns: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]  # flow -> (topics, topicsExclude)
+    cuts: Mapping[str, tuple[PartitionCut, ...]]  # flow -> where it stopped at an earlier switchover
+    unplanned: bool = False  # the old side is lost: bin/failover moved the groups
+
+
+Identity = tuple[Any, ...]  # what MM2 copies of a record: (key, value, timestamp, headers)
+
+
+def unprovable(config: Mapping[str, str]) -> str:
+    """Why the records cannot prove a drain for a source connector with this config (empty: they
+    can): the proof needs each partition's copies in order with none skipped, which holds with
+    Connect's producer idempotent (or one request in flight) and failed sends failing the task."""
+    if config.get("errors.tolerance", "none") != "none":
+        return "errors.tolerance=all may skip a record that failed to send"
+    if config.get("producer.override.enable.idempotence") == "true":
+        return ""
+    if config.get("producer.override.max.in.flight.requests.per.connection") == "1":
+        return ""
+    return "its producer is neither idempotent nor limited to one request in flight, so retries may reorder"
+
+
+def tail_proven(source: Sequence[Identity], target: Sequence[Identity] | None) -> bool:
+    """Whether the new side's remote partition ends with the old side's last records (`source`,
+    read after the fence: nothing follows them), in order: then MM2 copied the last of them, and
+    its producer keeps a partition's order, so everything before too. A window that holds one
+    record identity only (a single record, or the same record repeated) proves nothing: an
+    earlier copy would look the same. `target`: the remote partition's last records (None: not read)."""
+    if target is None or len(set(source)) < 2 or len(target) < len(source):
+        return False
+    return tuple(target[len(target) - len(source) :]) == tuple(source)
+
+
+@dataclass(frozen=True)
 class SwitchoverPlan(Direction):
     pair: str
     principals: tuple[str, ...]
@@ -182,11 +229,11 @@ def plan_lines(plan: SwitchoverPlan) -> list[str]:
         f"  1. fence: deny WRITE to {who} on {plan.old} topics {', '.join(plan.fence_topics) or '(none yet)'}",
         f"  2. wait up to {plan.drain_timeout_s}s until {plan.stops} has copied everything "
         f"(now {behind} record(s) behind); RPO must be 0",
-        f"  3. stop flow {plan.stops} (its offsets are kept for the way back)",
     ]
-    lines += [f"  4. {line}" for line in _group_lines(plan)]
+    lines += [f"  3. {line}" for line in _group_lines(plan)]
     lines += [
-        f"  5. lift the fence on {plan.new} topics {', '.join(plan.lift_topics) or '(none)'}: {who} may write there",
+        f"  4. lift the fence on {plan.new} topics {', '.join(plan.lift_topics) or '(none)'}: {who} may write there",
+        f"  5. stop flow {plan.stops} (its offsets are kept for the way back)",
         f"  6. start flow {plan.starts}: records written on {plan.new} flow back to {plan.old}",
     ]
     if plan.divergent:

@@ -9,9 +9,23 @@ from typing import Any
 from components.connect.client import ConnectClient
 from components.mm2_records import Checkpoint
 from components.ops import clients
+from components.ops.switchover_plan import Request
 from components.outputs.contract import StackExports
 from components.watch.lag import DELETED, RECREATED, Expiry, FlowLag, SentinelState, expiries_document, exposition
 from tests.unit.connect.fakes import FakeConnect, FakeSleep
+
+# A switchover primary -> dr of the pair primary<->dr over `orders` (the flows of `outputs()`).
+REQUEST = Request(
+    old="primary",
+    new="dr",
+    pair="primary<->dr",
+    principals=("User:app",),
+    groups=(),
+    drain_timeout_s=30,
+    policy=None,
+    patterns={"primary->dr": (("orders",), ())},
+    cuts={},
+)
 
 
 def outputs(*, client: dict[str, str] | None = None, auth: str = "") -> StackExports:

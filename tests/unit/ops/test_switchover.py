@@ -1,89 +1,17 @@
-"""The switchover's drain over a fake Kafka (components/ops/switchover.py): one set of clients for
-every poll, closed however the drain ends. (The whole switchover runs against real clusters in
+"""The switchover's refusals over a fake Connect (components/ops/switchover.py); its drain:
+test_drain.py. (The whole switchover runs against real clusters in
 tests/integration/test_switchover.py.)"""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from components.ops import switchover
-from components.outputs.contract import FlowExport, PartitionCut
-from components.watch.lag import Reading
-from components.watch.lag_plan import LagFlow
 from tests.unit.connect.fakes import FakeConnect, running
-from tests.unit.ops.helpers import outputs, route_connect
-
-FLOW = LagFlow("primary->dr", "primary", "dr", "mm2-source", ("orders",), (), 0)
-REQUEST = switchover.Request(
-    old="primary",
-    new="dr",
-    pair="primary<->dr",
-    principals=("User:app",),
-    groups=(),
-    drain_timeout_s=30,
-    policy=None,
-    patterns={"primary->dr": (("orders",), ())},
-    cuts={},
-)
-
-
-class FakeKafka:
-    """MM2's committed position moves STEP records per reading until it reaches the end (100)."""
-
-    STEP = 40
-    built: ClassVar[list[FakeKafka]] = []
-
-    def __init__(self, plan: Any, secrets: Any) -> None:
-        self.reads, self.closed = 0, False
-        FakeKafka.built.append(self)
-
-    def read_committed(self) -> None:
-        self.reads += 1
-
-    def read_flow(self, flow: LagFlow) -> list[Reading]:
-        committed = min(99, self.reads * self.STEP - 1)
-        return [Reading("orders", 0, 0, 100, committed), Reading("heartbeats", 0, 0, 9, None)]
-
-    def close(self) -> None:
-        self.closed = True
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> type[FakeKafka]:
-    FakeKafka.built = []
-    monkeypatch.setattr(switchover, "_lag_plan", lambda outputs, request, name: (None, FLOW))
-    monkeypatch.setattr(switchover, "Kafka", FakeKafka)
-    monkeypatch.setattr(switchover, "_DRAIN_POLL_S", 0.0)
-    monkeypatch.setattr(switchover, "flow", lambda outputs, name: FlowExport(name, "primary", "dr", {}, "", "", ""))
-    monkeypatch.setattr(switchover, "end_offsets", lambda *a: ({}, {("primary.orders", 0): 100}))
-    return FakeKafka
-
-
-def test_drain_polls_one_reader_until_everything_is_copied_and_closes_it(fake: type[FakeKafka]) -> None:
-    said: list[str] = []
-    cut = switchover.drain(None, REQUEST, said.append)  # type: ignore[arg-type]
-    assert cut == (PartitionCut("orders", 0, 100, 100),)
-    assert len(fake.built) == 1 and fake.built[0].reads == 3 and fake.built[0].closed
-    assert [s.split(" left")[0] for s in said] == [
-        "switchover primary<->dr: primary->dr has 60 record(s)",
-        "switchover primary<->dr: primary->dr has 20 record(s)",
-    ]
-
-
-def test_a_drain_past_its_bound_names_the_step_what_is_left_and_still_closes_the_reader(
-    fake: type[FakeKafka], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(FakeKafka, "STEP", 0)  # MM2 copies nothing
-    hurried = switchover.Request(**{**REQUEST.__dict__, "drain_timeout_s": 0})
-    with pytest.raises(switchover.SwitchoverStopped) as stopped:
-        switchover.drain(None, hurried, lambda line: None)  # type: ignore[arg-type]
-    message = str(stopped.value)
-    assert "stopped at step 2 (drain)" in message and "100 record(s) left: orders p0: 100" in message
-    assert "Next step: `bin/connectors status --flow primary->dr`" in message
-    assert len(fake.built) == 1 and fake.built[0].closed
-
+from tests.unit.ops.helpers import REQUEST, outputs, route_connect
 
 # -- a flow that copies nothing never drains: refused before the fence ------------------------
 
@@ -126,3 +54,96 @@ def test_a_running_or_unread_source_is_no_problem() -> None:
     assert "(the connector: java.lang.ClassNotFoundException: x.Policy; task 0 on w0:8083: no trace)" in (
         source_problem("p", "a->b", "src", failed)
     )
+
+
+# -- the order: the application writes again before the old flow stops ----------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What `run` reads of a failover plan: its groups and problems."""
+
+    groups: tuple[Any, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+def _steps(monkeypatch: pytest.MonkeyPatch, stop_fails: bool = False) -> list[str]:
+    """Every step of `run` faked, each noting its name when it runs."""
+    done: list[str] = []
+    plan = _Plan()
+    monkeypatch.setattr(switchover, "lag_ends", lambda *a: {})
+    monkeypatch.setattr(switchover, "failed_source", lambda *a: "")
+    monkeypatch.setattr(switchover, "fence_side", lambda o, r, alias, on: done.append(f"fence {alias} {on}") or [])
+    monkeypatch.setattr(switchover, "drain", lambda *a: done.append("drain") or ())
+    monkeypatch.setattr(switchover, "plan_groups", lambda *a: done.append("groups read") or (plan, [], []))
+    monkeypatch.setattr(switchover, "execute", lambda *a: done.append("groups moved"))
+    monkeypatch.setattr(switchover, "_origin_commits", lambda *a: [])
+
+    def stop(outputs: Any, name: str) -> None:
+        done.append(f"stop {name}")
+        if stop_fails:
+            raise RuntimeError("Connect answered 500")
+
+    monkeypatch.setattr(switchover, "stop_flow", stop)
+    monkeypatch.setattr(switchover, "lag", lambda *a: done.append("rpo read") or {("orders", 0): (0, 9)})
+    return done
+
+
+def test_the_new_side_takes_writes_before_the_old_flow_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    done = _steps(monkeypatch)
+    said: list[str] = []
+    report = switchover.run(outputs(), REQUEST, said.append)
+    assert done == [
+        "fence primary True",
+        "drain",
+        "groups read",
+        "groups moved",
+        "fence dr False",
+        "stop primary->dr",
+        "rpo read",
+    ]
+    assert report.rpo_records == 0 and set(report.seconds) == {"drain", "groups"}
+    assert any(line.startswith("switchover primary<->dr: step 4, dr takes writes: they were fenced") for line in said)
+
+
+def test_an_old_flow_that_does_not_stop_warns_and_leaves_the_rpo_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    done = _steps(monkeypatch, stop_fails=True)
+    said: list[str] = []
+    report = switchover.run(outputs(), REQUEST, said.append)
+    assert done[-2:] == ["fence dr False", "stop primary->dr"] and report.rpo_records is None
+    assert "warning: stopping primary->dr failed (Connect answered 500)" in said[-2]
+    assert said[-1].endswith("RPO unknown record(s); dr->primary starts next")
+
+
+# -- unplanned: nothing waits on the lost cluster -------------------------------------------
+
+
+def test_a_lost_flow_is_waited_for_until_its_tasks_are_gone_not_until_it_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    names = ("mm2-primary-to-dr-source", "mm2-primary-to-dr-checkpoint", "mm2-primary-to-dr-heartbeat")
+    source = names[0]
+    stopping = running(source, tasks=1)  # the connector's own stop still waits on the lost cluster
+    gone = {**running(source), "tasks": []}
+    fake = FakeConnect(connectors={n: {"connector.class": "x"} for n in names}, statuses={source: [stopping, gone]})
+    route_connect(monkeypatch, switchover, fake)
+    monkeypatch.setattr(switchover.time, "sleep", lambda s: None)
+    assert switchover.stop_lost_flow(outputs(), "primary->dr") == ""
+    assert sorted(fake.seen("PUT")) == sorted(f"PUT /connectors/{n}/stop" for n in names)
+
+    fake = FakeConnect(connectors={n: {"connector.class": "x"} for n in names}, statuses={source: [stopping]})
+    route_connect(monkeypatch, switchover, fake)
+    monkeypatch.setattr(switchover, "_TASKS_GONE_S", 0.0)
+    assert switchover.stop_lost_flow(outputs(), "primary->dr") == (f"1 task(s) of {source} still listed after 0s")
+
+
+def test_an_unplanned_failover_reads_the_cut_after_the_tasks_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    done: list[str] = []
+    monkeypatch.setattr(switchover, "probe_source", lambda o, alias, s: done.append(f"probe {s}") or "refused")
+    monkeypatch.setattr(switchover, "stop_lost_flow", lambda o, name: done.append(f"stop {name}") or "")
+    monkeypatch.setattr(switchover, "committed_cut", lambda *a: done.append("cut") or ())
+    monkeypatch.setattr(switchover, "fence_side", lambda o, r, alias, on: done.append(f"fence {alias} {on}") or [])
+    said: list[str] = []
+    switchover.run_unplanned(outputs(), switchover.Request(**{**REQUEST.__dict__, "unplanned": True}), said.append)
+    assert done == ["probe 3.0", "stop primary->dr", "cut", "fence dr False"]
+    assert "(primary found lost " in said[-1] and "primary->dr's tasks stopped " in said[-1]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from components.mm2_records import Checkpoint
 from components.ops.failover_plan import GroupPlan, plan_partition
 from components.ops.switchover_plan import (
@@ -12,6 +14,8 @@ from components.ops.switchover_plan import (
     matching_groups,
     origin_positions,
     plan_lines,
+    tail_proven,
+    unprovable,
 )
 from components.outputs.contract import PartitionCut, cut_document, cut_from_document
 from components.topology.model import Divergence
@@ -92,8 +96,10 @@ def test_the_plan_reads_as_ordered_steps() -> None:
     assert lines[0] == "switchover primary<->dr: dr becomes active (was primary)"
     assert "  1. fence: deny WRITE to User:app on primary topics orders" in lines
     assert "(now 7 record(s) behind)" in lines[2]
-    assert lines[4] == "  4. move group billing to dr (primary.orders p0 -> 38); re-read 5..105"
+    assert lines[3] == "  3. move group billing to dr (primary.orders p0 -> 38); re-read 5..105"
     assert "  6. start flow dr->primary: records written on dr flow back to primary" in lines
+    lift, stop = (next(i for i, line in enumerate(lines) if line.startswith(f"  {n}. ")) for n in (4, 5))
+    assert lines[lift].startswith("  4. lift the fence on dr") and lines[stop].startswith("  5. stop flow primary->dr")
     assert "  divergence on dr (kept): orders p1 offsets 50..51 (2 record(s))" in lines
     assert lines[-1] == "  REFUSED: group x is active on dr"
 
@@ -115,6 +121,39 @@ def test_the_way_back_shows_where_a_group_resumes_on_its_own_topics() -> None:
         origin={"billing": {("orders", 1): 254, ("orders", 0): 250}},
     )
     assert (
-        "  4. group billing resumes on primary's own topics after what it read of them on dr "
+        "  3. group billing resumes on primary's own topics after what it read of them on dr "
         "(orders p0 -> 250, orders p1 -> 254)" in plan_lines(plan)
     )
+
+
+# -- the records prove a drain --------------------------------------------------------------
+
+
+def _records(first: int, last: int, value: bytes = b"v") -> tuple[tuple[Any, ...], ...]:
+    return tuple((f"k{i}".encode(), value, 1700000000000 + i, ()) for i in range(first, last))
+
+
+def test_a_remote_tail_ending_with_the_old_sides_last_records_proves_the_drain() -> None:
+    last = _records(36, 100)
+    assert tail_proven(last, _records(0, 100))
+    # A task restarted copies again from MM2's commit: proven once the copies again end with the window.
+    assert tail_proven(last, _records(0, 100) + _records(20, 100))
+    assert not tail_proven(last, _records(0, 100) + _records(90, 100)), "left to MM2's commit"
+    assert not tail_proven(last, _records(0, 99)), "the last record not there yet"
+    assert not tail_proven(last, _records(60, 100)), "fewer records on the new side than compared"
+    assert not tail_proven(last, None), "the new side not read to its end"
+    stamped = tuple((k, v, ts + 1, h) for k, v, ts, h in _records(0, 100))  # LogAppendTime on the target
+    assert not tail_proven(last, stamped)
+
+
+def test_a_window_of_one_record_identity_proves_nothing() -> None:
+    same = ((b"k", b"v", 1, ()),) * 64
+    assert not tail_proven(same, same + same)
+    assert not tail_proven(_records(0, 1), _records(0, 1))
+
+
+def test_records_prove_a_drain_only_where_copies_keep_order_and_none_is_skipped() -> None:
+    assert unprovable({"producer.override.enable.idempotence": "true"}) == ""
+    assert unprovable({"producer.override.max.in.flight.requests.per.connection": "1"}) == ""
+    assert "may reorder" in unprovable({"producer.override.max.in.flight.requests.per.connection": "5"})
+    assert "skip" in unprovable({"producer.override.enable.idempotence": "true", "errors.tolerance": "all"})
