@@ -76,6 +76,9 @@ class ReplicationFlow(pulumi.ComponentResource):
         # connectors change: the preview must not refuse it on the workers still running.
         managed = topology.worker_groups[flow.worker_group].platform is not Platform.EXTERNAL
         access = _access_check(flow, topology, clusters[flow.target])
+        # An unplanned failover's flows touch the lost cluster, where stopping a connector waits
+        # (up to admin.timeout.ms): ask for the state, do not wait for it.
+        lost = any(p.unplanned and flow.name in (p.active_flow, p.standby_flow) for p in topology.pairs)
 
         def connector(spec: ConnectorSpec) -> Connector:
             return Connector(
@@ -88,6 +91,7 @@ class ReplicationFlow(pulumi.ComponentResource):
                 desired_state=flow.state_of(spec.role).connect_state,
                 managed_workers=managed or None,
                 other_urls=group.other_urls or None,
+                wait_for_state=False if lost else None,
                 access_check=access if spec.role is ConnectorRole.SOURCE else None,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )

@@ -53,6 +53,9 @@ class ConnectorInputs:
     ca_pem: str | None = None
     # The group's other workers: where a call goes when connect_url does not answer.
     other_urls: tuple[str, ...] = ()
+    # False: create and update ask for desired_state and do not wait for it (a flow whose
+    # source cluster is lost: its connector's stop waits on that cluster, up to a minute).
+    wait_for_state: bool = True
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any], id_: str = "") -> ConnectorInputs:
@@ -73,6 +76,7 @@ class ConnectorInputs:
             desired_state=normalize_state(props.get("desired_state")),
             ca_pem=plain(props.get("ca_pem")) or None,
             other_urls=tuple(str(u) for u in plain(props.get("other_urls")) or ()),
+            wait_for_state=plain(props.get("wait_for_state")) is not False,
         )
 
     @property
@@ -100,6 +104,8 @@ class ConnectorInputs:
             props["ca_pem"] = self.ca_pem
         if self.other_urls:
             props["other_urls"] = list(self.other_urls)
+        if not self.wait_for_state:
+            props["wait_for_state"] = False
         return props
 
     def outputs(self, status: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -110,6 +110,9 @@ class ConnectorArgs(_RequiredConnectorArgs, total=False):
     other_urls: pulumi.Input[Sequence[pulumi.Input[str]]] | None
     """The group's other workers' REST URLs: where create, update, refresh and delete go when
     connect_url does not answer. Not diffed: which workers answer changes no connector."""
+    wait_for_state: pulumi.Input[bool] | None
+    """False: create and update ask for desired_state and return without waiting for it (default
+    true). For a flow whose source cluster is lost: its connectors' stop waits on that cluster."""
     access_check: pulumi.Input[Mapping[str, Any]] | None
     """An exactly-once flow's target whose ACLs the stack does not manage: {cluster, flow,
     bootstrap, client, acls}; the preview fails when the target's ACLs lack a grant in `acls`
@@ -149,6 +152,7 @@ class Connector(Resource, module="connect", name="Connector"):
         managed_workers: bool | None = None,
         access_check: pulumi.Input[Mapping[str, Any]] | None = None,
         other_urls: pulumi.Input[Sequence[pulumi.Input[str]]] | None = None,
+        wait_for_state: bool | None = None,
     ) -> None:
         """Pass either args (a ConnectorArgs) or the same inputs as keywords, with the
         connector's name as connector_name (name would read as the Pulumi resource name)."""
@@ -170,8 +174,11 @@ class Connector(Resource, module="connect", name="Connector"):
                 args["access_check"] = access_check
             if other_urls is not None:
                 args["other_urls"] = other_urls
+            if wait_for_state is not None:
+                args["wait_for_state"] = wait_for_state
         elif (
             managed_workers is not None
+            or wait_for_state is not None
             or access_check is not None
             or other_urls is not None
             or any(
@@ -198,6 +205,8 @@ class Connector(Resource, module="connect", name="Connector"):
             props["managed_workers"] = True
         if args.get("other_urls"):
             props["other_urls"] = args["other_urls"]
+        if args.get("wait_for_state") is False:
+            props["wait_for_state"] = False
         if args.get("access_check") is not None:
             props["access_check"] = pulumi.Output.secret(args["access_check"])
         # additional_secret_outputs covers the output copies of auth and access_check.
@@ -469,7 +478,10 @@ class ConnectorProvider(ResourceProvider):
         )
 
     def _wait_running(self, client: ConnectClient, spec: ConnectorInputs) -> dict[str, Any]:
-        """Wait for the declared state (RUNNING unless the stack asks for PAUSED or STOPPED)."""
+        """Wait for the declared state (RUNNING unless the stack asks for PAUSED or STOPPED);
+        with wait_for_state false, the status as it is now."""
+        if not spec.wait_for_state:
+            return client.get_status(spec.name) or {}
         return client.wait_state(
             spec.name, spec.desired_state, spec.timeout_seconds, self.poll_s, min_tasks=spec.min_tasks
         )

@@ -342,6 +342,25 @@ def test_a_cluster_pair_registers_its_switchover_before_both_flows(monitor: Reco
         state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
         assert state["mm2-primary-to-dr-source"]["desired_state"] == "STOPPED"
         assert state["mm2-dr-to-primary-source"]["desired_state"] == "RUNNING"
+        assert not any("wait_for_state" in s for s in state.values()), "a planned pair's connectors wait"
+
+    return build(dev_config(), tmp_path, mm2=mm2).apply(check)
+
+
+@pulumi.runtime.test
+def test_an_unplanned_pairs_connectors_do_not_wait_on_the_lost_cluster(
+    monitor: RecordingMonitor, tmp_path: Path
+) -> Any:
+    mm2 = copy.deepcopy(namespace(dev_config(), "mm2"))
+    mm2["flows"]["dr->primary"] = copy.deepcopy(mm2["flows"]["primary->dr"])
+    mm2["failover"] = {"primary<->dr": {"active": "dr", "principals": ["app"], "unplanned": True}}
+
+    def check(_: Any) -> None:
+        state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
+        for flow in ("primary-to-dr", "dr-to-primary"):
+            for role in ("source", "checkpoint", "heartbeat"):
+                connector = state[f"mm2-{flow}-{role}"]
+                assert (connector["desired_state"], connector["wait_for_state"]) == ("STOPPED", False), flow
 
     return build(dev_config(), tmp_path, mm2=mm2).apply(check)
 

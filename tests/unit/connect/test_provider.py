@@ -213,6 +213,19 @@ def test_create_stopped_waits_until_no_task_is_left() -> None:
     assert len(sleep.calls) == 1  # polled past the RUNNING answer
 
 
+def test_a_stop_not_waited_for_returns_at_once_with_the_status_as_it_is() -> None:
+    # An unplanned failover's flow: its stop waits on the lost cluster inside Connect.
+    fake = FakeConnect(
+        connectors={"c1": {**props("c1")["config"], "name": "c1"}},
+        statuses={"c1": [running("c1", state="RUNNING"), running("c1", state="STOPPED")]},
+    )
+    sleep = FakeSleep()
+    new = {**props("c1"), "desired_state": "STOPPED", "wait_for_state": False}
+    result = provider(fake, sleep).update("c1", outputs(props("c1")), new)
+    assert fake.seen("PUT") == ["PUT /connectors/c1/stop"] and sleep.calls == []
+    assert result.outs is not None and result.outs["state"] == "RUNNING" and result.outs["wait_for_state"] is False
+
+
 def test_create_adopting_an_existing_connector_applies_config_then_state() -> None:
     fake = FakeConnect(connectors={"c1": {"connector.class": SOURCE}}, states={"c1": "RUNNING"})
     provider(fake).create({**props("c1"), "desired_state": "STOPPED"})
