@@ -55,6 +55,7 @@ from components.topology import (
 from components.topology.connectors import flow_connectors
 from components.topology.jaas import quotable_password_keys
 from components.topology.model import Pair
+from components.topology.objectives import drain_warnings
 from components.topology.security import (
     cluster_acls,
     cluster_users,
@@ -286,13 +287,16 @@ def _switchover(pair: Pair, deployed: Deployed) -> Switchover:
     }
     resources: list[pulumi.Resource] = [deployed.clusters[pair.first], deployed.clusters[pair.second]]
     resources += [deployed.groups[f.worker_group] for f in flows]
-    return Switchover(
+    switchover = Switchover(
         f"failover-{pair.first}-{pair.second}",
         pair,
         topology,
         exports=pulumi.Output.from_input(exports),
         opts=pulumi.ResourceOptions(depends_on=resources),
     )
+    for warning in drain_warnings(pair, topology):
+        pulumi.log.warn(warning, resource=switchover)
+    return switchover
 
 
 def cluster_export(alias: str, deployed: Deployed) -> ClusterExport:

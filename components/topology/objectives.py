@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from components.topology.model import Flow
+from components.topology.model import Flow, Pair, Platform, Topology
 
 DEFAULT_RPO = "5m"
 DEFAULT_OUTAGE_BUDGET = "1d"
@@ -23,6 +23,12 @@ DEFAULT_OUTAGE_BUDGET = "1d"
 CHECKPOINT_INTERVAL_KEY = "emit.checkpoints.interval.seconds"
 HEARTBEAT_INTERVAL_KEY = "emit.heartbeats.interval.seconds"
 MM2_INTERVAL_DEFAULTS = {CHECKPOINT_INTERVAL_KEY: 60, HEARTBEAT_INTERVAL_KEY: 1}
+
+# How often Connect commits a source task's position (`offset.flush.interval.ms`): the workers
+# the stack runs (components/topology/runtime_config.py), and Connect's default for a group it
+# does not run. A switchover's drain that the records cannot prove waits for that commit.
+OFFSET_FLUSH_MS = 5000
+CONNECT_DEFAULT_OFFSET_FLUSH_MS = 60000
 
 # Kafka's `log.retention.hours` default (168): what a topic keeps without any retention setting.
 KAFKA_DEFAULT_RETENTION_MS = 7 * 86400 * 1000
@@ -105,3 +111,25 @@ def rpo_warnings(flow: Flow) -> tuple[str, ...]:
 def _whole_seconds(raw: str) -> int | None:
     text = raw.strip()
     return int(text) if text.isdigit() else None
+
+
+def drain_warnings(pair: Pair, topology: Topology) -> tuple[str, ...]:
+    """Why a switchover of `pair` may stop at its drain with nothing wrong: a drain the records
+    cannot prove (components/ops/drain.py) waits for the old flow's commit, which comes every
+    `offset.flush.interval.ms` of its worker group; a bound under two of those can pass between
+    two commits. Measured (bench/results/switchover-20261127.md): proven by the records in under a
+    second, by the commit in 3-7 s at 5 s."""
+    flow = topology.flow(pair.standby_flow if pair.unplanned else pair.active_flow)
+    group = topology.worker_groups[flow.worker_group]
+    default = CONNECT_DEFAULT_OFFSET_FLUSH_MS if group.platform is Platform.EXTERNAL else OFFSET_FLUSH_MS
+    raw = group.worker_config.get("offset.flush.interval.ms")
+    flush_ms = int(raw) if raw is not None and raw.strip().isdigit() else default
+    if pair.unplanned or pair.drain_timeout_s * 1000 >= 2 * flush_ms:
+        return ()
+    return (
+        f"failover {pair.name}: drainTimeout {format_duration(pair.drain_timeout_s)} is shorter than two offset "
+        f"commits of worker group {group.name} (offset.flush.interval.ms {flush_ms}): a drain the records cannot "
+        "prove waits for the next commit (measured 3-7 s at 5000; under 1 s when the records prove it), so a "
+        f"switchover may stop at its drain with nothing wrong. Fix: set mm2:failover.{pair.name}.drainTimeout to "
+        f"at least {format_duration(-(-2 * flush_ms // 1000))}.",
+    )

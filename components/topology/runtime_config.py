@@ -35,6 +35,7 @@ from components.topology.model import (
     Topology,
     WorkerGroup,
 )
+from components.topology.objectives import OFFSET_FLUSH_MS
 from components.topology.security import admin_password, worker_security
 from components.topology.settings import (
     BROKER_OWNED,
@@ -298,7 +299,7 @@ def _worker_storage_properties(topology: Topology, group: WorkerGroup, own_secre
         # they move twice (away, then back when it rejoins): two pauses of a rebalance (~1-2 s)
         # each instead of one as long as the restart (see bench/restarts).
         "scheduled.rebalance.max.delay.ms": "1000",
-        "offset.flush.interval.ms": "5000",
+        "offset.flush.interval.ms": str(OFFSET_FLUSH_MS),
         **FILE_PROVIDER_PROPERTIES,
     }
 

@@ -128,3 +128,28 @@ def test_a_clusters_default_retention_follows_kafkas_precedence(
     broker_config: dict[str, str], retention_ms: int | None
 ) -> None:
     assert cluster_retention_ms(broker_config) == retention_ms
+
+
+# -- a switchover's drain against the workers' offset commits ------------------------------------
+
+
+def _pair_topology(drain: str, **worker_config: str) -> Any:
+    from tests.unit.topology.parse.test_pairs import pair_config
+
+    config = pair_config(drainTimeout=drain)
+    if worker_config:
+        config["workerGroups"]["mm2"]["workerConfig"] = worker_config
+    return parse_topology(config)
+
+
+def test_a_drain_bound_under_two_offset_commits_warns_with_the_fix() -> None:
+    from components.topology.objectives import drain_warnings
+
+    topology = _pair_topology("9s")
+    (warning,) = drain_warnings(topology.pairs[0], topology)
+    assert warning.startswith("failover primary<->dr: drainTimeout 9s is shorter than two offset commits of worker")
+    assert "(offset.flush.interval.ms 5000)" in warning and "drainTimeout to at least 10s" in warning
+    ok = _pair_topology("10s")
+    assert drain_warnings(ok.pairs[0], ok) == ()
+    slow = _pair_topology("30s", **{"offset.flush.interval.ms": "20000"})
+    assert "drainTimeout to at least 40s" in drain_warnings(slow.pairs[0], slow)[0]
