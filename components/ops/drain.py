@@ -18,20 +18,21 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from components.ops.clients import connect_client, flow, kafka_config
 from components.ops.errors import OpsError
 from components.ops.failover import end_offsets
-from components.ops.lag_exporter import Kafka
+from components.ops.lag_exporter import Kafka, replicated_topics
 from components.ops.switchover_plan import Identity, Request, tail_proven, unprovable
 from components.outputs.contract import FlowExport, PartitionCut, StackExports
 from components.watch.lag import next_offset
 from components.watch.lag_plan import LagFlow, LagPlan
 
 TIMEOUT_S = 30.0
-_POLL_S = 0.2
+_POLL_S = 0.05  # the new side's tails: a read is a fetch per lagging partition
+_LAG_EVERY_S = 1.0  # MM2's committed position and the ends: a read of the offsets topic (~0.5 s)
 _SAY_EVERY_S = 1.0
 TAIL = 64  # the records per partition compared: enough that a repeated window is no accident
 
@@ -75,7 +76,7 @@ def lag_reader(outputs: StackExports, request: Request, flow_name: str) -> Itera
         kafka.read_committed()
         return {
             (r.topic, r.partition): (max(0, r.end - next_offset(r, None)), r.end)
-            for r in kafka.read_flow(lag_flow)
+            for r in kafka.read_flow(lag_flow, oldest=False)
             if selects(lag_flow.topics, lag_flow.topics_exclude, r.topic)
         }
 
@@ -120,6 +121,7 @@ class Tails:
             "enable.partition.eof": True,
             "auto.offset.reset": "earliest",
             "isolation.level": isolation,
+            "fetch.wait.max.ms": 10,  # the end of a partition shows at once, not after 500 ms
             "log_level": 0,
         }
         self.consumer = Consumer(kafka_config(outputs, alias, **conf))
@@ -154,17 +156,26 @@ class Tails:
         self.consumer.unassign()
         return {tp: tuple(records[-TAIL:]) for tp, records in got.items() if tp not in pending}
 
-    def ends(self, partitions: Sequence[TP], timeout_s: float) -> dict[TP, int]:
-        """The log-end offsets of `partitions` now (a partition not there yet: 0)."""
+    def partition_counts(self, timeout_s: float) -> dict[str, int]:
+        """Each topic's partition count on the cluster."""
+        listing = self.consumer.list_topics(timeout=timeout_s).topics
+        return {name: len(t.partitions or {}) for name, t in listing.items() if t.error is None}
+
+    def watermarks(self, partitions: Sequence[TP], timeout_s: float) -> dict[TP, tuple[int, int]]:
+        """(log start, log end) of `partitions` now (a partition not there yet: (0, 0))."""
         from confluent_kafka import KafkaException, TopicPartition
 
         found = {}
         for t, p in partitions:
             try:
-                found[(t, p)] = self.consumer.get_watermark_offsets(TopicPartition(t, p), timeout_s, cached=False)[1]
+                found[(t, p)] = self.consumer.get_watermark_offsets(TopicPartition(t, p), timeout_s, cached=False)
             except KafkaException:  # the remote partition is not created yet: nothing copied
-                found[(t, p)] = 0
+                found[(t, p)] = (0, 0)
         return found
+
+    def ends(self, partitions: Sequence[TP], timeout_s: float) -> dict[TP, int]:
+        """The log-end offsets of `partitions` now (a partition not there yet: 0)."""
+        return {tp: end for tp, (_start, end) in self.watermarks(partitions, timeout_s).items()}
 
     def close(self) -> None:
         self.consumer.close()
@@ -182,6 +193,15 @@ class Proof:
         self.on_old = Tails(outputs, f.source, "read_uncommitted")
         self.on_new = Tails(outputs, new, "read_committed")
         self.source_tails: dict[TP, tuple[int, tuple[Identity, ...]]] = {}
+
+    def source_lag(self, lag_flow: LagFlow) -> Lag:
+        """Every record of the flow's partitions on the old side, as not yet known copied: the
+        proof's first look, before MM2's committed position is read (that read takes ~1 s)."""
+        counts = self.on_old.partition_counts(TIMEOUT_S)
+        picked = replicated_topics(lag_flow, counts, set())
+        topics = [t for t in picked if selects(lag_flow.topics, lag_flow.topics_exclude, t)]
+        marks = self.on_old.watermarks([(t, p) for t in topics for p in range(counts[t])], TIMEOUT_S)
+        return {tp: (end - start, end) for tp, (start, end) in marks.items()}
 
     def proven(self, behind: Lag) -> set[TP]:
         left = [tp for tp, (n, _end) in behind.items() if n]
@@ -222,28 +242,37 @@ def drain(
     proof = Proof(outputs, f, request.new) if by_records and _by_records(outputs, f, request, say) else None
     started = time.monotonic()
     said = started
-    try:
-        with lag_reader(outputs, request, request.stops) as read:
-            while True:
-                behind = read()
-                left = {tp: n for tp, (n, _end) in behind.items() if n}
-                proven = proof.proven(behind) if proof and left else set()
-                if set(left) <= proven:
-                    break
-                now = time.monotonic()
-                if now - started > request.drain_timeout_s:
-                    raise DrainTimedOut({tp: n for tp, n in left.items() if tp not in proven})
-                if now - said >= _SAY_EVERY_S:
-                    said = now
-                    say(
-                        f"switchover {request.pair}: {request.stops} has "
-                        f"{sum(n for tp, n in left.items() if tp not in proven)} record(s) left to copy "
-                        f"({now - started:.0f}s of {request.drain_timeout_s}s)"
-                    )
-                time.sleep(_POLL_S)
-    finally:
+    with ExitStack() as resources:
         if proof:
-            proof.close()
+            resources.callback(proof.close)
+        # The records first (fast); MM2's commit once the records have not proven it within a second.
+        read: Callable[[], Lag] | None = None
+        behind = proof.source_lag(_lag_plan(outputs, request, request.stops)[1]) if proof else {}
+        read_at = started if proof else started - _LAG_EVERY_S
+        while True:
+            if time.monotonic() - read_at >= _LAG_EVERY_S:
+                # MM2's commit (and the ends again: a write let through as the fence went up)
+                read = read or resources.enter_context(lag_reader(outputs, request, request.stops))
+                behind, read_at = read(), time.monotonic()
+            left = {tp: n for tp, (n, _end) in behind.items() if n}
+            proven = proof.proven(behind) if proof and left else set()
+            if set(left) <= proven:
+                say(
+                    f"switchover {request.pair}: {request.stops} drained in {time.monotonic() - started:.1f}s: "
+                    f"{len(proven)} partition(s) proven by the records, {len(behind) - len(proven)} by MM2's commit"
+                )
+                break
+            now = time.monotonic()
+            if now - started > request.drain_timeout_s:
+                raise DrainTimedOut({tp: n for tp, n in left.items() if tp not in proven})
+            if now - said >= _SAY_EVERY_S:
+                said = now
+                say(
+                    f"switchover {request.pair}: {request.stops} has "
+                    f"{sum(n for tp, n in left.items() if tp not in proven)} record(s) left to copy "
+                    f"({now - started:.0f}s of {request.drain_timeout_s}s)"
+                )
+            time.sleep(_POLL_S)
     remote = {t: f.topics.get(t) or f"{f.source}{f.separator}{t}" for t, _p in behind}
     _counts, remote_ends = end_offsets(outputs, request.new, sorted(set(remote.values())), TIMEOUT_S)
     return tuple(

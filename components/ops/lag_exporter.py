@@ -130,7 +130,8 @@ class Kafka:
                 continue
         return ids
 
-    def read_flow(self, flow: LagFlow) -> list[Reading]:
+    def read_flow(self, flow: LagFlow, oldest: bool = True) -> list[Reading]:
+        """The flow's partitions now; with `oldest`, each lagging one's oldest record's timestamp."""
         consumer = self.consumers[flow.source]
         listing = consumer.list_topics(timeout=_TIMEOUT_S).topics
         counts = {name: len(t.partitions or {}) for name, t in listing.items() if t.error is None}
@@ -142,7 +143,7 @@ class Kafka:
             for p in range(counts[topic]):
                 low, high = consumer.get_watermark_offsets(self._tp(topic, p), timeout=_TIMEOUT_S, cached=False)
                 readings.append(Reading(topic, p, low, high, committed.get((topic, p)), ids.get(topic)))
-        return self._with_oldest(flow.source, readings)
+        return self._with_oldest(flow.source, readings) if oldest else readings
 
     def _with_oldest(self, alias: str, readings: list[Reading]) -> list[Reading]:
         """Each lagging partition's reading with the timestamp of its oldest record not copied."""

@@ -38,7 +38,8 @@ class FakeKafka:
     def read_committed(self) -> None:
         self.reads += 1
 
-    def read_flow(self, flow: LagFlow) -> list[Reading]:
+    def read_flow(self, flow: LagFlow, oldest: bool = True) -> list[Reading]:
+        assert not oldest, "the drain needs no oldest record"
         committed = min(99, self.reads * self.STEP - 1)
         return [Reading("orders", 0, 0, 100, committed), Reading("heartbeats", 0, 0, 9, None)]
 
@@ -56,6 +57,12 @@ class FakeTails:
     def __init__(self, outputs: Any, alias: str, isolation: str) -> None:
         self.alias, self.isolation, self.reads, self.closed = alias, isolation, 0, False
         FakeTails.built.append(self)
+
+    def partition_counts(self, timeout_s: float) -> dict[str, int]:
+        return {topic: 1 for topic, _p in self.on[self.alias]} | {"heartbeats": 1}
+
+    def watermarks(self, partitions: Sequence[tuple[str, int]], timeout_s: float) -> dict[tuple[str, int], Any]:
+        return {tp: (0, len(self.on[self.alias].get(tp, ()))) for tp in partitions}
 
     def ends(self, partitions: Sequence[tuple[str, int]], timeout_s: float) -> dict[tuple[str, int], int]:
         if self.alias == "dr":  # MM2 copied more since the last look
@@ -80,6 +87,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> type[FakeKafka]:
     monkeypatch.setattr(drain, "Kafka", FakeKafka)
     monkeypatch.setattr(drain, "Tails", FakeTails)
     monkeypatch.setattr(drain, "_POLL_S", 0.0)
+    monkeypatch.setattr(drain, "_LAG_EVERY_S", 0.0)
     monkeypatch.setattr(drain, "_SAY_EVERY_S", 0.0)
     monkeypatch.setattr(drain, "end_offsets", lambda *a: ({}, {("primary.orders", 0): 100}))
     connector(monkeypatch, dict(TUNED_SOURCE_CLIENT))
@@ -100,7 +108,9 @@ def test_the_records_prove_the_drain_before_mm2_commits(fake: type[FakeKafka], m
     assert (old.alias, old.isolation, old.reads) == ("primary", "read_uncommitted", 1), "fenced: read once"
     assert (new.alias, new.isolation, new.reads) == ("dr", "read_committed", 2)
     assert old.closed and new.closed and fake.built[0].closed
-    assert said == ["switchover primary<->dr: primary->dr has 100 record(s) left to copy (0s of 30s)"]
+    assert said[0] == "switchover primary<->dr: primary->dr has 100 record(s) left to copy (0s of 30s)"
+    assert said[1].startswith("switchover primary<->dr: primary->dr drained in ")
+    assert said[1].endswith(": 1 partition(s) proven by the records, 0 by MM2's commit")
 
 
 def test_a_tail_that_differs_proves_nothing_and_the_commit_ends_the_drain(fake: type[FakeKafka]) -> None:
@@ -127,10 +137,11 @@ def test_a_connector_whose_copies_may_reorder_or_skip_waits_for_the_commit(
     assert said[0].startswith(f"switchover primary<->dr: the drain waits for MM2's commit of primary->dr: {SOURCE}: ")
     assert why in said[0]
     assert FakeTails.built == [] and fake.built[0].reads == 3
-    assert [s.split(" left")[0] for s in said[1:]] == [
+    assert [s.split(" left")[0] for s in said[1:-1]] == [
         "switchover primary<->dr: primary->dr has 60 record(s)",
         "switchover primary<->dr: primary->dr has 20 record(s)",
     ]
+    assert said[-1].endswith(": 0 partition(s) proven by the records, 1 by MM2's commit")
 
 
 def test_a_drain_past_its_bound_names_what_is_left_and_still_closes_every_client(
@@ -142,3 +153,13 @@ def test_a_drain_past_its_bound_names_what_is_left_and_still_closes_every_client
         drain.drain(outputs(), hurried, lambda line: None)
     assert stopped.value.left == {("orders", 0): 100} and str(stopped.value) == "orders p0: 100"
     assert fake.built[0].closed and all(t.closed for t in FakeTails.built)
+
+
+def test_records_that_prove_it_within_a_second_never_open_the_offsets_topic(
+    fake: type[FakeKafka], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(drain, "_LAG_EVERY_S", 3600.0)
+    monkeypatch.setattr(FakeKafka, "STEP", 0)
+    FakeTails.COPIED = 25  # proven at the fourth look at the new side
+    drain.drain(outputs(), REQUEST, lambda line: None)
+    assert fake.built == [] and FakeTails.built[1].reads == 4, "MM2's commit is read once a second at most"
