@@ -46,7 +46,6 @@ from components.watch.lag_plan import LagFlow
 _TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 60.0
 _TASKS_GONE_S = 15.0  # Connect's task.shutdown.graceful.timeout.ms is 5 s
-_LOST_PROBE_S = 3.0  # at `up`: the preview found it lost a moment ago with 5 s
 _REGEX_CHARS = set("*+?[](){}|^$\\")
 
 
@@ -274,23 +273,27 @@ def stop_flow(outputs: StackExports, flow_name: str) -> None:
 def stop_lost_flow(outputs: StackExports, flow_name: str) -> str:
     """Ask Connect to stop a flow whose source cluster is lost, and wait (bounded) only until its
     source connector has no task left: Connect removes the tasks first, and each commits what it
-    copied as it stops. The connectors themselves stop later: MirrorSourceConnector's stop waits
-    for its admin call to the lost cluster (up to `admin.timeout.ms`, 60 s). Returns '' or what
-    was still there at the bound (the cut then misses the tasks' last commit)."""
+    copied as it stops. The source goes first, alone: another connector's task that does not stop
+    in time (its calls to the lost cluster) holds Connect up to task.shutdown.graceful.timeout.ms.
+    The connectors themselves stop later: MirrorSourceConnector's stop waits for its admin call
+    to the lost cluster (up to admin.timeout.ms, 60 s). Returns '' or what was still there at the
+    bound (the cut then misses the tasks' last commit)."""
     f = flow(outputs, flow_name)
-    names = [*f.connectors.values(), *([f.reverse_heartbeats_connector] if f.reverse_heartbeats_connector else [])]
     source = f.connectors.get("source", "")
+    others = [n for n in f.connectors.values() if n != source]
+    others += [f.reverse_heartbeats_connector] if f.reverse_heartbeats_connector else []
     with connect_client(outputs, f.worker_group, retry_budget_s=30.0) as client:
-        for name in names:
-            client.stop(name)
+        client.stop(source)
         deadline = time.monotonic() + _TASKS_GONE_S
-        while True:
-            tasks = (client.get_status(source) or {}).get("tasks") or []
-            if not tasks:
-                return ""
+        left = ""
+        while tasks := (client.get_status(source) or {}).get("tasks") or []:
             if time.monotonic() > deadline:
-                return f"{len(tasks)} task(s) of {source} still listed after {_TASKS_GONE_S:.0f}s"
+                left = f"{len(tasks)} task(s) of {source} still listed after {_TASKS_GONE_S:.0f}s"
+                break
             time.sleep(0.2)
+        for name in others:
+            client.stop(name)
+    return left
 
 
 # -- the whole -----------------------------------------------------------------------------
@@ -445,8 +448,20 @@ def unplanned_lines(request: Request, why: str) -> list[str]:
     ]
 
 
+# alias -> (monotonic time, why) of the last probe that found a cluster lost, in this provider
+# host: `up` runs the resource's diff (the preview's probe, 5 s) moments before its update.
+_FOUND_LOST: dict[str, tuple[float, str]] = {}
+_FOUND_LOST_FOR_S = 60.0
+
+
 def preview_unplanned(outputs: StackExports, request: Request, probe_s: float = 5.0) -> list[str]:
-    why = probe_source(outputs, request.old, probe_s)
+    """The unplanned plan, refused while the old side answers (probed, or found lost by this
+    process's probe less than a minute ago)."""
+    at, why = _FOUND_LOST.get(request.old, (0.0, ""))
+    if time.monotonic() - at > _FOUND_LOST_FOR_S:
+        why = probe_source(outputs, request.old, probe_s)
+        if why:
+            _FOUND_LOST[request.old] = (time.monotonic(), why)
     if not why:
         raise SwitchoverStopped(
             f"unplanned failover {request.pair}: {request.old} answers. Fix: remove mm2:failover.{request.pair}"
@@ -467,7 +482,7 @@ def run_unplanned(outputs: StackExports, request: Request, say: Callable[[str], 
         took.append(f"{name} {time.monotonic() - lap:.1f}s")
         lap = time.monotonic()
 
-    say("\n".join(preview_unplanned(outputs, request, _LOST_PROBE_S)))
+    say("\n".join(preview_unplanned(outputs, request)))
     step(f"{request.old} found lost")
     left = stop_lost_flow(outputs, request.stops)
     step(f"{request.stops}'s tasks stopped")

@@ -129,7 +129,7 @@ def test_a_lost_flow_is_waited_for_until_its_tasks_are_gone_not_until_it_stopped
     route_connect(monkeypatch, switchover, fake)
     monkeypatch.setattr(switchover.time, "sleep", lambda s: None)
     assert switchover.stop_lost_flow(outputs(), "primary->dr") == ""
-    assert sorted(fake.seen("PUT")) == sorted(f"PUT /connectors/{n}/stop" for n in names)
+    assert fake.seen("PUT") == [f"PUT /connectors/{n}/stop" for n in names], "the source first, alone"
 
     fake = FakeConnect(connectors={n: {"connector.class": "x"} for n in names}, statuses={source: [stopping]})
     route_connect(monkeypatch, switchover, fake)
@@ -140,10 +140,17 @@ def test_a_lost_flow_is_waited_for_until_its_tasks_are_gone_not_until_it_stopped
 def test_an_unplanned_failover_reads_the_cut_after_the_tasks_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     done: list[str] = []
     monkeypatch.setattr(switchover, "probe_source", lambda o, alias, s: done.append(f"probe {s}") or "refused")
+    monkeypatch.setattr(switchover, "_FOUND_LOST", {})
     monkeypatch.setattr(switchover, "stop_lost_flow", lambda o, name: done.append(f"stop {name}") or "")
     monkeypatch.setattr(switchover, "committed_cut", lambda *a: done.append("cut") or ())
     monkeypatch.setattr(switchover, "fence_side", lambda o, r, alias, on: done.append(f"fence {alias} {on}") or [])
     said: list[str] = []
-    switchover.run_unplanned(outputs(), switchover.Request(**{**REQUEST.__dict__, "unplanned": True}), said.append)
-    assert done == ["probe 3.0", "stop primary->dr", "cut", "fence dr False"]
+    unplanned = switchover.Request(**{**REQUEST.__dict__, "unplanned": True})
+    switchover.run_unplanned(outputs(), unplanned, said.append)
+    assert done == ["probe 5.0", "stop primary->dr", "cut", "fence dr False"]
+    # `up`: the diff's preview found it lost a moment ago; the update does not wait 5 s again.
+    done.clear()
+    assert switchover.preview_unplanned(outputs(), unplanned)[0].endswith("(primary is lost: refused)")
+    switchover.run_unplanned(outputs(), unplanned, said.append)
+    assert done == ["stop primary->dr", "cut", "fence dr False"]
     assert "(primary found lost " in said[-1] and "primary->dr's tasks stopped " in said[-1]
