@@ -321,7 +321,8 @@ def test_planned_switchover_and_failback_with_divergence(stack: TestStack, tmp_p
     assert "RPO 0 record(s)" in up.stdout + up.stderr, up.stdout[-4000:]
     state = pair_state(stack)
     assert state["active"] == new and state["last"]["rpoRecords"] == 0 and state["last"]["groups"] == [GROUP]
-    print(f"\nswitchover {old} -> {new}: writes fenced {state['last']['fencedSeconds']}s, {len(app.acked)} acked")
+    assert 0 < state["last"]["drainSeconds"] + state["last"]["groupsSeconds"] <= state["last"]["fencedSeconds"]
+    print(f"\nswitchover {old} -> {new}: {state['last']}, {len(app.acked)} acked")
     assert set(connector_states(stack, f"{old}->{new}").values()) == {"STOPPED"}
 
     # The group resumes on the new side: nothing lost, re-reads within the bound.
@@ -425,6 +426,11 @@ def test_failback_with_discard_skips_what_the_old_side_took_behind_the_fence(sta
 
 
 def test_an_unplanned_failover_is_recorded_and_the_way_back_picks_up(stack: TestStack, tmp_path: Path) -> None:
+    began = time.monotonic()
+
+    def lap(what: str) -> None:  # where the test's minutes go, in its output
+        print(f"  {time.monotonic() - began:6.1f}s {what}")
+
     start_from(stack, "primary")
     use_on(stack, "primary")  # bin/failover moves what MM2 checkpointed: the group must have a checkpoint
     outputs = stack.outputs()
@@ -436,6 +442,7 @@ def test_an_unplanned_failover_is_recorded_and_the_way_back_picks_up(stack: Test
     arrived = read_keys(outputs, "dr", "primary.orders", prefix.encode(), len(copied), BOUND_S)
     assert set(arrived) == set(copied), f"missing {sorted(set(copied) - set(arrived))}"
     wait_mm2_committed(outputs, "primary->dr", "primary", "orders")
+    lap("copied and committed")
     stack.lose(broker_path("primary", 0))
     saved = tmp_path / "outputs.json"
     saved.write_text(json.dumps(outputs))
@@ -449,6 +456,7 @@ def test_an_unplanned_failover_is_recorded_and_the_way_back_picks_up(stack: Test
         check=False,
     )
     assert failover.returncode == 0, failover.stdout[-3000:] + failover.stderr[-2000:]
+    lap("bin/failover moved the group")
 
     switch(stack, "dr", unplanned=True)
     assert "unplanned failover primary<->dr: dr becomes active (primary is lost" in diff_preview(stack)
@@ -461,14 +469,23 @@ def test_an_unplanned_failover_is_recorded_and_the_way_back_picks_up(stack: Test
     assert state["active"] == "dr" and state["last"]["unplanned"] and state["last"].get("rpoRecords") is None
     cut = {(c["topic"], c["partition"]): c for c in state["cuts"]["primary->dr"]}
     assert sum(c["remoteEnd"] for c in cut.values()) > 0
-    assert set(connector_states(stack, "primary->dr").values()) == {"STOPPED"}
     assert set(connector_states(stack, "dr->primary").values()) == {"STOPPED"}, "nothing may replicate into a lost side"
+    # `up` did not wait for the lost flow's connectors: Connect stops them once their calls to the
+    # lost cluster give up (admin.timeout.ms, 60 s); their tasks were gone before the cut was read.
+    wait_until(
+        lambda: set(connector_states(stack, "primary->dr").values()) == {"STOPPED"},
+        BOUND_S,
+        "Connect to finish stopping primary->dr's connectors",
+    )
+    lap("the lost flow's connectors STOPPED")
 
     # primary is back (refresh finds its broker dead, up starts it) and unplanned removed: it is fenced,
     # the way back starts; what it takes behind the fence is the divergence of the planned failback.
     switch(stack, "dr", unplanned=None)
     stack.up("--refresh")
+    lap("primary back (up --refresh)")
     use_on(stack, "dr")
+    lap("the group reads on dr")
     assert produce_as_app(outputs, "primary", "orders", [b"fenced-probe"]), "primary must be fenced once back"
     assert set(connector_states(stack, "dr->primary").values()) == {"RUNNING"}
     placed = produce_batch(outputs, "primary", "orders", [f"late-{i}".encode() for i in range(3)])
@@ -478,6 +495,7 @@ def test_an_unplanned_failover_is_recorded_and_the_way_back_picks_up(stack: Test
         start = cut[("orders", p)]["sourceEnd"]
         assert f"orders p{p} offsets {start}.." in preview, preview[-3000:]
     stack.up()
+    lap("failed back to primary")
     assert pair_state(stack)["active"] == "primary"
 
 
