@@ -267,9 +267,14 @@ def aggregate(spark: SparkSession, reads: list[SideRead]) -> list[dict[int, Side
     for relation in relations(firsts):
         first = relation[0][1]
         df = kafka_io.spark_read_topics(spark, first.cluster, {r.topic: rg for _, r, rg in relation}, first.isolation)
+        # A relation of one topic needs no per-record lookup by topic (topic None: every row).
+        one = len(relation) == 1
         sides = [
             Side(
-                i, r.topic, {p: lo for p, (lo, _) in rg.items()}, {p: n for p, n in (r.sizes or {}).items() if p in rg}
+                i,
+                None if one else r.topic,
+                {p: lo for p, (lo, _) in rg.items()},
+                {p: n for p, n in (r.sizes or {}).items() if p in rg},
             )
             for i, r, rg in relation
         ]
