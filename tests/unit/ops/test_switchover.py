@@ -133,8 +133,9 @@ def test_a_lost_flow_is_waited_for_until_its_tasks_are_gone_not_until_it_stopped
 
     fake = FakeConnect(connectors={n: {"connector.class": "x"} for n in names}, statuses={source: [stopping]})
     route_connect(monkeypatch, switchover, fake)
-    monkeypatch.setattr(switchover, "_TASKS_GONE_S", 0.0)
-    assert switchover.stop_lost_flow(outputs(), "primary->dr") == (f"1 task(s) of {source} still listed after 0s")
+    monkeypatch.setattr(switchover, "_TASKS_GONE_S", 0.05)  # a task that hangs on the lost cluster
+    assert switchover.stop_lost_flow(outputs(), "primary->dr") == f"1 task(s) of {source} still stopping"
+    assert fake.seen("PUT")[-2:] == [f"PUT /connectors/{n}/stop" for n in names[1:]], "the others still stopped"
 
 
 def test_an_unplanned_failover_reads_the_cut_after_the_tasks_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,4 +154,4 @@ def test_an_unplanned_failover_reads_the_cut_after_the_tasks_stopped(monkeypatch
     assert switchover.preview_unplanned(outputs(), unplanned)[0].endswith("(primary is lost: refused)")
     switchover.run_unplanned(outputs(), unplanned, said.append)
     assert done == ["stop primary->dr", "cut", "fence dr False"]
-    assert "(primary found lost " in said[-1] and "primary->dr's tasks stopped " in said[-1]
+    assert "(primary found lost " in said[-1] and "primary->dr asked to stop, its tasks gone " in said[-1]
