@@ -152,11 +152,10 @@ def set_flows(outputs: StackExports, running_flow: str, stopped_flow: str) -> No
     """The flow old->new runs (resumed from its kept offsets), the flow new->old is stopped."""
     for name, state in ((running_flow, "RUNNING"), (stopped_flow, "STOPPED")):
         f = flow(outputs, name)
-        names = [*f.connectors.values(), *([f.reverse_heartbeats_connector] if f.reverse_heartbeats_connector else [])]
         with connect_client(outputs, f.worker_group, retry_budget_s=30.0) as client:
-            for n in names:
+            for n in f.connector_names:
                 client.set_state(n, state)
-            for n in names:
+            for n in f.connector_names:
                 client.wait_state(n, state, 120, min_tasks=0)
 
 

@@ -48,11 +48,16 @@ class DrainTimedOut(OpsError):
         self.left = dict(left)
 
 
+def _lag_flow(f: FlowExport, request: Request) -> LagFlow:
+    """Flow `f` as the lag reader reads it, with the pair's declared patterns."""
+    topics, exclude = request.patterns[f.name]
+    return LagFlow(f.name, f.source, f.target, f.connectors.get("source", ""), topics, exclude, 0)
+
+
 def _lag_plan(outputs: StackExports, request: Request, flow_name: str) -> tuple[LagPlan, LagFlow]:
     f = flow(outputs, flow_name)
     group = outputs.connect[f.worker_group]
-    topics, exclude = request.patterns[flow_name]
-    lag_flow = LagFlow(flow_name, f.source, f.target, f.connectors.get("source", ""), topics, exclude, 0)
+    lag_flow = _lag_flow(f, request)
     aliases = {f.source, group.cluster}
     plan = LagPlan(
         group=f.worker_group,
@@ -189,7 +194,7 @@ class Proof:
     end: fenced, they do not move) against the new side's remote partitions' tails now."""
 
     def __init__(self, outputs: StackExports, f: FlowExport, new: str) -> None:
-        self.remote = lambda topic: f.topics.get(topic) or f"{f.source}{f.separator}{topic}"
+        self.remote = f.remote_topic_of
         self.on_old = Tails(outputs, f.source, "read_uncommitted")
         self.on_new = Tails(outputs, new, "read_committed")
         self.source_tails: dict[TP, tuple[int, tuple[Identity, ...]]] = {}
@@ -247,7 +252,7 @@ def drain(
             resources.callback(proof.close)
         # The records first (fast); MM2's commit once the records have not proven it within a second.
         read: Callable[[], Lag] | None = None
-        behind = proof.source_lag(_lag_plan(outputs, request, request.stops)[1]) if proof else {}
+        behind = proof.source_lag(_lag_flow(f, request)) if proof else {}
         read_at = started if proof else started - _LAG_EVERY_S
         while True:
             if time.monotonic() - read_at >= _LAG_EVERY_S:
@@ -273,7 +278,7 @@ def drain(
                     f"({now - started:.0f}s of {request.drain_timeout_s}s)"
                 )
             time.sleep(_POLL_S)
-    remote = {t: f.topics.get(t) or f"{f.source}{f.separator}{t}" for t, _p in behind}
+    remote = {t: f.remote_topic_of(t) for t, _p in behind}
     _counts, remote_ends = end_offsets(outputs, request.new, sorted(set(remote.values())), TIMEOUT_S)
     return tuple(
         PartitionCut(t, p, end, remote_ends.get((remote[t], p), 0)) for (t, p), (_n, end) in sorted(behind.items())
@@ -294,7 +299,7 @@ def committed_cut(outputs: StackExports, request: Request) -> tuple[PartitionCut
     topics, exclude = request.patterns[request.stops]
     wanted = {t for t, _p in committed if selects(topics, exclude, t)}
     committed = {tp: o for tp, o in committed.items() if tp[0] in wanted}
-    remote = {t: f.topics.get(t) or f"{f.source}{f.separator}{t}" for t in wanted}
+    remote = {t: f.remote_topic_of(t) for t in wanted}
     _counts, ends = end_offsets(outputs, request.new, sorted(set(remote.values())), TIMEOUT_S)
     return tuple(
         PartitionCut(t, p, offset + 1, ends.get((remote[t], p), 0)) for (t, p), offset in sorted(committed.items())

@@ -212,7 +212,7 @@ def origin_plan(
     if not cut or not groups:
         return {}
     back = flow(outputs, request.starts)
-    remote_of = {c.topic: back.topics.get(c.topic) or f"{back.source}{back.separator}{c.topic}" for c in cut}
+    remote_of = {c.topic: back.remote_topic_of(c.topic) for c in cut}
     _counts, ends = end_offsets(outputs, request.new, sorted(remote_of), _TIMEOUT_S)
     on_old = describe_target_groups(outputs, request.old, list(groups), sorted(set(remote_of.values())), _TIMEOUT_S)
     found = {}
@@ -262,11 +262,10 @@ def failed_source(outputs: StackExports, request: Request) -> str:
 
 def stop_flow(outputs: StackExports, flow_name: str) -> None:
     f = flow(outputs, flow_name)
-    names = [*f.connectors.values(), *([f.reverse_heartbeats_connector] if f.reverse_heartbeats_connector else [])]
     with connect_client(outputs, f.worker_group, retry_budget_s=30.0) as client:
-        for name in names:
+        for name in f.connector_names:
             client.stop(name)
-        for name in names:
+        for name in f.connector_names:
             client.wait_state(name, "STOPPED", _STOP_TIMEOUT_S)
 
 
@@ -283,8 +282,7 @@ def stop_lost_flow(outputs: StackExports, flow_name: str) -> str:
 
     f = flow(outputs, flow_name)
     source = f.connectors.get("source", "")
-    others = [n for n in f.connectors.values() if n != source]
-    others += [f.reverse_heartbeats_connector] if f.reverse_heartbeats_connector else []
+    others = [n for n in f.connector_names if n != source]
     with connect_client(outputs, f.worker_group, retry_budget_s=30.0) as client:
         client.stop(source)
         deadline = time.monotonic() + _TASKS_GONE_S

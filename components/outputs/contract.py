@@ -142,6 +142,17 @@ class FlowExport:
         # Every policy, Identity included, renames heartbeats: `<source><sep>heartbeats`.
         return f"{self.source}{self.separator}heartbeats"
 
+    @property
+    def connector_names(self) -> tuple[str, ...]:
+        """Every connector of the flow: its roles' and the reverse heartbeats one, if any."""
+        reverse = (self.reverse_heartbeats_connector,) if self.reverse_heartbeats_connector else ()
+        return (*self.connectors.values(), *reverse)
+
+    def remote_topic_of(self, topic: str) -> str:
+        """The remote topic on the target that source `topic` is replicated into (the policy's
+        name for a topic the outputs do not list, e.g. one created since)."""
+        return self.topics.get(topic) or (topic if self.name_preserving else f"{self.source}{self.separator}{topic}")
+
     def source_topic_of(self, remote: str) -> str | None:
         """The source topic replicated into `remote` on the target, if this flow has one."""
         for src, rem in self.topics.items():

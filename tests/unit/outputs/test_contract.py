@@ -223,3 +223,23 @@ def test_patterns_round_trip_through_their_document() -> None:
     # a document written without exclusions, and none at all
     assert patterns_from_document({"primary->dr": {"topics": ["orders"]}}) == {"primary->dr": (("orders",), ())}
     assert patterns_from_document(None) == {}
+
+
+def test_a_flows_remote_topics_and_connectors_as_the_ops_commands_name_them() -> None:
+    flow = FlowExport(
+        "primary->dr",
+        "primary",
+        "dr",
+        {"orders": "primary.orders"},
+        "primary.checkpoints.internal",
+        "mm2-offset-syncs.dr.internal",
+        "heartbeats",
+        connectors={"source": "s", "checkpoint": "c"},
+        separator="_",
+        reverse_heartbeats_connector="r",
+    )
+    assert flow.remote_topic_of("orders") == "primary.orders", "the outputs' own name first"
+    assert flow.remote_topic_of("payments") == "primary_payments", "a topic created since: the policy's name"
+    assert replace(flow, name_preserving=True).remote_topic_of("payments") == "payments"
+    assert flow.connector_names == ("s", "c", "r")
+    assert replace(flow, reverse_heartbeats_connector=None).connector_names == ("s", "c")
