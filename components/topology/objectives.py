@@ -94,7 +94,7 @@ def rpo_warnings(flow: Flow) -> tuple[str, ...]:
         if flow.settings.get(enabled_key, "true").strip().lower() == "false":
             continue
         raw = flow.settings.get(key)
-        interval = MM2_INTERVAL_DEFAULTS[key] if raw is None else _whole_seconds(raw)
+        interval = MM2_INTERVAL_DEFAULTS[key] if raw is None else _whole_number(raw)
         if interval is None or flow.rpo_seconds >= interval:
             continue
         how = f"{key}={raw}" if raw is not None else f"{key} is MM2's default {interval}"
@@ -108,7 +108,7 @@ def rpo_warnings(flow: Flow) -> tuple[str, ...]:
     return tuple(warnings)
 
 
-def _whole_seconds(raw: str) -> int | None:
+def _whole_number(raw: str) -> int | None:
     text = raw.strip()
     return int(text) if text.isdigit() else None
 
@@ -119,12 +119,14 @@ def drain_warnings(pair: Pair, topology: Topology) -> tuple[str, ...]:
     `offset.flush.interval.ms` of its worker group; a bound under two of those can pass between
     two commits. Measured (bench/switchover; bench/results/switchover-20261127.md): proven by the
     records in 0.6 s at 1k and 10k records/s, by the commit in 3.9 s at 5 s."""
-    flow = topology.flow(pair.standby_flow if pair.unplanned else pair.active_flow)
-    group = topology.worker_groups[flow.worker_group]
+    if pair.unplanned:  # nothing is drained
+        return ()
+    group = topology.worker_groups[topology.flow(pair.active_flow).worker_group]
     default = CONNECT_DEFAULT_OFFSET_FLUSH_MS if group.platform is Platform.EXTERNAL else OFFSET_FLUSH_MS
     raw = group.worker_config.get("offset.flush.interval.ms")
-    flush_ms = int(raw) if raw is not None and raw.strip().isdigit() else default
-    if pair.unplanned or pair.drain_timeout_s * 1000 >= 2 * flush_ms:
+    declared = _whole_number(raw) if raw is not None else None
+    flush_ms = default if declared is None else declared
+    if pair.drain_timeout_s * 1000 >= 2 * flush_ms:
         return ()
     return (
         f"failover {pair.name}: drainTimeout {format_duration(pair.drain_timeout_s)} is shorter than two offset "
