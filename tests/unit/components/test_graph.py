@@ -318,11 +318,17 @@ def test_only_the_source_connector_of_an_exactly_once_flow_into_an_unmanaged_tar
     return build({}, tmp_path, mm2=external_target_config()).apply(check)
 
 
-@pulumi.runtime.test
-def test_a_cluster_pair_registers_its_switchover_before_both_flows(monitor: RecordingMonitor, tmp_path: Path) -> Any:
+def pair_mm2(**pair: Any) -> dict[str, Any]:
+    """The dev stack's `mm2` namespace with the way back dr->primary and the pair primary<->dr, active dr."""
     mm2 = copy.deepcopy(namespace(dev_config(), "mm2"))
     mm2["flows"]["dr->primary"] = copy.deepcopy(mm2["flows"]["primary->dr"])
-    mm2["failover"] = {"primary<->dr": {"active": "dr", "principals": ["app"]}}
+    mm2["failover"] = {"primary<->dr": {"active": "dr", "principals": ["app"], **pair}}
+    return mm2
+
+
+@pulumi.runtime.test
+def test_a_cluster_pair_registers_its_switchover_before_both_flows(monitor: RecordingMonitor, tmp_path: Path) -> Any:
+    mm2 = pair_mm2()
 
     def check(_: Any) -> None:
         regs = by_name(monitor)
@@ -351,9 +357,7 @@ def test_a_cluster_pair_registers_its_switchover_before_both_flows(monitor: Reco
 def test_an_unplanned_pairs_connectors_do_not_wait_on_the_lost_cluster(
     monitor: RecordingMonitor, tmp_path: Path
 ) -> Any:
-    mm2 = copy.deepcopy(namespace(dev_config(), "mm2"))
-    mm2["flows"]["dr->primary"] = copy.deepcopy(mm2["flows"]["primary->dr"])
-    mm2["failover"] = {"primary<->dr": {"active": "dr", "principals": ["app"], "unplanned": True}}
+    mm2 = pair_mm2(unplanned=True)
 
     def check(_: Any) -> None:
         state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
@@ -369,9 +373,8 @@ def test_an_unplanned_pairs_connectors_do_not_wait_on_the_lost_cluster(
 def test_a_pairs_export_names_its_active_side_and_what_its_fence_holds(
     monitor: RecordingMonitor, tmp_path: Path
 ) -> Any:
-    mm2 = copy.deepcopy(namespace(dev_config(), "mm2"))
-    mm2["flows"]["dr->primary"] = {**copy.deepcopy(mm2["flows"]["primary->dr"]), "topicsExclude": ["tmp.*"]}
-    mm2["failover"] = {"primary<->dr": {"active": "dr", "principals": ["app"]}}
+    mm2 = pair_mm2()
+    mm2["flows"]["dr->primary"]["topicsExclude"] = ["tmp.*"]
     deployed = program(stack_config(dev_config(), tmp_path, mm2=mm2))
 
     def check(doc: dict[str, Any]) -> None:
