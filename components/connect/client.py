@@ -53,6 +53,11 @@ _RETRY_STATUSES = frozenset({409, 500, 502, 503, 504})
 # How long after a restart request a still-FAILED instance counts as the old failure: the herder
 # applies restarts on its own thread, a tick or a rebalance later.
 RESTART_GRACE_S = 15.0
+# Stops Connect accepted in this process: (group URL, connector) -> monotonic time. One provider
+# host runs a pair's Switchover and then its flows' Connectors in the same `up`; a stop the first
+# had accepted is not asked again by the second, which would wait on the herder while it stops
+# tasks that hang on a lost cluster (task.shutdown.graceful.timeout.ms).
+_ACCEPTED_STOPS: dict[tuple[str, str], float] = {}
 
 
 def _verify(ca_pem: str | None) -> ssl.SSLContext | bool:
@@ -207,6 +212,7 @@ class ConnectClient:
         Returns False when it did not exist. The DELETE returns before every worker has stopped
         the tasks, so the poll is what makes the name reusable right away.
         """
+        _ACCEPTED_STOPS.pop((self.url, name), None)
         response = self._call("DELETE", connector_path(name), allow_404=True)
         if response.status_code == 404:
             return False
@@ -269,13 +275,22 @@ class ConnectClient:
         return self.wait_state(name, "RUNNING", timeout_s, poll_s, min_tasks=min_tasks, failed_grace_s=grace_s)
 
     def pause(self, name: str) -> None:
+        _ACCEPTED_STOPS.pop((self.url, name), None)
         self._call("PUT", connector_path(name, "pause"))
 
     def resume(self, name: str) -> None:
+        _ACCEPTED_STOPS.pop((self.url, name), None)
         self._call("PUT", connector_path(name, "resume"))
 
     def stop(self, name: str) -> None:
         self._call("PUT", connector_path(name, "stop"))
+        _ACCEPTED_STOPS[(self.url, name)] = time.monotonic()
+
+    def stop_accepted_within(self, name: str, seconds: float) -> bool:
+        """Whether this process had a stop of `name` accepted by this group in the last `seconds`
+        (and neither paused, resumed nor deleted it since)."""
+        at = _ACCEPTED_STOPS.get((self.url, name))
+        return at is not None and time.monotonic() - at <= seconds
 
     def alter_offsets(self, name: str, offsets: list[Mapping[str, Any]]) -> None:
         """PATCH /connectors/<name>/offsets (KIP-875): where a STOPPED connector resumes, per partition
@@ -287,6 +302,7 @@ class ConnectClient:
         or STOPPED; KIP-980), so a connector declared paused or stopped never runs a task.
         Answers 409 when the name exists."""
         self._remember_config_secrets(config)
+        _ACCEPTED_STOPS.pop((self.url, name), None)
         body = {"name": name, "config": dict(config), "initial_state": initial_state}
         return self._json(self._call("POST", "/connectors", json=body))
 

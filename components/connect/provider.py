@@ -64,6 +64,8 @@ _PROVIDER_KEY = "__provider"
 # How long a refresh watches a task that no worker runs before calling it drift: a rebalance
 # assigns it within seconds, a lost worker (or a group too small for its tasks) never does.
 UNASSIGNED_BOUND_S = 15.0
+# A stop accepted this recently in this provider host is not asked again by update (ConnectClient).
+_STOP_FRESH_S = 60.0
 # How long create, update and delete keep retrying a Connect endpoint that does not answer or is
 # busy (409, 5xx). Read from the environment of `pulumi up`, not the stack config: it is about the
 # machine and the moment (a CI job against an adopted Connect that is down can fail fast).
@@ -366,8 +368,10 @@ class ConnectorProvider(ResourceProvider):
                 # An unchanged config is not PUT again: Connect would restart the connector for it.
                 if not same_config(olds, news):
                     client.put_config(spec.name, spec.config)
-                # Always: the declared state wins over a pause or stop done by hand.
-                client.set_state(spec.name, spec.desired_state)
+                # Always: the declared state wins over a pause or stop done by hand. Except a stop
+                # this provider host had accepted moments ago (an unplanned failover's, same `up`).
+                if not (spec.desired_state == "STOPPED" and client.stop_accepted_within(spec.name, _STOP_FRESH_S)):
+                    client.set_state(spec.name, spec.desired_state)
             except ConnectError as exc:
                 raise ConnectorOperationFailed(
                     f"updating connector {spec.name!r} at {spec.connect_url} failed: {exc}\n"

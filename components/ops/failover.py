@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -51,6 +52,8 @@ from components.ops.failover_plan import (
 )
 from components.outputs.contract import OutputsError, StackExports
 from components.outputs.loader import load_exports
+
+_REFUSED_PROBE_S = 0.5  # one TCP connect of refused_everywhere: a refusal on a live network takes ms
 
 
 def resolve_flow(outputs: StackExports, failed: str, to: str, flow_name: str | None) -> str:
@@ -177,15 +180,39 @@ def describe_target_groups(
 
 
 def probe_source(outputs: StackExports, alias: str, timeout_s: float = 5.0) -> str:
-    """'' when cluster `alias` answers a metadata request within timeout_s, else why not."""
+    """'' when cluster `alias` answers a metadata request within timeout_s, else why not. A cluster
+    where nothing listens (every bootstrap address refuses the connection) is called lost at once:
+    the metadata request would only retry those refusals until timeout_s."""
     from confluent_kafka.admin import AdminClient
 
+    bootstrap = cluster_bootstrap(outputs, alias)
+    if refused_everywhere(bootstrap):
+        return f"every address of {bootstrap} refused the connection: nothing listens there"
     admin = AdminClient(kafka_config(outputs, alias, **{"socket.timeout.ms": int(timeout_s * 1000), "log_level": 0}))
     try:
         md = admin.list_topics(timeout=timeout_s)
     except Exception as exc:
         return f"metadata request to {cluster_bootstrap(outputs, alias)} failed after {timeout_s:.0f}s: {exc}"
     return "" if md.brokers else f"{cluster_bootstrap(outputs, alias)} answered with no brokers"
+
+
+def refused_everywhere(bootstrap: str, tries: int = 3, pause_s: float = 0.25) -> bool:
+    """True when every address of `bootstrap` refuses a TCP connection, `tries` times `pause_s`
+    apart (a broker restarting in that time counts as answering). Anything else (a connection, a
+    timeout, a name that does not resolve) leaves it to the metadata request."""
+    for attempt in range(tries):
+        if attempt:
+            time.sleep(pause_s)
+        for address in bootstrap.split(","):
+            host, _, port = address.strip().rpartition(":")
+            try:
+                socket.create_connection((host.strip("[]"), int(port)), timeout=_REFUSED_PROBE_S).close()
+            except ConnectionRefusedError:
+                continue
+            except (OSError, ValueError):
+                return False
+            return False
+    return True
 
 
 def cluster_bootstrap(outputs: StackExports, alias: str) -> str:

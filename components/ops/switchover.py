@@ -45,7 +45,7 @@ from components.watch.lag_plan import LagFlow
 
 _TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 60.0
-_TASKS_GONE_S = 1.0  # how long an unplanned failover gives the lost flow's tasks (stop_lost_flow)
+_TASKS_GONE_S = 1.0  # how long an unplanned failover gives the lost source's tasks (stop_lost_source)
 _REGEX_CHARS = set("*+?[](){}|^$\\")
 
 
@@ -269,38 +269,52 @@ def stop_flow(outputs: StackExports, flow_name: str) -> None:
             client.wait_state(name, "STOPPED", _STOP_TIMEOUT_S)
 
 
-def stop_lost_flow(outputs: StackExports, flow_name: str) -> str:
-    """Ask Connect to stop a flow whose source cluster is lost; wait briefly (_TASKS_GONE_S) for its
-    source connector's tasks to go, so that a task that stops at once adds its last commit to the
-    cut. A task that does not (MirrorSourceTask's stop closes clients of the lost cluster) holds
-    Connect for task.shutdown.graceful.timeout.ms (5 s) and is then cancelled without a commit:
-    waiting for it adds nothing. The cut, MM2's last commit, never claims more than was copied;
-    what it misses counts as divergence on the way back. The source goes first, alone; the
-    connectors finish stopping in Connect's time (their calls to the lost cluster: up to
-    admin.timeout.ms). Returns '' or what was still listed at the bound."""
+def stop_lost_source(outputs: StackExports, flow_name: str) -> str:
+    """Ask Connect to stop the source connector of a flow whose source cluster is lost; wait
+    briefly (_TASKS_GONE_S) for its tasks to go, so that a task that stops at once adds its last
+    commit to the cut. A task that does not (MirrorSourceTask's stop closes clients of the lost
+    cluster) holds Connect for task.shutdown.graceful.timeout.ms (5 s) and is then cancelled
+    without a commit: waiting for it adds nothing. The cut, MM2's last commit, never claims more
+    than was copied; what it misses counts as divergence on the way back. Returns '' or what was
+    still listed at the bound."""
     from components.connect.errors import ConnectError
 
     f = flow(outputs, flow_name)
     source = f.connectors.get("source", "")
-    others = [n for n in f.connector_names if n != source]
     with connect_client(outputs, f.worker_group, retry_budget_s=30.0) as client:
         client.stop(source)
-        deadline = time.monotonic() + _TASKS_GONE_S
-        left = "its tasks' state not read"
-        # Status calls can hang while Connect stops the tasks: each is bounded, none retried.
-        with connect_client(outputs, f.worker_group, retry_budget_s=0.0, timeout=_TASKS_GONE_S) as poll:
-            while time.monotonic() < deadline:
-                try:
-                    tasks = (poll.get_status(source) or {}).get("tasks") or []
-                except ConnectError:
-                    continue
-                left = f"{len(tasks)} task(s) of {source} still stopping" if tasks else ""
-                if not tasks:
-                    break
-                time.sleep(0.2)
-        for name in others:
-            client.stop(name)
+    deadline = time.monotonic() + _TASKS_GONE_S
+    left = "its tasks' state not read"
+    # Status calls can hang while Connect stops the tasks: each is bounded, none retried.
+    with connect_client(outputs, f.worker_group, retry_budget_s=0.0, timeout=_TASKS_GONE_S) as poll:
+        while time.monotonic() < deadline:
+            try:
+                tasks = (poll.get_status(source) or {}).get("tasks") or []
+            except ConnectError:
+                continue
+            left = f"{len(tasks)} task(s) of {source} still stopping" if tasks else ""
+            if not tasks:
+                break
+            time.sleep(0.2)
     return left
+
+
+def stop_lost_rest(outputs: StackExports, flow_name: str) -> None:
+    """Ask Connect to stop the lost flow's other connectors, all at once: Connect's herder takes
+    the requests that wait for it in one go, whereas one sent after another would wait behind the
+    tasks the first stops (their calls to the lost cluster hold the herder up to 5 s). The
+    connectors finish stopping in Connect's time (up to admin.timeout.ms); nothing waits on them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    f = flow(outputs, flow_name)
+    others = [n for n in f.connector_names if n != f.connectors.get("source")]
+
+    def ask(name: str) -> None:
+        with connect_client(outputs, f.worker_group, retry_budget_s=30.0) as client:
+            client.stop(name)
+
+    with ThreadPoolExecutor(max_workers=max(len(others), 1)) as pool:
+        list(pool.map(ask, others))
 
 
 # -- the whole -----------------------------------------------------------------------------
@@ -478,9 +492,12 @@ def preview_unplanned(outputs: StackExports, request: Request, probe_s: float = 
 
 
 def run_unplanned(outputs: StackExports, request: Request, say: Callable[[str], None]) -> Report:
-    """Record a switch to the new side whose old side is lost: stop the old flow's tasks, read its
-    cut (MM2's last commit), lift the new side's fence. The groups were moved by bin/failover. The
-    old flow's connectors finish stopping in Connect's time (stop_lost_flow): nothing waits on them."""
+    """Record a switch to the new side whose old side is lost: stop the old flow (its source
+    first), read its cut (MM2's last commit) while Connect takes the other stops, lift the new
+    side's fence. The groups were moved by bin/failover. The old flow's connectors finish stopping
+    in Connect's time: nothing waits on them."""
+    from concurrent.futures import ThreadPoolExecutor
+
     took: list[str] = []  # each step's seconds, printed: what bounds the time of `up`
     lap = time.monotonic()
 
@@ -491,10 +508,14 @@ def run_unplanned(outputs: StackExports, request: Request, say: Callable[[str], 
 
     say("\n".join(preview_unplanned(outputs, request)))
     step(f"{request.old} found lost")
-    left = stop_lost_flow(outputs, request.stops)
-    step(f"{request.stops} asked to stop" + (f" ({left})" if left else ", its tasks gone"))
-    cut = committed_cut(outputs, request)
-    step("cut read")
+    left = stop_lost_source(outputs, request.stops)
+    step(f"{request.stops}'s source asked to stop" + (f" ({left})" if left else ", its tasks gone"))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        rest = pool.submit(stop_lost_rest, outputs, request.stops)
+        cut = committed_cut(outputs, request)
+        step("cut read")
+        rest.result()  # Connect accepted every stop of the old flow before the new side takes writes
+    step("its other connectors asked to stop")
     fence_side(outputs, request, request.new, on=False)
     step("fence lifted")
     say(

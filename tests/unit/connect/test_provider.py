@@ -244,6 +244,25 @@ def test_update_of_the_state_alone_does_not_put_the_config_again() -> None:
     assert result.outs is not None and result.outs["state"] == "PAUSED"
 
 
+def test_update_does_not_ask_again_for_a_stop_this_host_had_accepted_moments_ago() -> None:
+    """An unplanned failover's Switchover stops the lost flow in the same `up`: a second stop
+    would wait on the herder while it stops tasks that hang on the lost cluster."""
+    from components.connect.client import ConnectClient
+
+    fake = FakeConnect(connectors={"c1": {**props("c1")["config"], "name": "c1"}}, states={"c1": "RUNNING"})
+    with ConnectClient(URL, transport=fake.factory()()) as switchover:
+        switchover.stop("c1")
+    old, new = outputs(props("c1")), {**props("c1"), "desired_state": "STOPPED", "wait_for_state": False}
+    result = provider(fake).update("c1", old, new)
+    assert fake.seen("PUT") == ["PUT /connectors/c1/stop"], "the Switchover's stop only"
+    assert result.outs is not None and result.outs["desired_state"] == "STOPPED"
+    # Resumed since (by anything in this host): the declared stop is asked again.
+    with ConnectClient(URL, transport=fake.factory()()) as client:
+        client.resume("c1")
+    provider(fake).update("c1", old, new)
+    assert fake.seen("PUT")[-1] == "PUT /connectors/c1/stop" and len(fake.seen("PUT")) == 3
+
+
 def test_update_resumes_a_connector_paused_by_hand() -> None:
     fake = FakeConnect(connectors={"c1": {"connector.class": SOURCE}}, states={"c1": "PAUSED"})
     result = provider(fake).update("c1", outputs(props("c1")), props("c1", **{"tasks.max": "2"}))

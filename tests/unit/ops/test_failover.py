@@ -67,3 +67,19 @@ def test_commit_offsets_raises_partition_errors_that_do_not_pass(monkeypatch: py
     admin = _FakeAdmin(["KafkaError{code=GROUP_AUTHORIZATION_FAILED}"])
     with pytest.raises(OpsError, match=r"group g failed on primary.orders-0: .*GROUP_AUTHORIZATION_FAILED"):
         fo.commit_offsets(admin, "g", [TopicPartition("primary.orders", 0, 5)], 5)
+
+
+def test_a_cluster_is_refused_everywhere_only_when_no_bootstrap_address_accepts() -> None:
+    import socket
+
+    with socket.socket() as listening, socket.socket() as closed:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: its port refuses connections
+        up = f"127.0.0.1:{listening.getsockname()[1]}"
+        down = f"127.0.0.1:{closed.getsockname()[1]}"
+        assert fo.refused_everywhere(f"{down},{down}", tries=2, pause_s=0.0)
+        assert not fo.refused_everywhere(f"{down},{up}", tries=2, pause_s=0.0)
+        assert not fo.refused_everywhere(up, tries=1)
+    # An address it cannot try says nothing about the cluster: the metadata request decides.
+    assert not fo.refused_everywhere("127.0.0.1:not-a-port", tries=1)

@@ -128,30 +128,35 @@ def test_a_lost_flow_is_waited_for_until_its_tasks_are_gone_not_until_it_stopped
     fake = FakeConnect(connectors={n: {"connector.class": "x"} for n in names}, statuses={source: [stopping, gone]})
     route_connect(monkeypatch, switchover, fake)
     monkeypatch.setattr(switchover.time, "sleep", lambda s: None)
-    assert switchover.stop_lost_flow(outputs(), "primary->dr") == ""
-    assert fake.seen("PUT") == [f"PUT /connectors/{n}/stop" for n in names], "the source first, alone"
+    assert switchover.stop_lost_source(outputs(), "primary->dr") == ""
+    assert fake.seen("PUT") == [f"PUT /connectors/{source}/stop"], "the source first, alone"
+    switchover.stop_lost_rest(outputs(), "primary->dr")
+    # The others together (in no promised order): none waits behind another's stopping tasks.
+    assert sorted(fake.seen("PUT")[1:]) == sorted(f"PUT /connectors/{n}/stop" for n in names[1:])
 
     fake = FakeConnect(connectors={n: {"connector.class": "x"} for n in names}, statuses={source: [stopping]})
     route_connect(monkeypatch, switchover, fake)
     monkeypatch.setattr(switchover, "_TASKS_GONE_S", 0.05)  # a task that hangs on the lost cluster
-    assert switchover.stop_lost_flow(outputs(), "primary->dr") == f"1 task(s) of {source} still stopping"
-    assert fake.seen("PUT")[-2:] == [f"PUT /connectors/{n}/stop" for n in names[1:]], "the others still stopped"
+    assert switchover.stop_lost_source(outputs(), "primary->dr") == f"1 task(s) of {source} still stopping"
 
 
 def test_an_unplanned_failover_reads_the_cut_after_the_tasks_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     done: list[str] = []
     monkeypatch.setattr(switchover, "probe_source", lambda o, alias, s: done.append(f"probe {s}") or "refused")
     monkeypatch.setattr(switchover, "_FOUND_LOST", {})
-    monkeypatch.setattr(switchover, "stop_lost_flow", lambda o, name: done.append(f"stop {name}") or "")
+    monkeypatch.setattr(switchover, "stop_lost_source", lambda o, name: done.append(f"stop {name}") or "")
+    monkeypatch.setattr(switchover, "stop_lost_rest", lambda o, name: done.append(f"stop the rest of {name}"))
     monkeypatch.setattr(switchover, "committed_cut", lambda *a: done.append("cut") or ())
     monkeypatch.setattr(switchover, "fence_side", lambda o, r, alias, on: done.append(f"fence {alias} {on}") or [])
     said: list[str] = []
     unplanned = switchover.Request(**{**REQUEST.__dict__, "unplanned": True})
     switchover.run_unplanned(outputs(), unplanned, said.append)
-    assert done == ["probe 5.0", "stop primary->dr", "cut", "fence dr False"]
+    # The cut is read while Connect takes the other stops (either may end first); the fence lifts after both.
+    assert done[:2] == ["probe 5.0", "stop primary->dr"] and done[-1] == "fence dr False"
+    assert sorted(done[2:-1]) == ["cut", "stop the rest of primary->dr"]
     # `up`: the diff's preview found it lost a moment ago; the update does not wait 5 s again.
     done.clear()
     assert switchover.preview_unplanned(outputs(), unplanned)[0].endswith("(primary is lost: refused)")
     switchover.run_unplanned(outputs(), unplanned, said.append)
-    assert done == ["stop primary->dr", "cut", "fence dr False"]
-    assert "(primary found lost " in said[-1] and "primary->dr asked to stop, its tasks gone " in said[-1]
+    assert done[0] == "stop primary->dr" and "probe 5.0" not in done
+    assert "(primary found lost " in said[-1] and "primary->dr's source asked to stop, its tasks gone " in said[-1]
