@@ -62,7 +62,7 @@ from bench.proc_stats import cpu_seconds, machine_cpu  # noqa: E402
 from components.connect.client import ConnectClient  # noqa: E402
 from components.platform.local import process as proc  # noqa: E402
 from components.platform.local.deploy import CONNECT_MAIN, KAFKA_MAIN  # noqa: E402
-from components.platform.local.provider import _probe_connect, _probe_kafka  # noqa: E402
+from components.platform.readiness import connect_answers, kafka_answers  # noqa: E402
 from components.platform.topology_facts import kraft_cluster_id  # noqa: E402
 from components.topology.connectors import flow_connectors  # noqa: E402
 from components.topology.model import Topology  # noqa: E402
@@ -278,7 +278,7 @@ def start_rig(rig: Rig, partitions: int) -> None:
             KAFKA_MAIN,
             props,
             "512m",
-            lambda b=bootstrap: _probe_kafka(b, {}),
+            lambda b=bootstrap: kafka_answers(b, {}),
             kraft_cluster_id(STACK, alias),
         )
     group = topology.worker_groups["mm2"]
@@ -288,7 +288,7 @@ def start_rig(rig: Rig, partitions: int) -> None:
         CONNECT_MAIN,
         worker_properties(topology, group, 0),
         "768m",
-        lambda: _probe_connect(f"http://127.0.0.1:{rig.rest_tuned}", None),
+        lambda: connect_answers(f"http://127.0.0.1:{rig.rest_tuned}", None),
     )
     eos = eos_topology(rig, "src", "probe", partitions)
     start_jvm(
@@ -297,7 +297,7 @@ def start_rig(rig: Rig, partitions: int) -> None:
         CONNECT_MAIN,
         worker_properties(eos, eos.worker_groups["eos"], 0),
         "768m",
-        lambda: _probe_connect(f"http://127.0.0.1:{rig.rest_eos}", None),
+        lambda: connect_answers(f"http://127.0.0.1:{rig.rest_eos}", None),
     )
     start_jvm(
         rig,
@@ -305,7 +305,7 @@ def start_rig(rig: Rig, partitions: int) -> None:
         CONNECT_MAIN,
         seed_worker_properties(rig),
         "768m",
-        lambda: _probe_connect(f"http://127.0.0.1:{rig.rest_seed}", None),
+        lambda: connect_answers(f"http://127.0.0.1:{rig.rest_seed}", None),
     )
 
 

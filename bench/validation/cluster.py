@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from components.platform.local import process as proc
-from components.platform.local.provider import _probe_kafka
+from components.platform.readiness import kafka_answers
 from tests.integration.harness import free_port_block
 
 ALIASES = ("primary", "dr")
@@ -85,7 +85,7 @@ def clusters(root: Path, heap: str = "1g") -> Iterator[dict[str, Broker]]:
             proc.format_storage(spec, "YmVuY2h2YWxpZGF0aW9uMA")
             pid = proc.start(spec)
             bootstrap = f"127.0.0.1:{port}"
-            proc.wait_ready(spec, pid, lambda b=bootstrap: _probe_kafka(b, {}), READY_TIMEOUT_S)  # type: ignore[misc]
+            proc.wait_ready(spec, pid, lambda b=bootstrap: kafka_answers(b, {}), READY_TIMEOUT_S)  # type: ignore[misc]
             started[alias] = Broker(alias, bootstrap, spec.marker, run_dir)
         yield started
     finally:

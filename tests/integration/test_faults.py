@@ -246,7 +246,7 @@ def test_rolling_worker_restarts_during_pulumi_up_converge(whole: TestStack) -> 
 
 def _restart_worker(s: TestStack, out: dict[str, Any], index: int) -> None:
     """SIGTERM one worker and start it again with its exact command line, as a supervisor would."""
-    from components.platform.local.provider import _probe_connect
+    from components.platform.readiness import connect_answers
 
     marker = process_marker(s.name, worker_path(GROUP, index))
     pids = proc.find_pids(marker)
@@ -268,7 +268,7 @@ def _restart_worker(s: TestStack, out: dict[str, Any], index: int) -> None:
             )  # fmt: skip
     url = _worker_url(s, index)
     auth = connect_auth(StackExports.from_json(out), GROUP)
-    wait_until(lambda: child.poll() is None and _probe_connect(url, auth) is None, WAIT_S, f"worker-{index} ready")
+    wait_until(lambda: child.poll() is None and connect_answers(url, auth) is None, WAIT_S, f"worker-{index} ready")
 
 
 def test_dr_drill_loses_nothing_and_bounds_rereads(tmp_path: Path) -> None:

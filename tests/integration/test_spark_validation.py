@@ -23,7 +23,7 @@ import pytest
 
 from components import mm2_records as d
 from components.platform.local import process as proc
-from components.platform.local.provider import _probe_kafka
+from components.platform.readiness import kafka_answers
 from spark import validate
 from tests.integration.harness import free_port_block, kafka_retrying, wait_until
 from tests.integration.validation_stage import run_stage, run_stage_in_process
@@ -106,7 +106,7 @@ def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
             proc.format_storage(spec, "c3BhcmtpdGVzdGNsdXN0ZX")
             pid = proc.start(spec)
             bootstrap = f"127.0.0.1:{port}"
-            proc.wait_ready(spec, pid, lambda b=bootstrap: _probe_kafka(b, {}), 120)  # type: ignore[misc]
+            proc.wait_ready(spec, pid, lambda b=bootstrap: kafka_answers(b, {}), 120)  # type: ignore[misc]
             bootstraps[alias] = bootstrap
         yield bootstraps
     finally:

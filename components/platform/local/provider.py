@@ -30,6 +30,7 @@ from pulumi.dynamic import (
 from components.platform.local import process as proc
 from components.platform.local.process_diff import group_size, process_diff
 from components.platform.local.rolling import rolling_update
+from components.platform.readiness import readiness_probe
 from components.rpc_values import plain
 
 # Inputs whose change restarts the process in place; run_dir and cluster_id replace it.
@@ -48,40 +49,6 @@ RESTART_KEYS = (
 REPLACE_KEYS = ("run_dir", "marker", "cluster_id")
 
 
-def _probe_kafka(bootstrap: str, client: Mapping[str, str]) -> str | None:
-    from confluent_kafka.admin import AdminClient  # imported here: only the provider needs it
-
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000, "log_level": 0, **client}
-    try:
-        md = AdminClient(conf).list_topics(timeout=3)
-    except Exception as exc:
-        return f"metadata request to {bootstrap} failed: {exc}"
-    if not md.brokers:
-        return f"{bootstrap} answered with no brokers"
-    return None
-
-
-def _probe_connect(url: str, auth: tuple[str, str] | None, ca_pem: str | None = None) -> str | None:
-    import ssl
-
-    import httpx
-
-    # HTTPS workers (restTls) present a certificate from the stack CA, verified against it.
-    verify: ssl.SSLContext | bool = ssl.create_default_context(cadata=ca_pem) if ca_pem else True
-    try:
-        with httpx.Client(timeout=3, auth=auth, verify=verify) as http:
-            health = http.get(f"{url}/health")
-            if health.status_code != 200:
-                return f"GET {url}/health answered {health.status_code}: {health.text[:200]}"
-            # /connectors only answers once the worker has joined the group and read the config topic.
-            listing = http.get(f"{url}/connectors")
-            if listing.status_code != 200:
-                return f"GET {url}/connectors answered {listing.status_code}: {listing.text[:200]}"
-    except httpx.HTTPError as exc:
-        return f"{url} not answering: {exc}"
-    return None
-
-
 def _spec(props: Mapping[str, Any]) -> proc.JvmSpec:
     return proc.JvmSpec(
         component=props["component"],
@@ -97,17 +64,6 @@ def _spec(props: Mapping[str, Any]) -> proc.JvmSpec:
     )
 
 
-def _probe(props: Mapping[str, Any]) -> Any:
-    ready = plain(props["ready"])
-    if ready["kind"] == "kafka":
-        return lambda: _probe_kafka(ready["bootstrap"], dict(ready.get("client") or {}))
-    if ready["kind"] == "connect":
-        auth = ready.get("auth")
-        creds = (auth["username"], auth["password"]) if auth else None
-        return lambda: _probe_connect(ready["url"], creds, ready.get("ca_pem") or None)
-    raise proc.ProcessError(f"{props['component']}: unknown readiness probe {ready['kind']!r}")
-
-
 def _launch(props: Mapping[str, Any], *, fresh: bool) -> dict[str, Any]:
     """Start the process and wait until ready. On failure stop it; if `fresh`, remove its directory."""
     spec = _spec(props)
@@ -120,7 +76,7 @@ def _launch(props: Mapping[str, Any], *, fresh: bool) -> dict[str, Any]:
         if props.get("cluster_id"):
             proc.format_storage(spec, props["cluster_id"])
         pid = proc.start(spec)
-        proc.wait_ready(spec, pid, _probe(props), float(props.get("timeout_seconds") or 180))
+        proc.wait_ready(spec, pid, readiness_probe(props), float(props.get("timeout_seconds") or 180))
     except BaseException:
         proc.stop_for_good(spec.run_dir, spec.marker, grace_s=5)  # a failed start is not restarted
         if fresh:
