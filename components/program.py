@@ -5,7 +5,7 @@ Pulumi's mocks with a `StackConfig` they build (no `pulumi.Config`, no environme
 
 - `validate` reads nothing and registers nothing: it parses the `mm2` topology, checks its
   security, parses the `mm2-platform` settings, checks that the local platform has its Kafka
-  jars, that the docker platform's engine has its image (through `StackConfig.image_problems`) and
+  jars, that the docker platform's engine has its image and the host its ports (`StackConfig.docker_problems`) and
   that the kubernetes platform's contexts exist and answer (`StackConfig.kubernetes_problems`),
   and raises one `StackConfigError` listing every problem it found;
 - `deploy` prepares the platforms (the local run directory's facts) and registers the
@@ -29,7 +29,8 @@ from components.credentials import Credentials, given_only
 from components.kafka_cluster import KafkaCluster
 from components.outputs.contract import ClusterExport, ConnectGroupExport
 from components.platform.contract import ContainerPlatforms
-from components.platform.docker.engine import image_problems
+from components.platform.docker.engine import docker_problems
+from components.platform.docker.specs import DockerClaim, docker_claims
 from components.platform.kubernetes.access import Target, access_problems, targets
 from components.platform.local.layout import LocalPlatform, run_root
 from components.platform.local.tls import stack_tls, tls_layout
@@ -99,8 +100,9 @@ class StackConfig:
     """`mm2:secrets`: a secret Output of the passwords the user gives, or None."""
     rotate: Mapping[str, Any] = field(default_factory=dict)
     """`mm2:rotate`: secret key -> a token; changing the token generates that password anew."""
-    image_problems: Callable[[Sequence[str]], list[str]] = lambda images: []
-    """A problem per image the docker platform's engine lacks (the program asks the engine)."""
+    docker_problems: Callable[[Sequence[str], Sequence[DockerClaim]], list[str]] = lambda images, claims: []
+    """A problem per image the docker platform's engine lacks, per port its containers need that
+    something else holds and per data volume another stack made (the program asks the engine)."""
     kubernetes_problems: Callable[[Sequence[Target]], list[str]] = lambda wanted: []
     """A problem per kubeconfig context the kubernetes platform cannot use: missing, or its API
     server not answering (the program reads the kubeconfig and dials each server)."""
@@ -140,7 +142,7 @@ def read_stack_config(project_dir: str | Path) -> StackConfig:
         kafka_libs=os.environ.get(KAFKA_LIBS_ENV, ""),
         given=config.get_secret_object("secrets"),
         rotate=config.get_object("rotate") or {},
-        image_problems=image_problems,
+        docker_problems=docker_problems,
         kubernetes_problems=access_problems,
     )
 
@@ -162,7 +164,7 @@ def validate(config: StackConfig) -> ValidStack:
             )
     kubernetes, docker = _platform_settings(config.platform, problems)
     if topology is not None and docker is not None and _uses_docker(topology):
-        problems += config.image_problems([docker.image])
+        problems += config.docker_problems([docker.image], docker_claims(topology, config.stack))
     if topology is not None and kubernetes is not None and not problems:
         # Only a config good in itself is worth dialing clusters for.
         problems += config.kubernetes_problems(targets(topology, kubernetes))

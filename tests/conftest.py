@@ -42,7 +42,7 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/integration/test_exactly_once.py": 269,
     "tests/integration/test_topologies_multi.py": 233,
     "tests/integration/test_tls.py": 187,
-    "tests/integration/test_docker_platform.py": 184,
+    "tests/integration/test_docker_platform.py": 126,
     "tests/integration/test_spark_cluster.py": 170,
     "tests/integration/test_connector_states.py": 169,
     "tests/integration/test_lag.py": 159,

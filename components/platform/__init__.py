@@ -20,8 +20,8 @@ Packages and modules:
   secret files and the stack's TLS material);
 - `kubernetes/`: pure object rendering (`kafka_objects`, `connect_objects`, `monitoring`,
   `names`, `metadata`) and `deploy`, which registers them as pulumi_kubernetes resources;
-- `docker/`: pure container specs (`specs`), `deploy` (pulumi_docker) and `engine` (the
-  Docker Engine API);
+- `docker/`: pure container specs (`specs`), `deploy` (the backend), `provider` (the
+  containers as a dynamic resource) and `engine` (the Docker Engine API);
 - shared and pure: `settings` (the `mm2-platform` stack config), `container_broker` (broker
   properties and start script on kubernetes and docker), `image_layout` (paths inside the
   Kafka image), `secret_files` (secret keys and secret-file text of container deployments),

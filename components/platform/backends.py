@@ -20,5 +20,5 @@ def platform_backend(
     if platform is Platform.KUBERNETES:
         return KubernetesBackend(containers.kubernetes, local.stack, containers.secret_values)
     if platform is Platform.DOCKER:
-        return DockerBackend(containers.docker, local.stack, containers.secret_values)
+        return DockerBackend(containers.docker, local.stack, containers.secret_values, local.run_root)
     return None

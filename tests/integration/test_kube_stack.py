@@ -25,12 +25,10 @@ Kubernetes lane (tests/integration/kube.py).
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import secrets
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,7 +41,6 @@ from components.platform.image_layout import NO_PULLS_LABEL
 from tests.integration.harness import (
     ROOT,
     TestStack,
-    kafka_conf,
     produce_batch,
     read_keys,
     run_status,
@@ -65,6 +62,7 @@ from tests.integration.kube import (
     node_lock,
     stack_config,
 )
+from tests.integration.streaming import streamed_during
 
 pytestmark = LANE
 RECORDS = 200
@@ -231,70 +229,26 @@ def rolling_change_loses_nothing(node: str, stack: TestStack, outputs: dict[str,
     """A worker setting changed while records stream us->eu: the preview shows the Deployments
     updated in place (nothing replaced), up rolls the workers one at a time, every record arrives,
     and the longest time with none arriving is measured."""
-    from confluent_kafka import Consumer, Producer
-
     stack.config["config"]["mm2-platform:kubernetes"]["connect"]["heap"] = "400m"
     stack.write_config()
     preview = stack.pulumi("preview", "--diff").stdout
     assert "~ kubernetes:apps/v1:Deployment: (update)" in preview, preview[-3000:]
     assert "replace" not in preview.lower(), preview[-3000:]
     before = worker_uids(node)
-
-    stop, sent, arrivals = threading.Event(), [0], []
-    run = f"roll-{time.monotonic_ns()}-".encode()
-
-    def stream() -> None:
-        producer = Producer(kafka_conf(outputs, "us"))
-        while not stop.is_set():
-            producer.produce("orders", key=run + str(sent[0]).encode(), value=b"x")
-            sent[0] += 1
-            producer.poll(0.02)  # about 50 records/s
-        assert producer.flush(60) == 0
-
-    def watch() -> None:
-        consumer = Consumer(
-            kafka_conf(
-                outputs,
-                "eu",
-                **{
-                    "group.id": run.decode(),
-                    "auto.offset.reset": "earliest",  # the run's keys tell its records from the earlier ones
-                    "enable.auto.commit": False,
-                },
-            )
-        )
-        consumer.subscribe(["us.orders"])
-        try:
-            while not stop.is_set() or len({k for _t, k in arrivals}) < sent[0]:
-                message = consumer.poll(0.5)
-                if message is not None and not message.error() and (message.key() or b"").startswith(run):
-                    arrivals.append((time.monotonic(), message.key()))
-                if stop.is_set() and time.monotonic() > stopped[0] + 180:
-                    return
-        finally:
-            consumer.close()
-
-    stopped = [float("inf")]
-    threads = [threading.Thread(target=stream), threading.Thread(target=watch)]
-    for t in threads:
-        t.start()
-    try:
-        wait_until(lambda: len(arrivals) > 50, 60, "the stream arriving on eu before the roll")
-        rolled = stack.pulumi("up", "--yes", "--skip-preview", check=False)
-        wait_until(lambda: len(arrivals) > 0 and time.monotonic() - arrivals[-1][0] < 2, 180, "records arriving again")
-    finally:
-        stopped[0] = time.monotonic()
-        stop.set()
-        for t in threads:
-            t.join(240)
+    rolled, streamed = streamed_during(
+        outputs,
+        ("us", "orders"),
+        ("eu", "us.orders"),
+        lambda: stack.pulumi("up", "--yes", "--skip-preview", check=False),
+    )
     assert rolled.returncode == 0, rolled.stdout[-4000:] + rolled.stderr[-2000:]
     after = worker_uids(node)
     assert before.isdisjoint(after), "the workers were not replaced by the roll"
-    times = [t for t, _k in arrivals]
-    gap = max(b - a for a, b in itertools.pairwise(times))
-    missing = {run + str(i).encode() for i in range(sent[0])} - {k for _t, k in arrivals}
-    print(f"[kube stack] rolling {len(before)} workers: {sent[0]} records, longest gap {gap:.1f}s")
-    assert not missing, f"{len(missing)} of {sent[0]} records never arrived on eu"
+    print(
+        f"[kube stack] rolling {len(before)} workers: {streamed.sent} records, "
+        f"longest gap {streamed.longest_gap_s:.1f}s"
+    )
+    assert not streamed.missing, f"{streamed.missing} of {streamed.sent} records never arrived on eu"
 
 
 def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(

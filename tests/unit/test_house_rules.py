@@ -26,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
-EFFECT_LIBRARIES = ("pulumi", "pulumi_kubernetes", "pulumi_docker", "httpx", "pyspark", "confluent_kafka")
+EFFECT_LIBRARIES = ("pulumi", "pulumi_kubernetes", "httpx", "pyspark", "confluent_kafka")
 # Standard-library modules that reach files, processes, sockets or the environment.
 IO_MODULES = ("os", "io", "pathlib", "shutil", "tempfile", "subprocess", "socket", "urllib", "http", "glob")
 # Pure beyond the topology: the alert rules every platform shares and the restart decision.
@@ -391,7 +391,7 @@ def test_the_spark_and_cycle_rules_can_fail() -> None:
 def test_the_policy_pack_imports_only_pulumi_policy_of_the_pulumi_sdks() -> None:
     # The pack's docs say it imports pulumi_policy only; pulumi itself comes in through it.
     offenders = {
-        _rel(p): sorted(imported_roots(p.read_text()) & {"pulumi", "pulumi_kubernetes", "pulumi_docker", "httpx"})
+        _rel(p): sorted(imported_roots(p.read_text()) & {"pulumi", "pulumi_kubernetes", "httpx"})
         for p in (ROOT / "policies").rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}

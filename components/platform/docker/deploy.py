@@ -1,172 +1,145 @@
-"""The `docker` platform: seed 001's single-host layout as pulumi_docker resources.
+"""The `docker` platform: seed 001's single-host layout as `DockerContainer` resources (the
+project's dynamic provider over the Docker Engine API, components/platform/docker/provider.py).
 
 Every container shares the host's network (see `specs`): brokers listen on 127.0.0.1 at the
 cluster's ports, Connect workers at their REST ports. Secret files (FileConfigProvider secrets,
-the REST users file) are uploaded into the containers with contents rendered from the stack's
-`mm2:secrets` and marked secret. The image must be on the engine already (`bin/bootstrap
---images` builds it; `engine.missing_images` says so at preview).
+the REST users file) are uploaded into the containers, 0600 for the image user, with contents
+rendered from the stack's `mm2:secrets` and kept secret in the state. The image must be on the
+engine already (`bin/bootstrap --images` builds it; `engine.missing_images` says so at preview).
+A worker group, and a cluster of more than one broker, restarts one container at a time, as the
+local platform's processes do (components/topology/restarts.py).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import pulumi
-import pulumi_docker as docker
 
 from components.platform.contract import BrokerRequest, DeployedBrokers, DeployedWorkers, WorkerRequest
-from components.platform.docker.specs import ContainerSpec, docker_broker_specs, docker_connect_specs
+from components.platform.docker.engine import engine_socket
+from components.platform.docker.provider import DockerContainer
+from components.platform.docker.specs import (
+    ContainerSpec,
+    DockerClaim,
+    cluster_claims,
+    docker_broker_specs,
+    docker_connect_specs,
+    group_claims,
+)
 from components.platform.settings import DockerSettings
-from components.topology import Cluster, Topology, WorkerGroup, bootstrap_servers, worker_rest_urls
+from components.topology import worker_rest_urls
+from components.topology.model import RestartMode
+from components.topology.restarts import cluster_restarts, worker_group_restarts
 
 SecretValues = pulumi.Input[Mapping[str, str]]
 
 
-@dataclass
-class DockerContainers:
-    """What one docker deployment registered."""
-
-    containers: list[docker.Container] = field(default_factory=list)
-    resources: list[pulumi.Resource] = field(default_factory=list)
-
-
-@dataclass
-class DockerKafka(DockerContainers):
-    bootstrap: pulumi.Output[str] | None = None
-
-
-@dataclass
-class DockerConnect(DockerContainers):
-    url: pulumi.Output[str] | None = None
-
-
-def _container(
-    spec: ContainerSpec,
-    resource_name: str,
-    image: docker.RemoteImage,
-    secret_values: SecretValues | None,
-    opts: pulumi.ResourceOptions,
-) -> tuple[docker.Container, list[pulumi.Resource]]:
-    extra: list[pulumi.Resource] = []
-    uploads = [docker.ContainerUploadArgs(file=path, content=text) for path, text in sorted(spec.uploads.items())]
-    if spec.secret_uploads:
-        if secret_values is None:
-            raise ValueError(
-                f"container {spec.name} needs secrets ({', '.join(k for u in spec.secret_uploads for k in u.keys)}). "
-                "Fix: set them with `pulumi config set --secret --path 'mm2:secrets[\"<key>\"]' <value>`."
-            )
-        values = pulumi.Output.from_input(secret_values)
-        for upload in spec.secret_uploads:
-            text = values.apply(upload.render)
-            uploads.append(docker.ContainerUploadArgs(file=upload.path, content=pulumi.Output.secret(text)))
-    volumes = []
-    if spec.volume and spec.volume_path:
-        volume = docker.Volume(f"{resource_name}-data", name=spec.volume, opts=opts)
-        extra.append(volume)
-        volumes.append(docker.ContainerVolumeArgs(volume_name=volume.name, container_path=spec.volume_path))
-    container = docker.Container(
-        resource_name,
-        name=spec.name,
-        image=image.image_id,
-        command=list(spec.command) or None,
-        envs=[f"{k}={v}" for k, v in sorted(spec.env.items())],
-        uploads=uploads,
-        network_mode="host",
-        volumes=volumes or None,
-        labels=[docker.ContainerLabelArgs(label="mm2.io/stack", value=spec.stack)],
-        healthcheck=(
-            docker.ContainerHealthcheckArgs(tests=list(spec.healthcheck), interval="5s", timeout="3s", retries=30)
-            if spec.healthcheck
-            else None
-        ),
-        restart=spec.restart,
-        # Uploaded files carry secrets; never keep a stopped container around holding them.
-        must_run=True,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=extra)),
+def _secret_files(spec: ContainerSpec, secret_values: SecretValues | None) -> pulumi.Input[Mapping[str, str]]:
+    """The spec's secret uploads rendered from the stack's secrets (a secret Output)."""
+    if not spec.secret_uploads:
+        return {}
+    if secret_values is None:
+        raise ValueError(
+            f"container {spec.name} needs secrets ({', '.join(k for u in spec.secret_uploads for k in u.keys)}). "
+            "Fix: set them with `pulumi config set --secret --path 'mm2:secrets[\"<key>\"]' <value>`."
+        )
+    uploads = spec.secret_uploads
+    return pulumi.Output.secret(
+        pulumi.Output.from_input(secret_values).apply(lambda v: {u.path: u.render(v) for u in uploads})
     )
-    return container, extra
 
 
-def _image(parent: pulumi.Resource, name: str, image: str) -> docker.RemoteImage:
-    return docker.RemoteImage(name, name=image, keep_locally=True, opts=pulumi.ResourceOptions(parent=parent))
+def _rolling(mode: RestartMode, lock_dir: str, processes: int, node_id: int | None = None) -> dict[str, Any] | None:
+    """The `rolling` input (components/platform/local/rolling.py): None when the group restarts
+    all at once; else the directory whose lock is the group's restart turn, its size, a broker's id."""
+    if mode is not RestartMode.ROLLING:
+        return None
+    return {"lock": lock_dir, "processes": processes, **({"node_id": node_id} if node_id is not None else {})}
 
 
-def deploy_kafka_docker(
-    parent: pulumi.ComponentResource,
-    name: str,
-    cluster: Cluster,
-    opts: pulumi.ResourceOptions | None = None,
-    *,
-    stack: str,
-    settings: DockerSettings | None = None,
-    secret_values: SecretValues | None = None,
-) -> DockerKafka:
-    """One container per broker of a docker cluster, children of `parent`."""
-    settings = settings or DockerSettings()
-    specs = docker_broker_specs(cluster, stack, settings)
-    image = _image(parent, f"{name}-image", settings.image)
-    child = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=parent))
-    out = DockerKafka(resources=[image], bootstrap=pulumi.Output.from_input(bootstrap_servers(cluster)))
-    for i, spec in enumerate(specs):
-        container, extra = _container(spec, f"{name}-broker-{i}", image, secret_values, child)
-        out.containers.append(container)
-        out.resources += [*extra, container]
-    return out
+def _kafka_probe(bootstrap: str, client: Mapping[str, str]) -> dict[str, Any]:
+    return {"kind": "kafka", "bootstrap": bootstrap, "client": dict(client)}
 
 
-def deploy_connect_docker(
-    parent: pulumi.ComponentResource,
-    name: str,
-    group: WorkerGroup,
-    topology: Topology,
-    opts: pulumi.ResourceOptions | None = None,
-    *,
-    stack: str,
-    settings: DockerSettings | None = None,
-    secret_values: SecretValues | None = None,
-) -> DockerConnect:
-    """One container per worker of a docker worker group (host network), children of `parent`."""
-    settings = settings or DockerSettings()
-    specs = docker_connect_specs(group, topology, stack, settings)
-    image = _image(parent, f"{name}-image", settings.image)
-    child = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=parent))
-    out = DockerConnect(resources=[image], url=pulumi.Output.from_input(worker_rest_urls(group)[0]))
-    for i, spec in enumerate(specs):
-        container, extra = _container(spec, f"{name}-worker-{i}", image, secret_values, child)
-        out.containers.append(container)
-        out.resources += [*extra, container]
-    return out
+def _connect_probe(url: str, auth: Mapping[str, str] | None) -> dict[str, Any]:
+    return {"kind": "connect", "url": url, "auth": dict(auth) if auth else None}
 
 
 @dataclass(frozen=True)
 class DockerBackend:
-    """The docker platform's `PlatformBackend`."""
+    """The docker platform's `PlatformBackend`: its containers on the engine DOCKER_HOST names
+    (`engine_socket`), rolling restarts turned by locks under `lock_root` (the stack's run root)."""
 
     settings: DockerSettings | None
     stack: str
     secret_values: SecretValues | None = None
+    lock_root: str = ""
 
     def deploy_brokers(self, parent: pulumi.ComponentResource, name: str, request: BrokerRequest) -> DeployedBrokers:
-        dock = deploy_kafka_docker(
-            parent,
-            name,
-            request.cluster,
-            stack=self.stack,
-            settings=self.settings,
-            secret_values=self.secret_values,
-        )
-        return DeployedBrokers(resources=tuple(dock.resources))
+        """One container per broker of a docker cluster, children of `parent`."""
+        cluster = request.cluster
+        specs = docker_broker_specs(cluster, self.stack, self.settings or DockerSettings())
+        lock = f"{self.lock_root}/docker/{cluster.alias}"
+        brokers = [
+            self._container(
+                f"{name}-broker-{node_id}",
+                spec,
+                claim,
+                component=f"KafkaCluster {cluster.alias!r}, broker {node_id}",
+                ready=request.admin.apply(functools.partial(_kafka_probe, f"127.0.0.1:{claim.ports[0]}")),
+                rolling=_rolling(cluster_restarts(cluster), lock, cluster.brokers, node_id),
+                opts=pulumi.ResourceOptions(parent=parent),
+            )
+            for node_id, (spec, claim) in enumerate(zip(specs, cluster_claims(cluster, self.stack), strict=True))
+        ]
+        return DeployedBrokers(resources=tuple(brokers))
 
     def deploy_workers(self, parent: pulumi.ComponentResource, name: str, request: WorkerRequest) -> DeployedWorkers:
-        dock = deploy_connect_docker(
-            parent,
-            name,
-            request.group,
-            request.topology,
-            pulumi.ResourceOptions(depends_on=[request.storage]),
-            stack=self.stack,
-            settings=self.settings,
-            secret_values=self.secret_values,
+        """One container per worker of a docker worker group, after its storage cluster."""
+        group = request.group
+        specs = docker_connect_specs(group, request.topology, self.stack, self.settings or DockerSettings())
+        auth = pulumi.Output.from_input(request.auth)
+        urls = worker_rest_urls(group)
+        lock = f"{self.lock_root}/docker/connect-{group.name}"
+        workers = [
+            self._container(
+                f"{name}-worker-{index}",
+                spec,
+                claim,
+                component=f"ConnectWorkerGroup {group.name!r}, worker {index}",
+                ready=auth.apply(functools.partial(_connect_probe, urls[index])),
+                rolling=_rolling(worker_group_restarts(group), lock, group.workers),
+                opts=pulumi.ResourceOptions(parent=parent, depends_on=[request.storage]),
+            )
+            for index, (spec, claim) in enumerate(zip(specs, group_claims(group, self.stack), strict=True))
+        ]
+        return DeployedWorkers(resources=tuple(workers), url=pulumi.Output.from_input(urls[0]))
+
+    def _container(
+        self,
+        resource_name: str,
+        spec: ContainerSpec,
+        claim: DockerClaim,
+        *,
+        component: str,
+        ready: pulumi.Output[dict[str, Any]],
+        rolling: dict[str, Any] | None,
+        opts: pulumi.ResourceOptions,
+    ) -> DockerContainer:
+        return DockerContainer(
+            resource_name,
+            engine=engine_socket(),
+            spec=spec,
+            component=component,
+            ports=claim.ports,
+            config_key=claim.config_key,
+            ready=ready,
+            secret_files=_secret_files(spec, self.secret_values),
+            rolling=rolling,
+            group_size=int(rolling["processes"]) if rolling else 1,
+            opts=opts,
         )
-        return DeployedWorkers(resources=tuple(dock.resources), url=dock.url)

@@ -6,7 +6,9 @@ outside Pulumi.
   builds it, not a pull that fails minutes into `up`).
 - `DockerEngine.run_container`: run one `ContainerSpec` exactly as its fields say (host network,
   uploads, secret uploads owned by the image user, named volume, health check, restart policy),
-  the same fields `deploy` hands pulumi_docker.
+  the fields `provider` runs it from under `pulumi up`.
+- `docker_problems`: at preview, the image missing, a port a container needs held by another
+  program, a data volume another stack made.
 
 Errors are `DockerEngineError` and carry the call, the engine's status and its message.
 """
@@ -23,9 +25,10 @@ from typing import Any
 
 import httpx
 
-from components.platform.docker.specs import ContainerSpec
+from components.platform.docker.specs import ContainerSpec, DockerClaim
 from components.platform.errors import PlatformError
 from components.platform.image_layout import IMAGE_GROUP_ID, IMAGE_USER_ID
+from components.platform.local.process import port_in_use
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
 BUILD_COMMAND = "bin/bootstrap --images"
@@ -103,7 +106,13 @@ class DockerEngine:
                 raise DockerEngineError(f"POST /images/load {archive}: {error}")
 
     def run_container(self, spec: ContainerSpec, secret_values: Mapping[str, str]) -> str:
-        """Create, fill and start one container as `spec` says; returns its id."""
+        """Create, fill and start one container as `spec` says, its secret files rendered from
+        `secret_values`; returns its id."""
+        return self.run(spec, {u.path: u.render(secret_values) for u in spec.secret_uploads})
+
+    def run(self, spec: ContainerSpec, secret_files: Mapping[str, str]) -> str:
+        """Create, fill and start one container as `spec` says, with `secret_files` (path -> text,
+        rendered) uploaded 0600 for the image user; returns its id."""
         mounts = []
         if spec.volume and spec.volume_path:
             self._call("POST", "/volumes/create", json={"Name": spec.volume, "Labels": {"mm2.io/stack": spec.stack}})
@@ -124,10 +133,30 @@ class DockerEngine:
             }
         created = self._call("POST", "/containers/create", params={"name": spec.name}, json=body).json()
         files = {path: (text, 0o644) for path, text in spec.uploads.items()}
-        files.update({u.path: (u.render(secret_values), 0o600) for u in spec.secret_uploads})
+        files.update({path: (text, 0o600) for path, text in secret_files.items()})
         self._call("PUT", f"/containers/{created['Id']}/archive", params={"path": "/"}, content=_tar(files))
         self._call("POST", f"/containers/{created['Id']}/start")
         return str(created["Id"])
+
+    def container(self, name: str) -> dict[str, Any] | None:
+        """`docker inspect` of a container, None when there is none of that name."""
+        response = self._call("GET", f"/containers/{name}/json", ok=(200, 404))
+        return None if response.status_code == 404 else dict(response.json())
+
+    def remove(self, name: str, grace_s: int = 30) -> None:
+        """Stop a container (SIGTERM, then SIGKILL after `grace_s`) and remove it; none is fine."""
+        self._call("POST", f"/containers/{name}/stop", params={"t": grace_s}, ok=(204, 304, 404), timeout=grace_s + 30)
+        self._call("DELETE", f"/containers/{name}", params={"force": 1}, ok=(204, 404))
+
+    def remove_volume(self, name: str) -> None:
+        self._call("DELETE", f"/volumes/{name}", ok=(204, 404))
+
+    def volume_stack(self, name: str) -> str | None:
+        """The `mm2.io/stack` label of volume `name` ('' when unlabelled), None when there is none."""
+        response = self._call("GET", f"/volumes/{name}", ok=(200, 404))
+        if response.status_code == 404:
+            return None
+        return str((response.json().get("Labels") or {}).get("mm2.io/stack", ""))
 
     def inspect(self, name: str) -> dict[str, Any]:
         return dict(self._call("GET", f"/containers/{name}/json").json())
@@ -145,6 +174,20 @@ class DockerEngine:
     def logs(self, name: str, tail: int = 60) -> str:
         raw = self._call("GET", f"/containers/{name}/logs", params={"stdout": 1, "stderr": 1, "tail": tail}).content
         return _demux(raw)
+
+    def stack_objects(self, stack: str) -> tuple[list[str], list[str]]:
+        """The names of the containers (running or not) and volumes labelled `mm2.io/stack=<stack>`."""
+        label = json.dumps({"label": [f"mm2.io/stack={stack}"]})
+        containers = self._call("GET", "/containers/json", params={"all": 1, "filters": label}).json()
+        volumes = self._call("GET", "/volumes", params={"filters": label}).json().get("Volumes") or []
+        return sorted(c["Names"][0].lstrip("/") for c in containers), sorted(v["Name"] for v in volumes)
+
+    def file_owner_and_mode(self, name: str, path: str) -> tuple[int, int, int]:
+        """(uid, gid, permission bits) of the file at `path` inside container `name`."""
+        raw = self._call("GET", f"/containers/{name}/archive", params={"path": path}).content
+        with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+            info = tar.getmembers()[0]
+        return info.uid, info.gid, info.mode & 0o777
 
     def remove_all(self, stack: str | None = None) -> list[str]:
         """Every container and volume (labelled with `stack`, when given), removed (forced);
@@ -170,12 +213,37 @@ def missing_images(engine: DockerEngine, images: Sequence[str]) -> list[str]:
     ]
 
 
-def image_problems(images: Sequence[str]) -> list[str]:
-    """`missing_images` on the engine DOCKER_HOST names; an engine that does not answer is one
-    problem too (the program checks this at preview, before registering anything)."""
+def claim_problems(engine: DockerEngine, claims: Sequence[DockerClaim]) -> list[str]:
+    """A problem per container that could not start where the stack wants it: a port on the host
+    taken by something else (its container is not there yet, so it is not the stack's own), or
+    a data volume of the same name that another stack, or no stack, made."""
+    problems = []
+    for claim in claims:
+        if engine.container(claim.container) is None:
+            busy = [p for p in claim.ports if port_in_use(p)]
+            if busy:
+                problems.append(
+                    f"{claim.config_key}: port(s) {', '.join(map(str, busy))} on 127.0.0.1 are taken, and container "
+                    f"{claim.container} listens there (host network). Fix: stop what listens there "
+                    f"(`ss -ltnp | grep :{busy[0]}`) or choose other ports with {claim.config_key}."
+                )
+        owner = engine.volume_stack(claim.volume) if claim.volume else None
+        if owner is not None and owner != claim.stack:
+            made = f"stack {owner!r}" if owner else "something outside any stack (it has no mm2.io/stack label)"
+            problems.append(
+                f"{claim.config_key}: volume {claim.volume}, the data of container {claim.container}, exists and was "
+                f"made by {made}: the stack will not take over its data. Fix: remove it (`docker volume rm "
+                f"{claim.volume}`) if nothing needs it, or deploy this stack under another name."
+            )
+    return problems
+
+
+def docker_problems(images: Sequence[str], claims: Sequence[DockerClaim]) -> list[str]:
+    """`missing_images` and `claim_problems` on the engine DOCKER_HOST names; an engine that does
+    not answer is one problem too (the program checks this at preview, before registering anything)."""
     try:
         with DockerEngine(engine_socket()) as engine:
-            return missing_images(engine, images)
+            return missing_images(engine, images) + claim_problems(engine, claims)
     except DockerEngineError as exc:
         return [f"mm2-platform:docker: {exc}"]
 

@@ -1,6 +1,6 @@
 """Docker (single host) container specs for brokers and Connect workers, as plain data.
 
-Pure: no pulumi import and no I/O. `deploy` turns each spec into a pulumi_docker container and
+Pure: no pulumi import and no I/O. `deploy` turns each spec into a `DockerContainer` resource and
 `engine.run_container` runs one on a Docker engine directly; both read only these fields.
 
 Every container shares the host's network, as the local platform's processes do: the model
@@ -41,6 +41,7 @@ from components.platform.secret_files import (
 )
 from components.platform.settings import DockerSettings
 from components.platform.topology_facts import kraft_cluster_id
+from components.topology import broker_ports, worker_rest_urls
 from components.topology.model import Cluster, Platform, Topology, WorkerGroup
 from components.topology.runtime_config import worker_properties
 
@@ -81,6 +82,57 @@ def docker_prefix(stack: str) -> str:
     return f"mm2-{stack}"
 
 
+def broker_container(stack: str, alias: str, node_id: int) -> str:
+    return f"{docker_prefix(stack)}-{alias}-{node_id}"
+
+
+def worker_container(stack: str, group: str, index: int) -> str:
+    return f"{docker_prefix(stack)}-connect-{group}-{index}"
+
+
+def data_volume(container: str) -> str:
+    return f"{container}-data"
+
+
+@dataclass(frozen=True)
+class DockerClaim:
+    """What one container of a stack takes on its host: the ports it listens on (host network),
+    the stack-config key that sets them, its data volume."""
+
+    container: str
+    stack: str
+    ports: tuple[int, ...]
+    config_key: str
+    volume: str | None = None
+
+
+def cluster_claims(cluster: Cluster, stack: str) -> tuple[DockerClaim, ...]:
+    """Broker i's container: its client and controller ports and its data volume."""
+    key = f"mm2:clusters.{cluster.alias}.port"
+    claims = []
+    for node_id, ports in enumerate(broker_ports(cluster)):
+        name = broker_container(stack, cluster.alias, node_id)
+        claims.append(DockerClaim(name, stack, tuple(ports), key, data_volume(name)))
+    return tuple(claims)
+
+
+def group_claims(group: WorkerGroup, stack: str) -> tuple[DockerClaim, ...]:
+    """Worker i's container: its REST port."""
+    key = f"mm2:workerGroups.{group.name}.restPort"
+    ports = [int(url.rsplit(":", 1)[1]) for url in worker_rest_urls(group)]
+    return tuple(DockerClaim(worker_container(stack, group.name, i), stack, (p,), key) for i, p in enumerate(ports))
+
+
+def docker_claims(topology: Topology, stack: str) -> tuple[DockerClaim, ...]:
+    """The claims of every docker broker and worker of `topology` (checked at preview)."""
+    clusters = [c for c in topology.clusters.values() if c.platform is Platform.DOCKER and c.port is not None]
+    groups = [g for g in topology.worker_groups.values() if g.platform is Platform.DOCKER]
+    return tuple(
+        [claim for c in clusters for claim in cluster_claims(c, stack)]
+        + [claim for g in groups for claim in group_claims(g, stack)]
+    )
+
+
 def docker_broker_specs(cluster: Cluster, stack: str, settings: DockerSettings) -> tuple[ContainerSpec, ...]:
     """One container per broker on the host network, broker i on 127.0.0.1:port+2i and +2i+1."""
     if cluster.platform is not Platform.DOCKER or cluster.port is None:
@@ -110,7 +162,7 @@ def docker_broker_specs(cluster: Cluster, stack: str, settings: DockerSettings) 
         if cluster.datacenter:
             node_lines.append(f"broker.rack={cluster.datacenter}")
         script = broker_start_script(cluster, cluster_id, f"{CONFIG_DIR}/server.properties", node_lines)
-        name = f"{docker_prefix(stack)}-{cluster.alias}-{i}"
+        name = broker_container(stack, cluster.alias, i)
         specs.append(
             ContainerSpec(
                 name=name,
@@ -119,7 +171,7 @@ def docker_broker_specs(cluster: Cluster, stack: str, settings: DockerSettings) 
                 env={"KAFKA_HEAP_OPTS": f"-Xms{settings.broker_heap} -Xmx{settings.broker_heap}"},
                 uploads={f"{CONFIG_DIR}/server.properties": props, f"{CONFIG_DIR}/start.sh": script},
                 secret_uploads=secret_uploads,
-                volume=f"{name}-data",
+                volume=data_volume(name),
                 volume_path=BROKER_DATA_DIR,
                 healthcheck=_port_check(network.client_port(i)),
                 stack=stack,
@@ -152,7 +204,7 @@ def docker_connect_specs(
             env["KAFKA_OPTS"] = f"-Djava.security.auth.login.config={CONFIG_DIR}/rest-jaas.conf"
         specs.append(
             ContainerSpec(
-                name=f"{docker_prefix(stack)}-connect-{group.name}-{i}",
+                name=worker_container(stack, group.name, i),
                 image=settings.image,
                 command=(f"{KAFKA_HOME}/bin/connect-distributed.sh", f"{CONFIG_DIR}/connect-distributed.properties"),
                 env=env,

@@ -116,8 +116,11 @@ def test_a_docker_stack_whose_engine_lacks_the_image_is_refused_with_the_rest(tm
 
     asked: list[list[str]] = []
 
-    def engine_lacks(images: Any) -> list[str]:
+    def engine_lacks(images: Any, claims: Any) -> list[str]:
         asked.append(list(images))
+        rest = DOCKER["workerGroups"]["connect"]["restPort"]
+        workers = [c.ports for c in claims if c.config_key == "mm2:workerGroups.connect.restPort"]
+        assert workers == [(rest,), (rest + 1,)]  # the engine is asked about every port the stack takes
         return [f"image {images[0]} is not on the engine. Fix: run `bin/bootstrap --images`"]
 
     platform = {
@@ -126,13 +129,13 @@ def test_a_docker_stack_whose_engine_lacks_the_image_is_refused_with_the_rest(tm
     }
     config = stack_config(platform, tmp_path, mm2=copy.deepcopy(DOCKER))
     with pytest.raises(StackConfigError) as raised:
-        validate(dataclasses.replace(config, image_problems=engine_lacks))
+        validate(dataclasses.replace(config, docker_problems=engine_lacks))
     text = str(raised.value)
     assert "registry.example.com/kafka:9 is not on the engine" in text and "bin/bootstrap --images" in text
     assert "mm2-platform:kubernetes.namespace" in text
     assert asked == [["registry.example.com/kafka:9"]]
     # A stack with no docker cluster or group never asks the engine.
-    validate(dataclasses.replace(stack_config({}, tmp_path, mm2=dev_mm2()), image_problems=engine_lacks))
+    validate(dataclasses.replace(stack_config({}, tmp_path, mm2=dev_mm2()), docker_problems=engine_lacks))
     assert len(asked) == 1
 
 

@@ -28,7 +28,7 @@ PURE = (
     "components.platform.docker.specs",
     "components.platform.local.layout",
 )
-SDKS = ("pulumi", "pulumi_kubernetes", "pulumi_docker", "httpx", "confluent_kafka")
+SDKS = ("pulumi", "pulumi_kubernetes", "httpx", "confluent_kafka")
 
 
 def sdks_imported_by(module: str) -> list[str]:

@@ -90,3 +90,37 @@ def test_engine_socket_reads_docker_host() -> None:
     assert engine_socket({"DOCKER_HOST": "unix:///tmp/d.sock"}) == "/tmp/d.sock"
     with pytest.raises(DockerEngineError, match="only a local engine"):
         engine_socket({"DOCKER_HOST": "tcp://10.0.0.1:2375"})
+
+
+def test_a_port_taken_by_another_program_and_a_volume_another_stack_made_are_named_with_the_fix() -> None:
+    import socket
+
+    from components.platform.docker.engine import claim_problems
+    from components.platform.docker.specs import DockerClaim
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/containers/mm2-unit-ours-0/json":  # already the stack's: its ports are its own
+            return httpx.Response(200, json={"Id": "x", "State": {"Running": True}})
+        if path.startswith("/containers/"):
+            return httpx.Response(404, json={"message": "No such container"})
+        owners = {"/volumes/mm2-unit-a-0-data": "other", "/volumes/mm2-unit-ours-0-data": "unit"}
+        if path in owners:
+            return httpx.Response(200, json={"Labels": {"mm2.io/stack": owners[path]}})
+        return httpx.Response(404, json={"message": "No such volume"})
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        claims = [
+            DockerClaim("mm2-unit-a-0", "unit", (port,), "mm2:clusters.a.port", "mm2-unit-a-0-data"),
+            DockerClaim("mm2-unit-ours-0", "unit", (port,), "mm2:clusters.ours.port", "mm2-unit-ours-0-data"),
+        ]
+        with DockerEngine("/run/test.sock", transport=httpx.MockTransport(answer)) as client:
+            problems = claim_problems(client, claims)
+    assert len(problems) == 2, problems
+    assert problems[0].startswith(f"mm2:clusters.a.port: port(s) {port} on 127.0.0.1 are taken")
+    assert "choose other ports with mm2:clusters.a.port" in problems[0]
+    assert "volume mm2-unit-a-0-data" in problems[1] and "made by stack 'other'" in problems[1]
+    assert "docker volume rm mm2-unit-a-0-data" in problems[1]
