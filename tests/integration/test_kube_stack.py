@@ -1,13 +1,14 @@
 """The kubernetes platform deployed for real: `pulumi up` of a stack shaped like Pulumi.prod.yaml
 (two SASL_SSL Kafka clusters on StatefulSets, a Connect Deployment with REST basic auth next to
 each, one flow each way with reverse heartbeats and the auto-restart watcher) onto bin/kube's node
-through the real pulumi-kubernetes provider. The test makes the TLS Secrets as cert-manager would
-and gives every password in mm2:secrets.
+through the real pulumi-kubernetes provider, in a namespace that enforces Pod Security
+"restricted". The test makes the TLS Secrets as cert-manager would and gives every password in
+mm2:secrets.
 
 The host reaches each cluster at its external listener on node ports (`bootstrap`, 127.0.0.1,
 verified with `caLocation`) and each group's REST API at its node port (`url`); the workers reach
-the brokers at the in-cluster Services (`internalBootstrap`). Checked: every pod Running and
-Ready, records copied both ways, a broker pod deleted by hand back with its data and the flow
+the brokers at the in-cluster Services (`internalBootstrap`). Checked: every pod admitted under
+"restricted", Running and Ready, records copied both ways, a broker pod deleted by hand back with its data and the flow
 catching up, a change Kubernetes forbids in place refused at preview (and at up) before anything
 changed, a worker setting rolled one pod at a time under a stream with nothing lost (the longest
 gap printed), the Spark stage and `bin/status` passing against those addresses, and `pulumi
@@ -85,6 +86,9 @@ def _node(archives: list[str]) -> Iterator[str]:
         assert loaded.returncode == 0, loaded.stderr
         created = kubectl(kubeconfig, "create", "namespace", NAMESPACE)
         assert created.returncode == 0, created.stderr
+        # Pod Security "restricted", enforced by the API server: every pod of the stack must pass it.
+        labelled = kubectl(kubeconfig, "label", "namespace", NAMESPACE, *RESTRICTED)
+        assert labelled.returncode == 0, labelled.stderr
         yield kubeconfig
     finally:
         stopped = kube("down")
@@ -106,6 +110,18 @@ def stack(node: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestS
         yield s
     finally:
         s.pulumi("destroy", "--yes", "--skip-preview", check=False)
+
+
+RESTRICTED = ("pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/enforce-version=latest")
+
+
+def restricted_is_enforced(kubeconfig: str) -> None:
+    """A pod with no security context is refused in the stack's namespace (a server-side dry
+    run: admission runs, nothing is created)."""
+    tried = kubectl(
+        kubeconfig, "-n", NAMESPACE, "run", "psa-probe", f"--image={KAFKA_TAG}", "--restart=Never", "--dry-run=server"
+    )
+    assert tried.returncode != 0 and 'violates PodSecurity "restricted' in tried.stderr, tried.stdout + tried.stderr
 
 
 def pods(kubeconfig: str) -> list[dict[str, Any]]:
@@ -264,6 +280,7 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
         (p["metadata"]["name"], p["status"].get("phase")) for p in shown
     ]
 
+    restricted_is_enforced(node)  # so the nine pods above were admitted under "restricted"
     outputs = stack.outputs()
     assert outputs["clusters"]["us"]["bootstrap"] == "127.0.0.1:30090"
     written = {}
