@@ -1,0 +1,176 @@
+"""An emulated WAN link between two network namespaces, at the packet level.
+
+Each side is a network namespace with a TAP device (addresses in 198.18.0.0/15, the range
+reserved for network benchmarks); each TAP is plugged into its own vde2 switch, and Debian's
+`wirefilter` joins the two switches: every frame crossing it waits half the round trip, is
+dropped with the link's loss and is paced at the link's rate. TCP sees a real round trip, so
+window, socket-buffer and fetch-size effects show as on a real WAN (a proxy that terminates TCP
+would hide them; the kernel here has no netem to delay packets itself).
+
+Needs root (network namespaces, TAP devices). Everything it creates is named after `tag` and
+removed by `down`, also after a failed `up`: the namespaces, the switches' sockets and the
+userspace forwarders (vde_switch, vde_plug2tap, wirefilter), which are found by their pid files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from components.platform.errors import PlatformError
+
+TOOLS = ("ip", "vde_switch", "vde_plug2tap", "wirefilter")
+_READY_S = 10.0  # how long a forwarder may take to write its pid file and socket
+_TAP = "wan0"
+
+
+class WanError(PlatformError):
+    """The emulated link could not be made or removed: the step, the command's error, the fix."""
+
+
+@dataclass(frozen=True)
+class LinkShape:
+    rtt_ms: float
+    rate_bps: float | None = None  # None: as fast as the forwarder goes
+    loss_pct: float = 0.0
+
+    def wirefilter_args(self) -> list[str]:
+        """wirefilter's options: the delay each way, the loss each way, the rate in bytes/s."""
+        args = ["-d", f"{self.rtt_ms / 2:g}"]
+        if self.loss_pct:
+            args += ["-l", f"{self.loss_pct:g}"]
+        if self.rate_bps:
+            args += ["-b", str(int(self.rate_bps / 8))]
+        return args
+
+
+@dataclass(frozen=True)
+class Side:
+    namespace: str
+    address: str  # on the link's /24
+
+    def run(self, *command: str) -> list[str]:
+        """`command` run inside this side's namespace."""
+        return ["ip", "netns", "exec", self.namespace, *command]
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in TOOLS if shutil.which(tool) is None]
+
+
+def _run(step: str, command: Sequence[str]) -> None:
+    done = subprocess.run(list(command), capture_output=True, text=True, timeout=30, check=False)
+    if done.returncode != 0:
+        raise WanError(f"emulated link: {step} failed: `{' '.join(command)}`: {done.stderr.strip() or done.stdout}")
+
+
+class EmulatedLink:
+    """Two namespaces `<tag>-a` and `<tag>-b` joined by the shaped link; `subnet` picks the /24
+    (198.18.<subnet>.0), so several links can exist at once."""
+
+    def __init__(self, tag: str, shape: LinkShape, run_dir: Path, subnet: int = 0) -> None:
+        self.tag, self.shape, self.run_dir = tag, shape, run_dir
+        self.sides = (Side(f"{tag}-a", f"198.18.{subnet}.1"), Side(f"{tag}-b", f"198.18.{subnet}.2"))
+
+    def __enter__(self) -> EmulatedLink:
+        self.up()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.down()
+
+    def up(self) -> None:
+        if os.geteuid() != 0:
+            raise WanError("an emulated link needs root (network namespaces and TAP devices). Fix: run as root.")
+        if missing := missing_tools():
+            raise WanError(f"an emulated link needs {', '.join(missing)}. Fix: run bin/bootstrap --test-tools.")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            for side, switch in zip(self.sides, ("a", "b"), strict=True):
+                self._side(side, switch)
+            between = f"{self._switch('a')}:{self._switch('b')}"
+            pid = self._pidfile("wirefilter")
+            wirefilter = ["wirefilter", "-v", between, *self.shape.wirefilter_args(), "--daemon", "--pidfile", pid]
+            self._daemon(pid, wirefilter, "wirefilter")
+            self._wait_route()
+        except BaseException:
+            self.down()
+            raise
+
+    def _switch(self, name: str) -> str:
+        return str(self.run_dir / f"switch-{name}")
+
+    def _side(self, side: Side, switch: str) -> None:
+        ns = side.namespace
+        _run(f"creating namespace {ns}", ["ip", "netns", "add", ns])
+        _run(f"loopback up in {ns}", ["ip", "-n", ns, "link", "set", "lo", "up"])
+        _run(f"TAP device in {ns}", ["ip", "-n", ns, "tuntap", "add", "dev", _TAP, "mode", "tap"])
+        _run(f"address in {ns}", ["ip", "-n", ns, "addr", "add", f"{side.address}/24", "dev", _TAP])
+        _run(f"TAP up in {ns}", ["ip", "-n", ns, "link", "set", _TAP, "up"])
+        sock, pid = self._switch(switch), self._pidfile(f"switch-{switch}")
+        self._daemon(pid, ["vde_switch", "-s", sock, "-d", "-p", pid], f"switch {switch}")
+        pid = self._pidfile(f"plug-{switch}")
+        self._daemon(pid, side.run("vde_plug2tap", "-s", sock, "-d", "-P", pid, _TAP), f"the plug in {ns}")
+
+    def _pidfile(self, name: str) -> str:
+        return str(self.run_dir / f"{name}.pid")
+
+    def _daemon(self, pid: str, command: list[str], what: str) -> None:
+        """Start a forwarder that daemonizes and writes `pid` (`down` finds it there); wait for it."""
+        _run(f"starting {what}", command)
+        pidfile = Path(pid)
+        deadline = time.monotonic() + _READY_S
+        while not (pidfile.exists() and pidfile.read_text().strip()):
+            if time.monotonic() > deadline:
+                raise WanError(f"emulated link: {what} wrote no pid file within {_READY_S:.0f}s")
+            time.sleep(0.05)
+
+    def _wait_route(self) -> None:
+        """Until a ping crosses the link (the switches learn the addresses on the first frames)."""
+        a, b = self.sides
+        deadline = time.monotonic() + _READY_S
+        while True:
+            ping = subprocess.run(a.run("ping", "-c", "1", "-W", "1", b.address), capture_output=True, check=False)
+            if ping.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise WanError(f"emulated link: {a.address} cannot reach {b.address} within {_READY_S:.0f}s")
+
+    def down(self) -> None:
+        """Stop the forwarders and remove the namespaces and sockets (whatever of them exists)."""
+        pids = []
+        for pidfile in sorted(self.run_dir.glob("*.pid")) if self.run_dir.exists() else []:
+            with contextlib.suppress(OSError, ValueError):
+                pids.append(int(pidfile.read_text().strip()))
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        for pid in pids:
+            _gone(pid)
+        for side in self.sides:
+            subprocess.run(["ip", "netns", "delete", side.namespace], capture_output=True, check=False)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def _gone(pid: int, timeout_s: float = 5.0) -> None:
+    """Until `pid` is gone; SIGKILL after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while pid and Path(f"/proc/{pid}").exists():
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            return
+        time.sleep(0.05)
+
+
+def namespaces(prefix: str) -> Iterator[str]:
+    """The network namespaces whose name starts with `prefix` (what a test checks is gone)."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    yield from (line.split()[0] for line in listed.splitlines() if line.startswith(prefix))
