@@ -113,6 +113,9 @@ class KafkaCluster(pulumi.ComponentResource):
         after_brokers = pulumi.ResourceOptions(parent=self, depends_on=list(self.brokers))
         if stack_managed(cluster):
             _register_users_and_acls(name, cluster, admin, secrets, users, acls, after_brokers)
+        # A topic inside brokers this stack runs goes with them: deleting the cluster does not
+        # ask its (possibly dead) brokers to delete each topic first. Removed alone, it is deleted.
+        inside = pulumi.ResourceOptions(deleted_with=self) if backend is not None else None
         for topic in cluster.topics:
             self.topics[topic.name] = Topic(
                 f"{name}-topic-{topic.name}",
@@ -123,7 +126,7 @@ class KafkaCluster(pulumi.ComponentResource):
                 replication_factor=topic.replication_factor,
                 config=dict(topic.config),
                 client=admin,
-                opts=after_brokers,
+                opts=pulumi.ResourceOptions.merge(after_brokers, inside),
             )
 
         self.bootstrap = pulumi.Output.from_input(bootstrap)

@@ -33,6 +33,12 @@ class TopicError(KafkaAdminError):
     """A topic could not be created, read, changed or deleted."""
 
 
+class ClusterUnreachable(TopicError):
+    """A topic's cluster does not answer: the message says which and what to do (no traceback)."""
+
+    refusal = True
+
+
 def _admin(props: Mapping[str, Any]) -> Any:
     return admin_client(props)
 
@@ -175,13 +181,22 @@ class TopicProvider(ResourceProvider):
         return ReadResult(id_=id_, outs={**props, **{k: v for k, v in live.items() if k != "config" or v}})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
+        admin = _admin(props)
         try:
-            admin = _admin(props)
             fut = admin.delete_topics([props["name"]], operation_timeout=ADMIN_TIMEOUT_S)[props["name"]]
             fut.result(timeout=ADMIN_TIMEOUT_S)
         except Exception as exc:
-            if "UNKNOWN_TOPIC" not in str(exc):
-                raise TopicError(f"{_where(props)}: delete failed: {exc}") from exc
+            if "UNKNOWN_TOPIC" in str(exc):
+                return
+            try:
+                admin.list_topics(timeout=READ_TIMEOUT_S)
+            except Exception:
+                raise ClusterUnreachable(
+                    f"{_where(props)}: not deleted: the cluster at {props.get('bootstrap')} does not answer ({exc}). "
+                    "Fix: start it and run the command again; if it is gone for good, drop the topic from the stack "
+                    "with `pulumi state delete <urn of the topic>`."
+                ) from None
+            raise TopicError(f"{_where(props)}: delete failed: {exc}") from exc
 
 
 def _apply(props: Mapping[str, Any], what: str, change: Any) -> None:

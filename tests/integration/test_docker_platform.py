@@ -12,7 +12,7 @@ Engine API (components/platform/docker/provider.py), and:
   down, nothing lost, the longest gap printed;
 - `docker kill` of a worker: it stays down, the group keeps replicating, `pulumi up --refresh`
   starts it again; a worker's JVM dying on its own is restarted by the engine;
-- `pulumi destroy` leaves no container, volume or listening port of the stack.
+- `pulumi destroy`, with a broker down, leaves no container, volume or listening port of the stack.
 """
 
 from __future__ import annotations
@@ -155,6 +155,8 @@ def docker_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerSta
         stack.up()
         print(f"\n[docker] pulumi up deployed the stack in {time.monotonic() - started:.0f}s")
         yield DockerStack(engine, stack, stack.outputs())
+        # A broker down does not stop destroy: its topic goes with its cluster (deletedWith).
+        engine.kill(f"mm2-{stack.name}-a-0")
         stack.pulumi("destroy", "--yes", "--skip-preview")
         assert engine.stack_objects(stack.name) == ([], []), "pulumi destroy left containers or volumes"
         assert [p for p in ports if proc.port_in_use(p)] == [], "ports still in use after destroy"

@@ -112,6 +112,9 @@ def test_dev_stack_graph(monitor: RecordingMonitor, tmp_path: Path) -> Any:
             assert {urn_of(monitor, n) for n in needed} <= set(connector.dependencies)
         # Topics wait for the brokers; workers wait for their storage cluster.
         assert urn_of(monitor, "kafka-primary-broker-0") in regs["kafka-primary-topic-orders"].dependencies
+        # ... and go with their cluster: destroying it never asks its brokers to delete each topic.
+        [topic] = [r for r in monitor.requests if r.name == "kafka-primary-topic-orders"]
+        assert topic.deletedWith == urn_of(monitor, "kafka-primary")
         assert urn_of(monitor, "kafka-dr-broker-0") in regs["connect-mm2-worker-0"].dependencies
         assert urn_of(monitor, "kafka-primary-broker-0") not in regs["connect-mm2-worker-0"].dependencies
         # Users and ACLs exist before the workers start; the secrets file before any worker;

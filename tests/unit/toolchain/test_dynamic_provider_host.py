@@ -264,6 +264,36 @@ def test_a_refusal_fails_the_call_with_its_message_alone(monkeypatch: pytest.Mon
     assert _failed_diff(monkeypatch, Refused(refusal)).details == refusal
 
 
+def test_a_refusal_raised_by_a_delete_reaches_the_engine_as_its_message_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pulumi's Create/Update/Delete abort from their `except` block with the traceback; through
+    the host, a refusal (a cluster that does not answer, say) is its sentence, anything else
+    keeps the traceback."""
+    import traceback
+    import types
+
+    from components.kafka.topic import ClusterUnreachable
+
+    def pulumis_delete(error: Exception) -> Any:
+        def delete(request: Any, context: Any) -> None:  # as pulumi/dynamic/__main__.py's _abort_with_traceback
+            try:
+                raise error
+            except Exception:
+                context.abort("UNKNOWN", traceback.format_exc())
+
+        return delete
+
+    monkeypatch.setitem(sys.modules, "pulumi.dynamic.__main__", types.SimpleNamespace())
+    said = "topic 'orders' on cluster 'us': not deleted: the cluster does not answer. Fix: start it."
+    for error, expected in ((ClusterUnreachable(said), said), (ValueError("bad"), "Traceback")):
+        noop = lambda request, context: None  # noqa: E731
+        servicer = types.SimpleNamespace(_config={}, Create=noop, Update=noop, Delete=pulumis_delete(error))
+        load_host().detailed_servicer(servicer, "127.0.0.1:1")
+        context = _Context()
+        with pytest.raises(_Aborted):
+            servicer.Delete(types.SimpleNamespace(urn="urn:x"), context)
+        assert context.details == expected if expected == said else expected in context.details
+
+
 def test_the_installed_sdks_host_module_still_has_what_the_host_patches() -> None:
     # The host relies on these names of pulumi/dynamic/__main__.py (it cannot be imported here:
     # importing it serves). A Pulumi bump that renames one fails here, not in a deployment.
@@ -284,5 +314,7 @@ def test_the_installed_sdks_host_module_still_has_what_the_host_patches() -> Non
         "def Update(self, request, context)",
         "def Delete(self, request, context)",
         "def Diff(self, request, context)",
+        # ForPeople: the servicer aborts from inside its except block, where the error is known.
+        "context.abort(grpc.StatusCode.UNKNOWN, traceback.format_exc())",
     ):
         assert needed in source, needed

@@ -83,13 +83,30 @@ class EngineLogHandler(logging.Handler):
             self.handleError(record)
 
 
+class ForPeople:
+    """A gRPC context whose `abort`, which Pulumi's servicer calls from inside its `except` block
+    with the traceback as details, keeps only the message of a refusal (an exception whose class
+    says `refusal = True`: it names what failed and the fix; a traceback would bury that)."""
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+    def abort(self, code: Any, details: str) -> Any:
+        raised = sys.exc_info()[1]
+        return self._context.abort(code, str(raised) if getattr(raised, "refusal", False) else details)
+
+
 def bound_to_resource(method: Any) -> Any:
-    """Wrap a servicer method so its provider's log records name the request's resource."""
+    """Wrap a servicer method so its provider's log records name the request's resource, and a
+    refusal it raises reaches the engine as its message alone (`ForPeople`)."""
 
     def call(request: Any, context: Any) -> Any:
         _CURRENT.urn = getattr(request, "urn", "")
         try:
-            return method(request, context)
+            return method(request, ForPeople(context))
         finally:
             _CURRENT.urn = ""
 
