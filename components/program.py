@@ -68,7 +68,7 @@ from components.topology.tls import with_local_tls
 
 NAMESPACE = "mm2"
 PLATFORM_NAMESPACE = "mm2-platform"
-SECTIONS = ("defaults", "clusters", "workerGroups", "flows", "failover")
+SECTIONS = ("defaults", "clusters", "workerGroups", "flows", "failover", "links")
 PLATFORM_SECTIONS = ("kubernetes", "docker")
 KAFKA_LIBS_ENV = "MM2_KAFKA_LIBS"
 

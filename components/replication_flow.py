@@ -34,6 +34,7 @@ from components.topology import (
     reverse_heartbeat_connector,
 )
 from components.topology.connectors import exactly_once_active, transform_aliases
+from components.topology.link_preview import derived_lines, peak_rate_warning
 from components.topology.model import Platform
 from components.topology.objectives import rpo_warnings
 from components.topology.security import flow_secret_keys, unmanaged_exactly_once_grants
@@ -59,8 +60,7 @@ class ReplicationFlow(pulumi.ComponentResource):
     ) -> None:
         props = _registered_props(flow)
         super().__init__("mm2:index:ReplicationFlow", name, props, opts)
-        for warning in rpo_warnings(flow):
-            pulumi.log.warn(f"ReplicationFlow {warning}", resource=self)
+        _preview_notes(self, flow, topology)
         specs = flow_connectors(topology, flow)
         unchecked = sorted({k for spec in specs.all() for k in pass_through_keys(_user_keys(flow, spec.role))})
         if unchecked:
@@ -122,6 +122,18 @@ class ReplicationFlow(pulumi.ComponentResource):
             )
         self.summary = pulumi.Output.all(**states).apply(functools.partial(flow_export, flow, topology, specs))
         self.register_outputs({**props, "summary": self.summary})
+
+
+def _preview_notes(resource: pulumi.Resource, flow: Flow, topology: Topology) -> None:
+    """What the preview says on the flow: objectives its signals cannot measure and a peakRate its
+    WAN link cannot carry (warnings), the client settings derived from that link (info)."""
+    warnings = [*rpo_warnings(flow)]
+    peak = peak_rate_warning(topology, flow)
+    warnings += [peak] if peak is not None else []
+    for warning in warnings:
+        pulumi.log.warn(f"ReplicationFlow {warning}", resource=resource)
+    for line in derived_lines(topology, flow):
+        pulumi.log.info(f"ReplicationFlow {line}", resource=resource)
 
 
 def _registered_props(flow: Flow) -> dict[str, Any]:

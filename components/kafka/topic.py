@@ -189,7 +189,7 @@ class TopicProvider(ResourceProvider):
             if "UNKNOWN_TOPIC" in str(exc):
                 return
             try:
-                admin.list_topics(timeout=READ_TIMEOUT_S)
+                admin.list_topics(props["name"], timeout=READ_TIMEOUT_S)
             except Exception:
                 raise ClusterUnreachable(
                     f"{_where(props)}: not deleted: the cluster at {props.get('bootstrap')} does not answer ({exc}). "

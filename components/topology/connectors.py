@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from components.topology.jaas_quoting import jaas_quote
+from components.topology.links import derived_link_settings
 from components.topology.model import (
     Cluster,
     ConnectorRole,
@@ -38,7 +39,7 @@ from components.topology.model import (
     WorkerGroup,
     frozen_map,
 )
-from components.topology.settings import KNOWN_SETTINGS, ROLE_SETTINGS
+from components.topology.settings import KNOWN_SETTINGS, ROLE_SETTINGS, TUNED_SOURCE_CLIENT
 
 BYTE_ARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
 CONNECTOR_CLASSES: dict[ConnectorRole, str] = {
@@ -50,28 +51,6 @@ HEARTBEATS_TOPIC = "heartbeats"
 # Strimzi's naming for a Kafka cluster's bootstrap Service, in the namespace of the workers.
 KUBERNETES_BOOTSTRAP = "{alias}-kafka-bootstrap:9092"
 
-# Throughput tuning every source connector gets unless a level above overrides it (the target's
-# `producer.*` / the source's `consumer.*` client overrides, then `settings` under defaults, the
-# source cluster or the flow). Measured by bench/replication (results in bench/results/).
-# - Connect's framework producer defaults to one request in flight and no idempotence, which
-#   serialises every task's sends on a round trip; idempotence keeps per-partition order and
-#   de-duplicates retries with five in flight.
-# - Bigger batches, a few ms of linger and lz4 cut per-request work on brokers and worker alike.
-# - The source consumer waits for a useful fetch (bounded by fetch.max.wait.ms, so quiet flows
-#   still move within 100 ms) and hands MirrorSourceTask more records per poll.
-TUNED_SOURCE_CLIENT: Mapping[str, str] = frozen_map(
-    {
-        "producer.override.enable.idempotence": "true",
-        "producer.override.max.in.flight.requests.per.connection": "5",
-        "producer.override.linger.ms": "10",
-        "producer.override.batch.size": "262144",
-        "producer.override.compression.type": "lz4",
-        "source.consumer.fetch.min.bytes": "65536",
-        "source.consumer.fetch.max.wait.ms": "100",
-        "source.consumer.max.poll.records": "2000",
-        "source.consumer.max.partition.fetch.bytes": "2097152",
-    }
-)
 # Derived tasks.max: one source task per replicated partition (more would idle), at most this
 # many per worker of the group; one per worker when the source declares none of the topics.
 MAX_TASKS_PER_WORKER = 4
@@ -274,6 +253,12 @@ def transactional_group(topology: Topology, flow: Flow) -> bool:
     return transactional_workers(topology, topology.worker_groups[flow.worker_group])
 
 
+def source_client_defaults(topology: Topology, flow: Flow) -> dict[str, str]:
+    """The source connector's client settings below every explicit level: the tuned defaults, and
+    over them the settings derived from the WAN link the flow's records cross (links.py)."""
+    return {**TUNED_SOURCE_CLIENT, **{d.key: d.value for d in derived_link_settings(topology, flow)}}
+
+
 def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     group: WorkerGroup = topology.worker_groups[flow.worker_group]
     source = topology.clusters[flow.source]
@@ -332,8 +317,9 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     for role in ConnectorRole:
         name = connector_name(flow, role)
         config = {
-            # Tuning first: cluster client overrides (in common) and settings win over it.
-            **(TUNED_SOURCE_CLIENT if role is ConnectorRole.SOURCE else {}),
+            # Tuning first, then what the flow's WAN link derives: cluster client overrides (in
+            # common) and settings win over both.
+            **(source_client_defaults(topology, flow) if role is ConnectorRole.SOURCE else {}),
             **common,
             **routed_settings(flow, role),
             **per_role[role],

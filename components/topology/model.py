@@ -282,6 +282,9 @@ class Flow:
     # lag exporter found gone before replication at or before it no longer make the flow
     # unhealthy. None: nothing acknowledged.
     loss_acknowledged_at_ms: int | None = None
+    # `peakRate` in bits per second: the most the flow's producers write at their busiest, which
+    # the link its records cross should carry (components/topology/link_preview.py). None: not declared.
+    peak_rate_bps: float | None = None
 
     @property
     def name(self) -> str:
@@ -352,11 +355,33 @@ class Pair:
 
 
 @dataclass(frozen=True)
+class Link:
+    """The WAN between two datacenters (`mm2:links.<a><-><b>`), as it is: its round-trip time,
+    bandwidth (bits per second) and packet loss (percent). The clients of a flow whose records
+    cross it get settings derived from it (components/topology/links.py)."""
+
+    a: str
+    b: str
+    rtt_ms: float
+    bandwidth_bps: float
+    loss_pct: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.a}{PAIR_SEPARATOR}{self.b}"
+
+    def joins(self, first: str, second: str) -> bool:
+        """True when the link runs between these two datacenters, in either order."""
+        return {self.a, self.b} == {first, second}
+
+
+@dataclass(frozen=True)
 class Topology:
     clusters: Mapping[str, Cluster]
     worker_groups: Mapping[str, WorkerGroup]
     flows: tuple[Flow, ...]
     pairs: tuple[Pair, ...] = ()
+    links: tuple[Link, ...] = ()
 
     def enabled_flows(self) -> tuple[Flow, ...]:
         return tuple(flow for flow in self.flows if flow.enabled)

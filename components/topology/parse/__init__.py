@@ -1,7 +1,7 @@
 """Stack config (namespace `mm2`) -> Topology, collecting every problem before raising.
 
 Each config section has its own module (defaults, clusters and their security, worker groups,
-flows, cross-section checks); all of them report into one `Problems` collector. Every problem
+flows, failover pairs, links, cross-section checks); all of them report into one `Problems` collector. Every problem
 names its key path as `pulumi config` users see it (`mm2:flows.primary->dr.topics[1]`) and says
 how to fix it; `parse_topology` raises one TopologyError listing all of them, in the order the
 sections are read.
@@ -20,6 +20,7 @@ from components.topology.parse.clusters import parse_cluster
 from components.topology.parse.cross_checks import check_ports, check_shared_target
 from components.topology.parse.defaults import parse_defaults
 from components.topology.parse.flows import Declared, parse_flow
+from components.topology.parse.links import parse_links
 from components.topology.parse.metrics import check_metrics_ports
 from components.topology.parse.pairs import parse_pairs, with_pair_states
 from components.topology.parse.problems import NAMESPACE, Problems, path
@@ -30,7 +31,7 @@ from components.topology.security import worker_username
 # Top-level keys of the namespace. `secrets` holds the Pulumi secrets that SecretRef keys
 # name (`pulumi config set --secret --path 'mm2:secrets["primary.mm2.password"]' ...`); the
 # platform code writes them into each worker group's secrets file, so the model skips it.
-TOP_LEVEL_KEYS = ("defaults", "clusters", "workerGroups", "flows", "failover", "secrets", "rotate")
+TOP_LEVEL_KEYS = ("defaults", "clusters", "workerGroups", "flows", "failover", "links", "secrets", "rotate")
 
 
 def parse_topology(config: Mapping[str, Any], now_ms: int | None = None) -> Topology:
@@ -102,6 +103,7 @@ def _parse(problems: Problems, config: Mapping[str, Any], now_ms: int | None) ->
         worker_groups=_frozen_group_map(groups),
         flows=with_pair_states(flows, pairs),
         pairs=pairs,
+        links=parse_links(problems, config.get("links"), clusters),
     )
 
 

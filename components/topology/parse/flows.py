@@ -25,6 +25,7 @@ from components.topology.model import (
 )
 from components.topology.parse.auto_restart import parse_auto_restart
 from components.topology.parse.defaults import Defaults
+from components.topology.parse.links import parse_peak_rate
 from components.topology.parse.mm2_settings import (
     MM2_GROUPS_EXCLUDE_DEFAULT,
     MM2_TOPICS_EXCLUDE_DEFAULT,
@@ -66,6 +67,7 @@ FLOW_FIELDS = (
     "rpo",
     "outageBudget",
     "lossAcknowledged",
+    "peakRate",
 )
 # Roles as `connectorStates` keys spell them (raw config keys are plain strings).
 _FILTER_FALLBACKS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -121,6 +123,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
     role_settings = parse_connector_settings(problems, mapping.get("connectorSettings"), f"{where}.connectorSettings")
     objectives = _objectives(problems, mapping, where, defaults)
     acknowledged, acknowledged_ok = _loss_acknowledged(problems, mapping, where, declared)
+    peak_rate, peak_rate_ok = parse_peak_rate(problems, mapping, where)
     if switches.exactly_once:
         exactly_once_problems(problems, where, merged, declared.clusters.get(target))
     if (
@@ -133,6 +136,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         or auto_restart is None
         or objectives is None
         or not acknowledged_ok
+        or not peak_rate_ok
         or any(v is None for v in lists.values())
     ):
         return None
@@ -157,6 +161,7 @@ def parse_flow(problems: Problems, flow_key: str, raw: Any, declared: Declared, 
         rpo_seconds=objectives[0],
         outage_budget_seconds=objectives[1],
         loss_acknowledged_at_ms=acknowledged,
+        peak_rate_bps=peak_rate,
     )
 
 

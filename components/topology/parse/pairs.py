@@ -35,7 +35,7 @@ from components.topology.model import (
     SecurityProtocol,
 )
 from components.topology.parse.problems import Problems, path
-from components.topology.parse.values import as_bool, as_duration, as_list, as_mapping, as_str, unknown_fields
+from components.topology.parse.values import as_bool, as_duration, as_list, as_str, pair_entries, unknown_fields
 
 FIELDS = ("active", "principals", "groups", "drainTimeout", "divergence", "unplanned")
 DEFAULT_DRAIN_TIMEOUT_S = 120
@@ -47,23 +47,14 @@ def parse_pairs(
 ) -> tuple[Pair, ...]:
     """Every declared pair; a problem for each key, value or missing piece a switchover needs."""
     pairs: list[Pair] = []
-    seen: dict[frozenset[str], str] = {}
-    for key, value in (as_mapping(problems, raw, path("failover")) or {}).items():
-        where = path("failover", str(key))
-        sides = _sides(problems, str(key), where, clusters)
-        body = as_mapping(problems, value, where)
-        if sides is None or body is None:
-            continue
-        unordered = frozenset(sides)
-        if unordered in seen:
-            problems.add(
-                where,
-                f"the pair {sides[0]} and {sides[1]} is already declared as {seen[unordered]}: two switchovers of "
-                "one pair in one change cannot both run.",
-                f"Keep one of mm2:failover.{seen[unordered]} and mm2:failover.{key}.",
-            )
-            continue
-        seen[unordered] = str(key)
+    entries = pair_entries(
+        problems,
+        raw,
+        "failover",
+        lambda key, where: _sides(problems, key, where, clusters),
+        "two switchovers of one pair in one change cannot both run.",
+    )
+    for where, sides, body in entries:
         pair = _pair(problems, sides, body, where, stack_users)
         if pair is not None:
             _check_flows(problems, pair, {f.name: f for f in flows}, where)

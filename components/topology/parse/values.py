@@ -8,16 +8,17 @@ is wrong at the key it was given and returns None (or an empty value) so parsing
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from components.topology import settings as known
 from components.topology.acknowledgement import CLOCK_SKEW_S, InstantError, instant_text, parse_instant, too_late
 from components.topology.config_provider import is_placeholder
+from components.topology.links import parse_quantity
 from components.topology.model import Platform, SecretRef
 from components.topology.objectives import parse_duration
-from components.topology.parse.problems import Problems, quoted
+from components.topology.parse.problems import Problems, path, quoted
 
 # Cluster aliases and worker group names: usable in MM2 property keys, topic names and group ids.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -68,6 +69,19 @@ def as_duration(problems: Problems, value: Any, key: str) -> int | None:
         )
         return None
     return seconds
+
+
+def as_quantity(
+    problems: Problems, value: Any, key: str, units: Mapping[str, int], fix: str, zero: bool = False
+) -> float | None:
+    """A number and one of `units` ("50ms", "200Mbit"; components/topology/links.py) in the base
+    unit; above 0, or at least 0 when `zero`."""
+    amount = parse_quantity(value, units)
+    if amount is None or (amount == 0 and not zero):
+        what = "a quantity" if zero else "a positive quantity"
+        problems.add(key, f"expected {what} with a unit ({', '.join(units)}), got {value!r}.", fix)
+        return None
+    return amount
 
 
 def as_instant(problems: Problems, value: Any, key: str, now_ms: int | None) -> int | None:
@@ -158,6 +172,32 @@ def as_secret(problems: Problems, value: Any, key: str, suggested: str) -> Secre
         return None
     problems.add(key, f"expected a secret reference, got {value!r}.", f'Write {{secret: "{suggested}"}}.')
     return None
+
+
+def pair_entries(
+    problems: Problems, raw: Any, section: str, ends: Callable[[str, str], tuple[str, str] | None], once: str
+) -> list[tuple[str, tuple[str, str], Mapping[str, Any]]]:
+    """The entries of a section keyed `<a><-><b>` (`mm2:failover`, `mm2:links`) as (key path, the two
+    ends, body): those whose key `ends(key, key path)` accepts (it reports the others) and whose value
+    is a map, the first only of two keys naming one pair in either order (`once` says why)."""
+    entries: list[tuple[str, tuple[str, str], Mapping[str, Any]]] = []
+    seen: dict[frozenset[str], str] = {}
+    for key, value in (as_mapping(problems, raw, path(section)) or {}).items():
+        where = path(section, str(key))
+        sides = ends(str(key), where)
+        body = as_mapping(problems, value, where)
+        if sides is None or body is None:
+            continue
+        first = seen.setdefault(frozenset(sides), str(key))
+        if first != str(key):
+            problems.add(
+                where,
+                f"{sides[0]} and {sides[1]} are already declared as {first}: {once}",
+                f"Keep one of {path(section, first)} and {where}.",
+            )
+            continue
+        entries.append((where, sides, body))
+    return entries
 
 
 def platform_field(problems: Problems, mapping: Mapping[str, Any], where: str) -> tuple[Platform | None, bool]:

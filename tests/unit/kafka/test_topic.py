@@ -244,6 +244,19 @@ def test_delete_of_a_topic_already_gone_succeeds(fake: FakeAdmin) -> None:
     assert fake.calls == [("delete_topics", "orders")]
 
 
+def test_a_delete_on_a_cluster_that_does_not_answer_says_so_in_one_line_with_the_fix(fake: FakeAdmin) -> None:
+    from components.kafka.topic import ClusterUnreachable
+
+    fake.failures["delete_topics"] = kafka_error(KafkaError._TRANSPORT)
+    fake.unreachable = {"list_topics"}
+    with pytest.raises(ClusterUnreachable) as raised:
+        TopicProvider().delete("primary/orders", props())
+    said = str(raised.value)
+    assert said.startswith("topic 'orders' on cluster 'primary': not deleted: the cluster at ")
+    assert "does not answer" in said and "pulumi state delete" in said and "\n" not in said
+    assert ClusterUnreachable.refusal  # the provider host shows it without a traceback
+
+
 def test_a_refused_delete_is_a_topic_error_naming_the_cluster(fake: FakeAdmin) -> None:
     fake.failures["delete_topics"] = kafka_error(KafkaError.TOPIC_DELETION_DISABLED)
     with pytest.raises(

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from components.ops.mm2props import stack_config_from_yaml
-from components.topology import Problem, TopologyError, parse_topology
+from components.topology import Problem, Topology, TopologyError, parse_topology
 from components.topology.tls import TlsLayout, with_local_tls
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -126,3 +126,30 @@ def external_target_config(exactly_once: bool = True) -> dict[str, Any]:
     config["workerGroups"]["mm2"] = {"url": "http://connect.example:8083", "cluster": "dr"}
     config["flows"]["primary->dr"]["exactlyOnce"] = exactly_once
     return config
+
+
+# The BDP of wan_config's link, as the derived settings' reasons write it.
+BDP = "BDP of dc1<->dc2 (200Mbit x 50ms = 1250000 bytes)"
+
+
+def wan_config(workers_in: str = "dc2", **link: Any) -> dict[str, Any]:
+    """primary (dc1) -> dr (dc2) over dc1<->dc2 (50ms, 200Mbit unless given), the flow's workers
+    stored on a cluster in `workers_in` (dc2: dr, dc1: primary, else a third cluster there)."""
+    config = dev_config()
+    config["clusters"]["dr"]["datacenter"] = "dc2"
+    config["links"] = {"dc1<->dc2": {"rtt": "50ms", "bandwidth": "200Mbit", **link}}
+    home = {"dc1": "primary", "dc2": "dr"}.get(workers_in)
+    if home is None:
+        home = "ops"
+        config["clusters"]["ops"] = {
+            "platform": "local",
+            "port": 19292,
+            "datacenter": workers_in,
+            "security": {"protocol": "PLAINTEXT"},
+        }
+    config["workerGroups"]["mm2"]["cluster"] = home
+    return config
+
+
+def wan(workers_in: str = "dc2", **link: Any) -> Topology:
+    return parse_topology(wan_config(workers_in, **link))

@@ -11,6 +11,7 @@ from components.topology.parse.cluster_security import SECURITY_FIELDS
 from components.topology.parse.clusters import CLUSTER_FIELDS, TOPIC_FIELDS
 from components.topology.parse.defaults import DEFAULTS_FIELDS
 from components.topology.parse.flows import FLOW_FIELDS
+from components.topology.parse.links import LINK_FIELDS
 from components.topology.parse.mm2_settings import POLICY_FIELDS
 from components.topology.parse.pairs import FIELDS as PAIR_FIELDS
 from components.topology.parse.worker_groups import GROUP_FIELDS
@@ -26,6 +27,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("flows.<f>.replicationPolicy.", POLICY_FIELDS),
     ("workerGroups.<g>.", GROUP_FIELDS),
     ("failover.<a><-><b>.", PAIR_FIELDS),
+    ("links.<a><-><b>.", LINK_FIELDS),
 )
 
 
