@@ -31,7 +31,7 @@ from components.outputs.contract import ClusterExport, ConnectGroupExport
 from components.platform.contract import ContainerPlatforms
 from components.platform.docker.engine import docker_problems
 from components.platform.docker.specs import DockerClaim, docker_claims
-from components.platform.kubernetes.access import Target, access_problems, targets
+from components.platform.kubernetes.access import Target, access_problems, capacity_notes, targets
 from components.platform.local.layout import LocalPlatform, run_root
 from components.platform.local.tls import stack_tls, tls_layout
 from components.platform.secret_files import container_secret_keys
@@ -106,6 +106,9 @@ class StackConfig:
     kubernetes_problems: Callable[[Sequence[Target]], list[str]] = lambda wanted: []
     """A problem per kubeconfig context the kubernetes platform cannot use: missing, or its API
     server not answering (the program reads the kubeconfig and dials each server)."""
+    kubernetes_warnings: Callable[[Topology, KubernetesSettings], list[str]] = lambda topology, settings: []
+    """What the preview warns about the Kubernetes clusters it can read: pods that would not fit the
+    nodes (the program lists the nodes of each context; `capacity.py` compares)."""
     clock: Callable[[], float] = time.time
     """Now, in seconds since the epoch: a flow's `lossAcknowledged` may not be later."""
 
@@ -144,6 +147,7 @@ def read_stack_config(project_dir: str | Path) -> StackConfig:
         rotate=config.get_object("rotate") or {},
         docker_problems=docker_problems,
         kubernetes_problems=access_problems,
+        kubernetes_warnings=capacity_notes,
     )
 
 
@@ -233,6 +237,8 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
     # What adopted clusters and Connect endpoints authenticate with, known at preview.
     adopted = given_only(config.given, set(required) - set(generated))
     platforms = container_platforms(valid, secrets)
+    for warning in config.kubernetes_warnings(topology, valid.kubernetes):
+        pulumi.log.warn(warning)
     tls = stack_tls(stack, topology, local.run_root, secrets)
     clusters = {
         alias: KafkaCluster(

@@ -383,3 +383,20 @@ def test_a_missing_image_is_named_at_preview_and_up_reports_it_within_the_bound(
         kubectl(node, "label", "node", "mm2-kube", label, "--overwrite")
         stack.pulumi("destroy", "--yes", "--skip-preview", check=False)
         kubectl(node, "delete", "namespace", namespace, "--wait=false")
+
+
+def test_a_stack_larger_than_the_node_is_warned_at_preview(node: str, tmp_path: Path) -> None:
+    """Three brokers (one per host) on the one node: the preview says so, naming the node count,
+    instead of `up` waiting on Pending pods until readyTimeout."""
+    config = one_cluster_config("mm2-big")
+    config["config"]["mm2:clusters"]["bad"]["brokers"] = 3
+    stack = TestStack(tmp_path / "big", config)
+    stack.env["KUBECONFIG"] = node
+    stack.init()
+    try:
+        previewed = stack.pulumi("preview")
+        text = " ".join((previewed.stdout + previewed.stderr).split())  # the CLI wraps long lines
+        assert "3 broker(s) of bad need 3 nodes (one broker per host, required anti-affinity)" in text, text[-3000:]
+        assert "context 'mm2-kube' (1 schedulable node(s)) has 1: 2 would stay Pending" in text, text[-3000:]
+    finally:
+        stack.destroy()

@@ -22,6 +22,7 @@ import yaml
 
 from components.platform.image_layout import NO_PULLS_LABEL
 from components.platform.kubernetes.api import Unsupported, entry, get_json
+from components.platform.kubernetes.capacity import capacity_warnings, demands
 from components.platform.lag_exporter import lag_flows
 from components.platform.settings import KubernetesSettings
 from components.topology import Platform, Topology
@@ -208,3 +209,27 @@ def nodes_missing(config: Mapping[str, Any], server: Server, images: Sequence[st
         return missing_images(get_json(config, server.context, "/api/v1/nodes", base), images)
     except (Unsupported, OSError, ValueError):
         return []
+
+
+def capacity_notes(
+    topology: Topology, settings: KubernetesSettings, environ: Mapping[str, str] = os.environ
+) -> list[str]:
+    """`capacity.capacity_warnings` for each context the stack deploys to whose nodes the API
+    server lists; nothing where the kubeconfig or the nodes cannot be read (access_problems says
+    why at the same preview)."""
+    present = [p for p in kubeconfig_paths(environ) if p.is_file()]
+    try:
+        config = merged([yaml.safe_load(p.read_text()) or {} for p in present])
+    except (OSError, yaml.YAMLError):
+        return []
+    notes: list[str] = []
+    for target in targets(topology, settings):
+        server = resolve(config, target, "")
+        if isinstance(server, str):
+            continue
+        try:
+            nodes = get_json(config, server.context, "/api/v1/nodes", present[0].parent)
+        except (Unsupported, OSError, ValueError):
+            continue
+        notes += capacity_warnings(server.context, demands(topology, settings, target.context), nodes)
+    return notes

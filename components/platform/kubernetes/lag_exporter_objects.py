@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from components.platform.kubernetes.metadata import (
@@ -71,6 +72,9 @@ CLIENTS_KEY = "clients.json"  # the Secret's one key: the clients' secret settin
 LISTEN = f"0.0.0.0:{METRICS_PORT}"
 STATE_SIZE = "1Gi"  # a few KiB are used; 1 GiB is the smallest volume most provisioners make
 SCRAPE_INTERVAL = "15s"  # the shared alert rules assume a scrape every 15 s or less
+
+# What the exporter's pod asks of a node (the preview's capacity check counts it too).
+EXPORTER_REQUESTS: Mapping[str, str] = MappingProxyType({"cpu": "50m", "memory": "128Mi"})
 
 
 def ca_key(alias: str) -> str:
@@ -283,7 +287,7 @@ def _container(image: str, secret_name: str | None, tls_mounts: list[dict[str, A
             },
             # librdkafka prefetches up to 64 MiB per consumer (queued.max.messages.kbytes) while the
             # exporter reads the offsets topic and one record per lagging partition.
-            "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+            "resources": {"requests": dict(EXPORTER_REQUESTS), "limits": {"memory": "512Mi"}},
         }
     )
     return container

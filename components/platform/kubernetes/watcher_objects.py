@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from components.platform.kubernetes.metadata import (
@@ -51,6 +52,9 @@ WATCHER_PACKAGES = (
 )
 CODE_DIR = "/opt/mm2-watcher"
 PASSWORD_KEY = "password"
+
+# What the watcher's pod asks of a node (the preview's capacity check counts it too).
+WATCHER_REQUESTS: Mapping[str, str] = MappingProxyType({"cpu": "20m", "memory": "64Mi"})
 
 
 def watcher_names(group: str) -> tuple[str, str, str]:
@@ -110,5 +114,5 @@ def _container(image: str, rest_username: str | None, secret_name: str) -> dict[
             },
         ]
     container = module_container("watcher", image, "components.ops.watcher", CODE_DIR, env)
-    container["resources"] = {"requests": {"cpu": "20m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}
+    container["resources"] = {"requests": dict(WATCHER_REQUESTS), "limits": {"memory": "128Mi"}}
     return container
