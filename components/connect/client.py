@@ -122,6 +122,22 @@ def _connect_message(response: httpx.Response) -> str:
     return str(body)[:500]
 
 
+def _not_from_connect(response: httpx.Response) -> bool:
+    """A 404 that no Connect resource wrote: a worker starting answers every path with a bare 404
+    (an empty body or Jetty's page, or Jersey's "HTTP 404 Not Found" when no resource matches)
+    until its REST resources are registered, and a worker forwarding to such a leader relays it.
+    Connect's own 404s say what is missing ("Connector c1 not found"). It passes once the worker
+    is up, so it is retried like a rebalance."""
+    if response.status_code != 404:
+        return False
+    try:
+        body = response.json()
+    except ValueError:
+        return True
+    message = body.get("message") if isinstance(body, Mapping) else None
+    return not message or message == "HTTP 404 Not Found"
+
+
 class ConnectClient:
     """Client of one Kafka Connect worker group's REST API.
 
@@ -446,9 +462,10 @@ class ConnectClient:
                 if self._switch_worker(tried):
                     continue
             if response is not None:
-                if response.status_code < 400 or (allow_404 and response.status_code == 404):
+                starting = _not_from_connect(response)
+                if response.status_code < 400 or (allow_404 and response.status_code == 404 and not starting):
                     return response
-                if response.status_code not in _RETRY_STATUSES:
+                if response.status_code not in _RETRY_STATUSES and not starting:
                     raise self._request_error(method, path, response, attempts)
             elapsed = max(time.monotonic() - started, waited)
             pause = min(delay, self.retry_budget_s - elapsed)

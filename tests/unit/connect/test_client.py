@@ -90,6 +90,30 @@ def test_5xx_is_retried_then_succeeds() -> None:
     assert len(sleep.calls) == 1
 
 
+def test_a_bare_404_of_a_starting_worker_is_retried_but_connects_own_404_is_not() -> None:
+    """While a worker starts, its REST server answers every path 404 with no message (and a worker
+    forwarding to it relays that); Connect's own 404 names what is missing."""
+    bare = [
+        httpx.Response(404, text=""),
+        httpx.Response(404, json={"error_code": 404, "message": None}),
+        httpx.Response(404, json={"error_code": 404, "message": "HTTP 404 Not Found"}),
+    ]
+    fake = FakeConnect(
+        script={
+            ("PUT", "/connectors/c1/config"): [
+                *bare,
+                httpx.Response(200, json={"name": "c1", "config": {}, "tasks": []}),
+            ],
+            ("GET", "/connectors/c2/status"): [bare[1], error(404, "No status found for connector c2")],
+        }
+    )
+    sleep = FakeSleep()
+    with client(fake, sleep) as c:
+        assert c.put_config("c1", {"connector.class": "X"})["name"] == "c1"
+        assert c.get_status("c2") is None  # the real answer: there is no such connector
+    assert fake.seen("PUT") == ["PUT /connectors/c1/config"] * 4 and len(sleep.calls) == 4
+
+
 def test_other_4xx_is_not_retried() -> None:
     fake = FakeConnect(script={("PUT", "/connectors/c1/config"): [error(400, "Connector configuration is invalid")]})
     sleep = FakeSleep()
