@@ -7,6 +7,10 @@ dropped with the link's loss and is paced at the link's rate. TCP sees a real ro
 window, socket-buffer and fetch-size effects show as on a real WAN (a proxy that terminates TCP
 would hide them; the kernel here has no netem to delay packets itself).
 
+The forwarders run at a real-time priority (`chrt -f`, FORWARDER_PRIORITY): they are the link, and
+on a machine busy with brokers and workers a forwarder waiting for a core would add delay and
+drop throughput that the declared link does not have (each uses a fifth of a core at 50 Mbit/s).
+
 Needs root (network namespaces, TAP devices). Everything it creates is named after `tag` and
 removed by `down`, also after a failed `up`: the namespaces, the switches' sockets and the
 userspace forwarders (vde_switch, vde_plug2tap, wirefilter), which are found by their pid files.
@@ -26,9 +30,11 @@ from pathlib import Path
 
 from components.platform.errors import PlatformError
 
-TOOLS = ("ip", "vde_switch", "vde_plug2tap", "wirefilter")
+TOOLS = ("ip", "chrt", "vde_switch", "vde_plug2tap", "wirefilter")
+FORWARDER_PRIORITY = "20"  # SCHED_FIFO, below the kernel's own threads (50)
 _READY_S = 10.0  # how long a forwarder may take to write its pid file and socket
 _TAP = "wan0"
+_REALTIME = ("chrt", "-f", FORWARDER_PRIORITY)
 
 
 class WanError(PlatformError):
@@ -97,7 +103,16 @@ class EmulatedLink:
                 self._side(side, switch)
             between = f"{self._switch('a')}:{self._switch('b')}"
             pid = self._pidfile("wirefilter")
-            wirefilter = ["wirefilter", "-v", between, *self.shape.wirefilter_args(), "--daemon", "--pidfile", pid]
+            wirefilter = [
+                *_REALTIME,
+                "wirefilter",
+                "-v",
+                between,
+                *self.shape.wirefilter_args(),
+                "--daemon",
+                "--pidfile",
+                pid,
+            ]
             self._daemon(pid, wirefilter, "wirefilter")
             self._wait_route()
         except BaseException:
@@ -115,9 +130,9 @@ class EmulatedLink:
         _run(f"address in {ns}", ["ip", "-n", ns, "addr", "add", f"{side.address}/24", "dev", _TAP])
         _run(f"TAP up in {ns}", ["ip", "-n", ns, "link", "set", _TAP, "up"])
         sock, pid = self._switch(switch), self._pidfile(f"switch-{switch}")
-        self._daemon(pid, ["vde_switch", "-s", sock, "-d", "-p", pid], f"switch {switch}")
+        self._daemon(pid, [*_REALTIME, "vde_switch", "-s", sock, "-d", "-p", pid], f"switch {switch}")
         pid = self._pidfile(f"plug-{switch}")
-        self._daemon(pid, side.run("vde_plug2tap", "-s", sock, "-d", "-P", pid, _TAP), f"the plug in {ns}")
+        self._daemon(pid, side.run(*_REALTIME, "vde_plug2tap", "-s", sock, "-d", "-P", pid, _TAP), f"the plug in {ns}")
 
     def _pidfile(self, name: str) -> str:
         return str(self.run_dir / f"{name}.pid")
