@@ -94,15 +94,34 @@ class Kafka:
         meta = self.offsets_reader.list_topics(plan.offsets_topic, timeout=_TIMEOUT_S).topics[plan.offsets_topic]
         parts = sorted(meta.partitions or {})
         self.offsets_reader.assign([TopicPartition(plan.offsets_topic, p, OFFSET_BEGINNING) for p in parts])
+        self._offsets_partitions = [TopicPartition(plan.offsets_topic, p) for p in parts]
         self.committed: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
 
+    def _offsets_read(self, fetched_nothing: bool) -> bool:
+        """Whether the offsets reader is at the end: every partition fetched at least once (its
+        watermarks known from the last fetch, no broker round trip) and either empty or read to
+        its high watermark; or, once it has a position on every partition holding records, a
+        fetch that brought nothing (an open transaction holds the readable end below the high
+        watermark: waiting for the watermark would wait for the transaction)."""
+        at = {tp.partition: tp.offset for tp in self.offsets_reader.position(self._offsets_partitions)}
+        marks = {
+            tp.partition: self.offsets_reader.get_watermark_offsets(tp, cached=True) or (-1, -1)
+            for tp in self._offsets_partitions
+        }
+        if any(high < 0 for _low, high in marks.values()):
+            return False  # a partition not fetched yet: the reader is still connecting
+        if all(low >= high or at.get(p, -1) >= high for p, (low, high) in marks.items()):
+            return True
+        return fetched_nothing and all(low >= high or at.get(p, -1) >= 0 for p, (low, high) in marks.items())
+
     def read_committed(self) -> None:
-        """Read the offsets topic up to now (until a fetch comes back empty)."""
+        """Read the offsets topic up to its end as of now (`_offsets_read`). An empty fetch alone
+        proves nothing: a reader still connecting on a busy machine fetches nothing for a while,
+        and a cut read then would be empty."""
         deadline = time.monotonic() + _TIMEOUT_S
-        while time.monotonic() < deadline:
+        msgs: list[Any] = [None]
+        while not self._offsets_read(not msgs) and time.monotonic() < deadline:
             msgs = self.offsets_reader.consume(num_messages=10000, timeout=0.5)
-            if not msgs:
-                return
             for m in msgs:
                 if m.error() is not None:
                     continue

@@ -138,3 +138,28 @@ def test_a_port_another_program_holds_stops_it_naming_the_lag_port(tmp_path: Pat
     text = str(stopped.value)
     assert f"cannot listen on 127.0.0.1:{port}" in text and "in use" in text.lower()
     assert f"mm2:workerGroups.{given.group}.lagPort" in text and "Next step:" in text
+
+
+def test_the_offsets_topic_counts_as_read_only_once_the_reader_fetched_from_every_partition() -> None:
+    """An empty fetch from a reader still connecting (no watermarks yet) is not the end: a cut read
+    then would be empty. At the high watermark, or after an empty fetch once positioned, it is."""
+    from types import SimpleNamespace
+
+    from components.ops.lag_exporter import Kafka
+
+    positions: dict[int, int] = {0: -1001, 1: -1001}
+    marks: dict[int, tuple[int, int]] = {0: (-1001, -1001), 1: (-1001, -1001)}
+    kafka = object.__new__(Kafka)
+    kafka._offsets_partitions = [SimpleNamespace(partition=0), SimpleNamespace(partition=1)]  # type: ignore[assignment]
+    kafka.offsets_reader = SimpleNamespace(  # type: ignore[assignment]
+        position=lambda tps: [SimpleNamespace(partition=tp.partition, offset=positions[tp.partition]) for tp in tps],
+        get_watermark_offsets=lambda tp, cached: marks[tp.partition],
+    )
+    assert not kafka._offsets_read(fetched_nothing=True)  # still connecting: nothing fetched
+    marks.update({0: (0, 40), 1: (5, 5)})  # partition 1 holds nothing to read
+    assert not kafka._offsets_read(fetched_nothing=True)  # fetched, but nothing of partition 0 read yet
+    positions[0] = 12
+    assert not kafka._offsets_read(fetched_nothing=False)  # reading
+    assert kafka._offsets_read(fetched_nothing=True)  # positioned, nothing more readable now
+    positions[0] = 40
+    assert kafka._offsets_read(fetched_nothing=False)  # at the high watermark
