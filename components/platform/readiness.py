@@ -12,6 +12,20 @@ from components.platform.errors import PlatformError
 from components.rpc_values import plain
 
 
+def kafka_probe(bootstrap: str, client: Mapping[str, str]) -> dict[str, Any]:
+    """A broker's readiness probe, as a resource input: a metadata request as the stack's admin."""
+    return {"kind": "kafka", "bootstrap": bootstrap, "client": dict(client)}
+
+
+def connect_probe(url: str, auth: Mapping[str, str] | None, ca_pem: str | None = None) -> dict[str, Any]:
+    """A worker's readiness probe, as a resource input: /health and /connectors, authenticated
+    when restAuth is on, over HTTPS verified against the stack CA when `ca_pem` is given."""
+    probe: dict[str, Any] = {"kind": "connect", "url": url, "auth": dict(auth) if auth else None}
+    if ca_pem:
+        probe["ca_pem"] = ca_pem
+    return probe
+
+
 def kafka_answers(bootstrap: str, client: Mapping[str, str]) -> str | None:
     from confluent_kafka.admin import AdminClient  # imported here: only the provider needs it
 

@@ -22,12 +22,11 @@ from typing import Any
 
 import pytest
 
-from components.platform.local.wan import FORWARDER_PRIORITY, EmulatedLink, LinkShape, Side, namespaces
+from components.platform.local.wan import REALTIME, EmulatedLink, LinkShape, Side, namespaces
 from tests.integration.harness import free_port_block, wait_until
 from tests.tools import required_tool
 
-SHAPE = LinkShape(rtt_ms=50.0, rate_bps=50e6)
-REALTIME = ("chrt", "-f", FORWARDER_PRIORITY)
+SHAPE = LinkShape(rtt_ms=50.0, bandwidth_bps=50e6)
 
 
 @pytest.fixture(scope="module")
@@ -107,12 +106,12 @@ def test_a_fixed_window_moves_window_over_rtt(link: EmulatedLink) -> None:
 
 
 def test_bulk_tcp_reaches_the_declared_rate(link: EmulatedLink) -> None:
-    assert SHAPE.rate_bps is not None
+    assert SHAPE.bandwidth_bps is not None
     forwarders = _forwarders(str(link.run_dir))
     assert len(forwarders) == 5, forwarders  # two switches, two plugs, wirefilter
     before = _cpu_s(forwarders)
     sent = _iperf(*link.sides)
     cpu = (_cpu_s(forwarders) - before) / sent["seconds"]
-    print(f"\n[wan] bulk {sent['bits_per_second'] / 1e6:.1f} Mbit/s over a declared {SHAPE.rate_bps / 1e6:.0f}; "
+    print(f"\n[wan] bulk {sent['bits_per_second'] / 1e6:.1f} Mbit/s over a declared {SHAPE.bandwidth_bps / 1e6:.0f}; "
           f"the forwarders used {cpu:.2f} CPU")  # fmt: skip
-    assert abs(sent["bits_per_second"] - SHAPE.rate_bps) <= 0.15 * SHAPE.rate_bps
+    assert abs(sent["bits_per_second"] - SHAPE.bandwidth_bps) <= 0.15 * SHAPE.bandwidth_bps

@@ -30,9 +30,10 @@ from components.platform.docker.specs import (
     docker_connect_specs,
     group_claims,
 )
+from components.platform.local.rolling import rolling_input
+from components.platform.readiness import connect_probe, kafka_probe
 from components.platform.settings import DockerSettings
 from components.topology import worker_rest_urls
-from components.topology.model import RestartMode
 from components.topology.restarts import cluster_restarts, worker_group_restarts
 
 SecretValues = pulumi.Input[Mapping[str, str]]
@@ -51,22 +52,6 @@ def _secret_files(spec: ContainerSpec, secret_values: SecretValues | None) -> pu
     return pulumi.Output.secret(
         pulumi.Output.from_input(secret_values).apply(lambda v: {u.path: u.render(v) for u in uploads})
     )
-
-
-def _rolling(mode: RestartMode, lock_dir: str, processes: int, node_id: int | None = None) -> dict[str, Any] | None:
-    """The `rolling` input (components/platform/local/rolling.py): None when the group restarts
-    all at once; else the directory whose lock is the group's restart turn, its size, a broker's id."""
-    if mode is not RestartMode.ROLLING:
-        return None
-    return {"lock": lock_dir, "processes": processes, **({"node_id": node_id} if node_id is not None else {})}
-
-
-def _kafka_probe(bootstrap: str, client: Mapping[str, str]) -> dict[str, Any]:
-    return {"kind": "kafka", "bootstrap": bootstrap, "client": dict(client)}
-
-
-def _connect_probe(url: str, auth: Mapping[str, str] | None) -> dict[str, Any]:
-    return {"kind": "connect", "url": url, "auth": dict(auth) if auth else None}
 
 
 @dataclass(frozen=True)
@@ -90,8 +75,8 @@ class DockerBackend:
                 spec,
                 claim,
                 component=f"KafkaCluster {cluster.alias!r}, broker {node_id}",
-                ready=request.admin.apply(functools.partial(_kafka_probe, f"127.0.0.1:{claim.ports[0]}")),
-                rolling=_rolling(cluster_restarts(cluster), lock, cluster.brokers, node_id),
+                ready=request.admin.apply(functools.partial(kafka_probe, f"127.0.0.1:{claim.ports[0]}")),
+                rolling=rolling_input(cluster_restarts(cluster), lock, cluster.brokers, node_id),
                 opts=pulumi.ResourceOptions(parent=parent),
             )
             for node_id, (spec, claim) in enumerate(zip(specs, cluster_claims(cluster, self.stack), strict=True))
@@ -111,8 +96,8 @@ class DockerBackend:
                 spec,
                 claim,
                 component=f"ConnectWorkerGroup {group.name!r}, worker {index}",
-                ready=auth.apply(functools.partial(_connect_probe, urls[index])),
-                rolling=_rolling(worker_group_restarts(group), lock, group.workers),
+                ready=auth.apply(functools.partial(connect_probe, urls[index])),
+                rolling=rolling_input(worker_group_restarts(group), lock, group.workers),
                 opts=pulumi.ResourceOptions(parent=parent, depends_on=[request.storage]),
             )
             for index, (spec, claim) in enumerate(zip(specs, group_claims(group, self.stack), strict=True))

@@ -36,13 +36,15 @@ from components.platform.local.layout import (
 )
 from components.platform.local.metrics import agent_options, with_exporter_config
 from components.platform.local.provider import LocalProcess
+from components.platform.local.rolling import rolling_input
 from components.platform.local.secrets_file import SecretsFile
 from components.platform.local.tls import StackTls
+from components.platform.readiness import connect_probe, kafka_probe
 from components.platform.secret_files import rest_jaas_text
 from components.platform.topology_facts import kraft_cluster_id
 from components.topology import SaslMechanism, broker_ports, broker_properties, worker_properties, worker_rest_urls
 from components.topology.jaas import jaas_ready, sasl_password_keys
-from components.topology.model import ADMIN_USER, RestartMode
+from components.topology.model import ADMIN_USER
 from components.topology.restarts import cluster_restarts, worker_group_restarts
 from components.topology.runtime_config import broker_secret_keys, worker_secret_keys
 from components.topology.security import group_secret_keys, render_secrets
@@ -100,7 +102,7 @@ class LocalBackend:
                     ports=[client_port, controller_port],
                     config_key=f"mm2:clusters.{cluster.alias}.port",
                     cluster_id=cluster_id,
-                    ready=request.admin.apply(functools.partial(_kafka_probe, f"127.0.0.1:{client_port}")),
+                    ready=request.admin.apply(functools.partial(kafka_probe, f"127.0.0.1:{client_port}")),
                     secret_files=with_exporter_config(files, cluster.metrics_port),
                     restart_on=restart_on,
                     jvm_options=agent_options(
@@ -109,7 +111,7 @@ class LocalBackend:
                     heap="512m",
                     group_size=cluster.brokers,
                     opts=pulumi.ResourceOptions(parent=parent),
-                    rolling=_rolling(
+                    rolling=rolling_input(
                         cluster_restarts(cluster), local.run_dir(cluster.alias), cluster.brokers, node_id=node_id
                     ),
                 )
@@ -178,7 +180,7 @@ class LocalBackend:
                     group_size=group.workers,
                     timeout_seconds=240,
                     opts=pulumi.ResourceOptions(parent=parent, depends_on=depends),
-                    rolling=_rolling(
+                    rolling=rolling_input(
                         worker_group_restarts(group), local.run_dir(group_path(group.name)), group.workers
                     ),
                 )
@@ -186,29 +188,9 @@ class LocalBackend:
         return DeployedWorkers(resources=tuple(workers))
 
 
-def _rolling(mode: RestartMode, group_dir: str, processes: int, node_id: int | None = None) -> dict[str, Any] | None:
-    """The `rolling` input of a process (components/platform/local/rolling.py), None when its group
-    restarts all at once: the group's directory (its restart turn), its size, a broker's node id."""
-    if mode is not RestartMode.ROLLING:
-        return None
-    rolling: dict[str, Any] = {"lock": group_dir, "processes": processes}
-    if node_id is not None:
-        rolling["node_id"] = node_id
-    return rolling
-
-
-def _kafka_probe(bootstrap: str, client: Mapping[str, str]) -> dict[str, Any]:
-    """The broker's readiness probe: a metadata request as the stack's admin."""
-    return {"kind": "kafka", "bootstrap": bootstrap, "client": dict(client)}
-
-
 def _connect_probe(url: str, resolved: list[Any]) -> dict[str, Any]:
-    """A worker's readiness probe: /health and /connectors, authenticated when restAuth is on,
-    over HTTPS verified against the stack CA with restTls; `resolved` is [passwords, auth, ca_pem]."""
-    probe = {"kind": "connect", "url": url, "auth": resolved[1]}
-    if resolved[2]:
-        probe["ca_pem"] = resolved[2]
-    return probe
+    """A worker's readiness probe from `resolved` = [passwords, auth, ca_pem]."""
+    return connect_probe(url, resolved[1], resolved[2])
 
 
 def _secrets_text(values: Mapping[str, Any], keys: Iterable[str], jaas_keys: frozenset[str]) -> str:

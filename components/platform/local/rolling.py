@@ -29,6 +29,7 @@ from typing import Any
 from components.platform.local import process as proc
 from components.rpc_values import plain
 from components.topology import restarts
+from components.topology.model import RestartMode
 from components.topology.traces import first_line
 
 # How long a restarted process may take to be "back" after it is ready (rejoin, rebalance, ISR).
@@ -42,6 +43,16 @@ LOG = logging.getLogger("dynamic_provider.rolling")
 # Group directory -> where its roll stopped in this provider process (this `up`).
 _STOPS: dict[str, restarts.RollStop] = {}
 _STOPS_LOCK = threading.Lock()
+
+
+def rolling_input(
+    mode: RestartMode, lock_dir: str, processes: int, node_id: int | None = None
+) -> dict[str, Any] | None:
+    """The `rolling` input of a process or container: None when its group restarts all at once;
+    else the directory whose lock is the group's restart turn, the group's size, a broker's id."""
+    if mode is not RestartMode.ROLLING:
+        return None
+    return {"lock": lock_dir, "processes": processes, **({"node_id": node_id} if node_id is not None else {})}
 
 
 def rolling_update(

@@ -34,7 +34,7 @@ TOOLS = ("ip", "chrt", "vde_switch", "vde_plug2tap", "wirefilter")
 FORWARDER_PRIORITY = "20"  # SCHED_FIFO, below the kernel's own threads (50)
 _READY_S = 10.0  # how long a forwarder may take to write its pid file and socket
 _TAP = "wan0"
-_REALTIME = ("chrt", "-f", FORWARDER_PRIORITY)
+REALTIME = ("chrt", "-f", FORWARDER_PRIORITY)  # how the forwarders run, and a test's traffic beside them
 
 
 class WanError(PlatformError):
@@ -44,7 +44,7 @@ class WanError(PlatformError):
 @dataclass(frozen=True)
 class LinkShape:
     rtt_ms: float
-    rate_bps: float | None = None  # None: as fast as the forwarder goes
+    bandwidth_bps: float | None = None  # None: as fast as the forwarder goes
     loss_pct: float = 0.0
 
     def wirefilter_args(self) -> list[str]:
@@ -52,8 +52,8 @@ class LinkShape:
         args = ["-d", f"{self.rtt_ms / 2:g}"]
         if self.loss_pct:
             args += ["-l", f"{self.loss_pct:g}"]
-        if self.rate_bps:
-            args += ["-b", str(int(self.rate_bps / 8))]
+        if self.bandwidth_bps:
+            args += ["-b", str(int(self.bandwidth_bps / 8))]
         return args
 
 
@@ -104,7 +104,7 @@ class EmulatedLink:
             between = f"{self._switch('a')}:{self._switch('b')}"
             pid = self._pidfile("wirefilter")
             wirefilter = [
-                *_REALTIME,
+                *REALTIME,
                 "wirefilter",
                 "-v",
                 between,
@@ -130,9 +130,9 @@ class EmulatedLink:
         _run(f"address in {ns}", ["ip", "-n", ns, "addr", "add", f"{side.address}/24", "dev", _TAP])
         _run(f"TAP up in {ns}", ["ip", "-n", ns, "link", "set", _TAP, "up"])
         sock, pid = self._switch(switch), self._pidfile(f"switch-{switch}")
-        self._daemon(pid, [*_REALTIME, "vde_switch", "-s", sock, "-d", "-p", pid], f"switch {switch}")
+        self._daemon(pid, [*REALTIME, "vde_switch", "-s", sock, "-d", "-p", pid], f"switch {switch}")
         pid = self._pidfile(f"plug-{switch}")
-        self._daemon(pid, side.run(*_REALTIME, "vde_plug2tap", "-s", sock, "-d", "-P", pid, _TAP), f"the plug in {ns}")
+        self._daemon(pid, side.run(*REALTIME, "vde_plug2tap", "-s", sock, "-d", "-P", pid, _TAP), f"the plug in {ns}")
 
     def _pidfile(self, name: str) -> str:
         return str(self.run_dir / f"{name}.pid")

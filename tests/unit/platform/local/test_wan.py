@@ -9,7 +9,7 @@ from components.platform.local.wan import EmulatedLink, LinkShape
 
 def test_the_round_trip_is_split_between_the_two_directions_and_the_rate_is_in_bytes() -> None:
     assert LinkShape(rtt_ms=50).wirefilter_args() == ["-d", "25"]
-    assert LinkShape(rtt_ms=25, rate_bps=200e6, loss_pct=0.01).wirefilter_args() == [
+    assert LinkShape(rtt_ms=25, bandwidth_bps=200e6, loss_pct=0.01).wirefilter_args() == [
         *("-d", "12.5", "-l", "0.01", "-b", "25000000")
     ]
 
