@@ -7,6 +7,7 @@ replication model stays platform-neutral; every problem is reported at once
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -97,6 +98,9 @@ class ConnectPodSettings:
     alerts: AlertSettings = AlertSettings()
     context: str | None = None
     watcher_image: str = DEFAULT_WATCHER_IMAGE
+    # Where REST clients outside the cluster's pods may call from (CIDRs): with it, a
+    # NetworkPolicy admits the REST port only from the group's workers, its watcher and these.
+    rest_from: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,7 @@ _CONNECT_FIELDS = {
     "alerts": "alerts",
     "context": "context",
     "watcherImage": "watcher_image",
+    "restFrom": "rest_from",
 }
 _ALERT_FIELDS = {
     "replicationLatencyMs": "replication_latency_ms",
@@ -290,7 +295,26 @@ def _connect_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Con
         values["node_port"] = _node_port(values["node_port"], f"{where}.nodePort", problems)
         if values.get("service_type") != "NodePort":
             problems.append(f"{where}.nodePort: needs serviceType: NodePort.")
+    if "rest_from" in values:
+        values["rest_from"] = _cidrs(values["rest_from"], f"{where}.restFrom", problems)
     return replace(base, **values)
+
+
+def _cidrs(raw: Any, where: str, problems: list[str]) -> tuple[str, ...] | None:
+    """A list of networks in CIDR form, each as written; a problem naming the first bad one."""
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, (list, tuple)) or not items:
+        problems.append(f"{where}: give a list of networks in CIDR form, e.g. [10.0.0.0/8, 192.168.1.7/32].")
+        return None
+    for item in items:
+        try:
+            ipaddress.ip_network(str(item), strict=True)
+        except ValueError as bad:
+            problems.append(
+                f"{where}: {item!r} is not a network in CIDR form ({bad}); e.g. 10.0.0.0/8 or 192.168.1.7/32."
+            )
+            return None
+    return tuple(str(item) for item in items)
 
 
 def kubernetes_settings(raw: Mapping[str, Any] | None) -> KubernetesSettings:

@@ -16,6 +16,7 @@ import pytest
 
 from components.platform.image_layout import KAFKA_IMAGE, WATCHER_IMAGE
 from tests.integration.harness import ROOT
+from toolchain.kubernetes.node_base import NODE_IP
 
 STATE = Path(os.environ.get("MM2_KUBE_DIR", ROOT / ".mm2" / "kube")).resolve()
 NETNS = "mm2-kube"
@@ -60,7 +61,7 @@ def image_archive(tag: str) -> Path:
 
 # What the node's binaries and the provider plugin are called where bin/bootstrap --kubernetes
 # puts them (MM2_KUBE_BIN and PULUMI_HOME come from .mm2/env).
-NODE_BINARIES = ("etcd", "kube-apiserver", "kubelet", "kube-proxy", "coredns")
+NODE_BINARIES = ("etcd", "kube-apiserver", "kubelet", "kube-proxy", "kube-router", "coredns")
 PROVIDER_PLUGIN = "plugins/resource-kubernetes-v4.25.0/pulumi-resource-kubernetes"
 
 
@@ -204,7 +205,12 @@ def stack_config(ca_pem: str = "/etc/mm2/kube-test/ca.pem") -> dict[str, Any]:
                     alias: {"context": "mm2-kube", "externalHost": "127.0.0.1", "externalNodePort": port}
                     for alias, port in EXTERNAL.items()
                 },
-                "workerGroups": {group: {"context": "mm2-kube", "nodePort": port} for group, port in REST.items()},
+                # REST only from the group's pods and the node's address, where NodePort clients
+                # (this machine) arrive from: a NetworkPolicy that kube-router enforces.
+                "workerGroups": {
+                    group: {"context": "mm2-kube", "nodePort": port, "restFrom": [f"{NODE_IP}/32"]}
+                    for group, port in REST.items()
+                },
             },
         }
     }

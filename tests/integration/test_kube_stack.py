@@ -39,6 +39,9 @@ import pytest
 
 from components.monitoring.jmx_exporter import RECORD_COUNT
 from components.platform.image_layout import NO_PULLS_LABEL
+from components.platform.kubernetes.metadata import container_security, pod_security
+from components.platform.kubernetes.monitoring import METRICS_PORT
+from components.topology.runtime_config import KUBERNETES_REST_PORT
 from tests.integration.harness import (
     ROOT,
     TestStack,
@@ -205,6 +208,87 @@ def metrics_are_served_and_their_kinds_accepted(node: str) -> None:
             raise AssertionError(f"{service} never served {metric}; last:\n{last[0]}") from None
 
 
+PROBE = """
+import json, socket, sys
+result = {}
+for name, host, port in json.loads(sys.argv[1]):
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+        result[name] = "open"
+    except OSError as refused:
+        result[name] = type(refused).__name__
+print(json.dumps(result))
+"""
+
+
+def reached_from_a_foreign_pod(node: str, targets: list[tuple[str, str, int]]) -> dict[str, str]:
+    """What a pod of the stack's namespace that is none of the stack's pods can open: for each
+    (name, pod IP, port), "open" or the error its connection got."""
+    probe = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "netpol-probe", "namespace": NAMESPACE, "labels": {"app": "netpol-probe"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "securityContext": pod_security(),
+            "containers": [
+                {
+                    "name": "probe",
+                    "image": WATCHER_TAG,
+                    "command": ["python3", "-c", PROBE, json.dumps(targets)],
+                    "securityContext": container_security(),
+                }
+            ],
+        },
+    }
+    made = kubectl(node, "apply", "-f", "-", stdin=json.dumps(probe))
+    assert made.returncode == 0, made.stderr
+    try:
+        phase = "{.status.phase}"
+        wait_until(
+            lambda: (
+                kubectl(node, "-n", NAMESPACE, "get", "pod", "netpol-probe", "-o", f"jsonpath={phase}").stdout
+                in ("Succeeded", "Failed")
+            ),
+            90,
+            "the probe pod done",
+        )
+        logs = kubectl(node, "-n", NAMESPACE, "logs", "netpol-probe")
+        assert logs.returncode == 0, logs.stderr
+        found: dict[str, str] = json.loads(logs.stdout.strip().splitlines()[-1])
+        return found
+    finally:
+        kubectl(node, "-n", NAMESPACE, "delete", "pod", "netpol-probe", "--wait=false")
+
+
+def network_policy_is_enforced(node: str) -> None:
+    """kube-router enforces the stack's NetworkPolicies: from a pod that is none of the stack's,
+    a broker's client port and a worker's metrics port open, while the brokers' controller port
+    and (restFrom) the workers' REST port are refused. The workers reach the brokers and each
+    other meanwhile: records were copied both ways through them."""
+    shown = {p["metadata"]["name"]: p for p in pods(node)}
+    broker = shown["us-kafka-0"]["status"]["podIP"]
+    worker = next(
+        p["status"]["podIP"]
+        for p in shown.values()
+        if p["metadata"]["labels"].get("app.kubernetes.io/name") == "kafka-connect"
+    )
+    targets = [
+        ("broker client", broker, 9092),
+        ("broker controller", broker, 9093),
+        ("worker rest", worker, KUBERNETES_REST_PORT),
+        ("worker metrics", worker, METRICS_PORT),
+    ]
+    found = reached_from_a_foreign_pod(node, targets)
+    print(f"[kube stack] from a foreign pod: {found}")
+    assert found == {
+        "broker client": "open",
+        "broker controller": "ConnectionRefusedError",
+        "worker rest": "ConnectionRefusedError",
+        "worker metrics": "open",
+    }
+
+
 def forbidden_change_is_refused_at_preview(node: str, stack: TestStack) -> None:
     """A new storageSize would make the provider replace the brokers' StatefulSet (Kubernetes
     forbids changing its claim template in place): preview fails naming the key and the fix, and
@@ -289,6 +373,7 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
         seen = copied(outputs, target, f"{source}.orders", source)
         assert written[source] <= seen, f"{source}->{target}: {len(written[source] - seen)} record(s) not copied"
     metrics_are_served_and_their_kinds_accepted(node)
+    network_policy_is_enforced(node)
     broker_recovers_with_its_data(node, outputs, written["us"])
     forbidden_change_is_refused_at_preview(node, stack)
     rolling_change_loses_nothing(node, stack, outputs)

@@ -51,6 +51,7 @@ from toolchain.kubernetes.node_base import (  # noqa: F401 (re-exported: bin/kub
     DAEMONS,
     HOST_DAEMONS,
     KERNEL_SETTINGS,
+    KUBE_ROUTER_HEALTH_PORT,
     NETNS,
     NETNS_PATH,
     NODE_IP,
@@ -367,13 +368,19 @@ def up(lay: Layout) -> int:
     imported(lay, [_pause_image(lay)])  # before the kubelet: nothing lists it yet
     start(lay, "kubelet")
     wait_for(f"node {NODE_NAME} Ready", lambda: node_ready(lay), UP_TIMEOUT, lay.log("kubelet"))
-    for daemon in ("kube-proxy", "coredns", "provisioner", "nodeports"):
+    for daemon in ("kube-proxy", "kube-router", "coredns", "provisioner", "nodeports"):
         start(lay, daemon)
     wait_for(
         "kube-proxy synced (Services reachable)",
         lambda: node_http_ok("http://127.0.0.1:10256/healthz"),
         UP_TIMEOUT,
         lay.log("kube-proxy"),
+    )
+    wait_for(
+        "kube-router synced (NetworkPolicy enforced)",
+        lambda: node_http_ok(f"http://127.0.0.1:{KUBE_ROUTER_HEALTH_PORT}/healthz"),
+        UP_TIMEOUT,
+        lay.log("kube-router"),
     )
     wait_for(
         "CoreDNS ready (cluster names resolve)",
@@ -398,15 +405,15 @@ def _preflight(lay: Layout) -> None:
     """What `up` needs before it starts anything: the built binaries, the host tools, and its
     ports on 127.0.0.1 free."""
     binaries = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"]
-    binaries += ["coredns", "pause"]
+    binaries += ["kube-router", "coredns", "pause"]
     missing = [n for n in binaries if not os.access(lay.bin / n, os.X_OK)]
     if missing:
         raise KubeError(f"{', '.join(missing)} not in {lay.bin}. Fix: bin/bootstrap --kubernetes (builds, caches).")
-    for tool in ("containerd", "ctr", "runc", "socat", "nsenter", "unshare", "ip", "curl", "openssl"):
+    for tool in ("containerd", "ctr", "runc", "socat", "nsenter", "unshare", "ip", "curl", "openssl", "ipset"):
         if shutil.which(tool) is None:
             raise KubeError(
                 f"{tool} not on PATH. Fix: bin/bootstrap --kubernetes (installs Debian's containerd, runc, "
-                "containernetworking-plugins, socat)."
+                "containernetworking-plugins, socat, ipset)."
             )
     if not port_free(lay.api_port):
         raise KubeError(f"127.0.0.1:{lay.api_port} is taken. Fix: free it, or pick another with MM2_KUBE_API_PORT.")

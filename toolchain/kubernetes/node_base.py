@@ -39,11 +39,13 @@ DAEMONS = (
     "containerd",
     "kubelet",
     "kube-proxy",
+    "kube-router",
     "coredns",
     "provisioner",
     "nodeports",
 )
 HOST_DAEMONS = ("forwarder", "nodeports")  # run in the host's namespaces (nodeports moves itself)
+KUBE_ROUTER_HEALTH_PORT = 20244  # inside the node, on its loopback
 UP_TIMEOUT = float(os.environ.get("MM2_KUBE_TIMEOUT", "180"))
 
 

@@ -20,6 +20,7 @@ from toolchain.kubernetes.node_base import (
     CGROUP_ROOT,
     CLUSTER_DNS,
     CLUSTER_DOMAIN,
+    KUBE_ROUTER_HEALTH_PORT,
     NETNS_PATH,
     NODE_IP,
     NODE_NAME,
@@ -412,6 +413,23 @@ def daemon_argv(lay: Layout, name: str) -> list[str]:
         ]
     if name == "coredns":
         return [str(b / "coredns"), "-conf", str(r / "Corefile")]
+    if name == "kube-router":  # NetworkPolicy, enforced with iptables and ipsets in the node
+        first, last = lay.node_ports
+        return [
+            str(b / "kube-router"),
+            f"--kubeconfig={r / 'kube-router.kubeconfig'}",
+            f"--hostname-override={NODE_NAME}",
+            "--run-firewall=true",
+            "--run-router=false",
+            "--run-service-proxy=false",
+            "--enable-ipv4=true",
+            "--enable-ipv6=false",
+            f"--service-cluster-ip-range={SERVICE_RANGE}",
+            f"--service-node-port-range={first}-{last}",
+            f"--health-port={KUBE_ROUTER_HEALTH_PORT}",
+            "--metrics-port=0",
+            "--v=1",
+        ]
     if name == "nodeports":  # on the host: binds 127.0.0.1, then moves into the node's network
         script = Path(__file__).with_name("nodeports.py")
         first, last = lay.node_ports
@@ -474,6 +492,16 @@ ROLES = {
         "system:coredns",
         [
             _rule("", ["endpoints", "services", "pods", "namespaces"], ["list", "watch"]),
+            _rule("discovery.k8s.io", ["endpointslices"], ["list", "watch"]),
+        ],
+    ),
+    # kube-router's network policy controller alone (no routing, no service proxy): it watches
+    # pods, namespaces and policies and reads the node and its Services' ranges.
+    "kube-router": _cluster_role(
+        "system:mm2-kube-router",
+        [
+            _rule("", ["nodes", "pods", "namespaces", "services", "endpoints"], ["get", "list", "watch"]),
+            _rule("networking.k8s.io", ["networkpolicies"], ["list", "watch"]),
             _rule("discovery.k8s.io", ["endpointslices"], ["list", "watch"]),
         ],
     ),

@@ -33,6 +33,7 @@ from components.platform.kubernetes.metadata import (
 )
 from components.platform.kubernetes.monitoring import METRICS_PORT, alert_rules, jmx_exporter_config
 from components.platform.kubernetes.names import ConnectNames, connect_secret_names
+from components.platform.kubernetes.watcher_objects import watcher_names
 from components.platform.lag_exporter import lag_flows
 from components.platform.secret_files import REST_USERS_KEY, SECRETS_KEY, container_group_secret_keys, rest_jaas_text
 from components.platform.settings import ConnectPodSettings, KubernetesSettings
@@ -58,9 +59,11 @@ class ConnectObjects:
     service_monitor: dict[str, Any] | None
     prometheus_rule: dict[str, Any] | None
     url: str
+    network_policy: dict[str, Any] | None = None
 
     def all(self) -> tuple[dict[str, Any], ...]:
-        optional = tuple(o for o in (self.service_monitor, self.prometheus_rule) if o is not None)
+        maybe = (self.service_monitor, self.prometheus_rule, self.network_policy)
+        optional = tuple(o for o in maybe if o is not None)
         return (self.config_map, self.deployment, self.service, self.pod_disruption_budget, *optional)
 
 
@@ -130,7 +133,30 @@ def connect_objects(group: WorkerGroup, topology: Topology, settings: Kubernetes
         service_monitor=service_monitor,
         prometheus_rule=prometheus_rule,
         url=connect_url(group, settings.namespace),
+        network_policy=_network_policy(workers),
     )
+
+
+def _network_policy(workers: _Workers) -> dict[str, Any] | None:
+    """With `restFrom`: the REST port only from the group's own workers (a worker forwards
+    requests to the leader), its watcher and the listed networks; metrics stay open to scrapers.
+    A client reaching a NodePort or load balancer arrives from a node's or the balancer's
+    address, which `restFrom` must then name."""
+    rest_from = workers.pod.rest_from
+    if rest_from is None:
+        return None
+    watcher = label_selector(watcher_names(workers.group.name)[0], workers.group.name)
+    peers: list[dict[str, Any]] = [{"podSelector": workers.match()}, {"podSelector": {"matchLabels": watcher}}]
+    peers += [{"ipBlock": {"cidr": cidr}} for cidr in rest_from]
+    ingress: list[dict[str, Any]] = [{"from": peers, "ports": [{"port": KUBERNETES_REST_PORT, "protocol": "TCP"}]}]
+    if workers.pod.metrics:
+        ingress.append({"ports": [{"port": METRICS_PORT, "protocol": "TCP"}]})
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": workers.meta(workers.names.deployment),
+        "spec": {"podSelector": workers.match(), "policyTypes": ["Ingress"], "ingress": ingress},
+    }
 
 
 def _config_data(workers: _Workers) -> tuple[dict[str, str], list[str]]:

@@ -201,9 +201,10 @@ def deploy_connect_kubernetes(
 
     Registers the worker ConfigMap (worker properties, REST JAAS, exporter rules), the Deployment,
     the Service `<group>-connect-api`, a PodDisruptionBudget, a ServiceMonitor and a
-    PrometheusRule (when metrics are on) and, with `secret_values`, the secrets-file and REST
-    users Secrets. `url` is the group's configured `url` when given (ingress or load balancer,
-    reachable from where `pulumi up` runs), else the in-cluster Service URL.
+    PrometheusRule (when metrics are on), a NetworkPolicy (with `restFrom`) and, with
+    `secret_values`, the secrets-file and REST users Secrets. `url` is the group's configured
+    `url` when given (ingress or load balancer, reachable from where `pulumi up` runs), else the
+    in-cluster Service URL.
     """
     settings = settings or KubernetesSettings()
     pod = settings.group(group.name)
@@ -233,6 +234,8 @@ def deploy_connect_kubernetes(
         resources.append(register(objects.service_monitor, f"{name}-servicemonitor", child))
     if objects.prometheus_rule is not None:
         resources.append(register(objects.prometheus_rule, f"{name}-alerts", child))
+    if objects.network_policy is not None:
+        resources.append(register(objects.network_policy, f"{name}-networkpolicy", child))
     return KubernetesConnect(
         url=pulumi.Output.from_input(objects.url), objects=objects, resources=resources, opts=child
     )

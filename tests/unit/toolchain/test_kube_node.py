@@ -125,3 +125,13 @@ def test_up_installs_the_fetched_crds_and_waits_until_each_is_established(
 def test_without_fetched_crds_up_installs_none(layout: node.Layout, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(node, "api_create", lambda *a: pytest.fail("nothing to create"))
     assert node.install_crds(layout) == []
+
+
+def test_kube_router_runs_its_network_policy_controller_alone(layout: node.Layout) -> None:
+    """Routing and the service proxy stay kube-proxy's and the bridge's: kube-router only enforces
+    NetworkPolicy, inside the node's ranges (the advisory on v2.1.0 is in the proxy, not run)."""
+    argv = node.daemon_argv(layout, "kube-router")
+    assert {"--run-firewall=true", "--run-router=false", "--run-service-proxy=false"} <= set(argv)
+    assert f"--service-cluster-ip-range={node.SERVICE_RANGE}" in argv
+    assert "--service-node-port-range=30000-30099" in argv
+    assert "kube-router" not in node.HOST_DAEMONS  # inside the node's network namespace

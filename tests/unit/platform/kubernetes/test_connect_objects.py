@@ -83,3 +83,40 @@ def test_connect_rest_api_on_a_node_port() -> None:
     assert service["spec"]["type"] == "NodePort"
     rest = next(p for p in service["spec"]["ports"] if p["name"] == "rest")
     assert rest == {"name": "rest", "port": 8083, "targetPort": 8083, "nodePort": 30083}
+
+
+def test_no_rest_policy_unless_rest_from_is_given() -> None:
+    objs = connect()
+    assert objs.network_policy is None
+    assert all(o["kind"] != "NetworkPolicy" for o in objs.all())
+
+
+def test_rest_from_admits_the_rest_port_only_from_peers_the_watcher_and_its_networks() -> None:
+    settings = kubernetes_settings({"namespace": "kafka", "workerGroups": {"mm2": {"restFrom": ["10.0.0.0/8"]}}})
+    objs = connect(settings)
+    policy = objs.network_policy
+    assert policy is not None and policy in objs.all()
+    spec = policy["spec"]
+    assert spec["podSelector"] == objs.deployment["spec"]["selector"]
+    assert spec["policyTypes"] == ["Ingress"]
+    rest, metrics = spec["ingress"]
+    assert rest["ports"] == [{"port": 8083, "protocol": "TCP"}]
+    peers = rest["from"]
+    assert {"podSelector": objs.deployment["spec"]["selector"]} in peers  # a worker forwards to the leader
+    watcher = {"app.kubernetes.io/name": "mm2-connect-watcher", "app.kubernetes.io/instance": "mm2"}
+    assert {"podSelector": {"matchLabels": watcher}} in peers
+    assert {"ipBlock": {"cidr": "10.0.0.0/8"}} in peers and len(peers) == 3
+    assert metrics == {"ports": [{"port": 9404, "protocol": "TCP"}]}  # scrapers are not listed
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("nonsense", r"workerGroups\.mm2\.restFrom: 'nonsense' is not a network in CIDR form"),
+        (["10.0.0.1/8"], r"restFrom: '10.0.0.1/8' is not a network in CIDR form \(.*has host bits set\)"),
+        ([], r"restFrom: give a list of networks in CIDR form"),
+    ],
+)
+def test_rest_from_must_be_networks(raw: object, message: str) -> None:
+    with pytest.raises(PlatformSettingsError, match=message):
+        kubernetes_settings({"workerGroups": {"mm2": {"restFrom": raw}}})
