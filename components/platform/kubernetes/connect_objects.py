@@ -59,10 +59,11 @@ class ConnectObjects:
     service_monitor: dict[str, Any] | None
     prometheus_rule: dict[str, Any] | None
     url: str
+    metrics_service: dict[str, Any] | None = None
     network_policy: dict[str, Any] | None = None
 
     def all(self) -> tuple[dict[str, Any], ...]:
-        maybe = (self.service_monitor, self.prometheus_rule, self.network_policy)
+        maybe = (self.metrics_service, self.service_monitor, self.prometheus_rule, self.network_policy)
         optional = tuple(o for o in maybe if o is not None)
         return (self.config_map, self.deployment, self.service, self.pod_disruption_budget, *optional)
 
@@ -133,6 +134,7 @@ def connect_objects(group: WorkerGroup, topology: Topology, settings: Kubernetes
         service_monitor=service_monitor,
         prometheus_rule=prometheus_rule,
         url=connect_url(group, settings.namespace),
+        metrics_service=_metrics_service(workers),
         network_policy=_network_policy(workers),
     )
 
@@ -296,18 +298,34 @@ def _deployment(workers: _Workers, data: dict[str, str], java_opts: list[str]) -
 
 
 def _service(workers: _Workers) -> dict[str, Any]:
+    """The REST API, of `serviceType`."""
     pod = workers.pod
     rest: dict[str, Any] = {"name": "rest", "port": KUBERNETES_REST_PORT, "targetPort": KUBERNETES_REST_PORT}
     if pod.node_port is not None:
         rest["nodePort"] = pod.node_port
-    service_ports = [rest]
-    if pod.metrics:
-        service_ports.append({"name": "metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT})
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": workers.meta(workers.names.service, annotations=dict(pod.service_annotations)),
-        "spec": {"type": pod.service_type, "selector": dict(workers.selector), "ports": service_ports},
+        "spec": {"type": pod.service_type, "selector": dict(workers.selector), "ports": [rest]},
+    }
+
+
+def _metrics_service(workers: _Workers) -> dict[str, Any] | None:
+    """The metrics port, inside the cluster only, in a Service of its own: on the REST Service a
+    NodePort or LoadBalancer would publish it too, on a node port Kubernetes picks at random (one
+    another group's fixed `nodePort` may then find taken)."""
+    if not workers.pod.metrics:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": workers.meta(workers.names.metrics_service),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": dict(workers.selector),
+            "ports": [{"name": "metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT}],
+        },
     }
 
 

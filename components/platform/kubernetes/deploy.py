@@ -200,8 +200,8 @@ def deploy_connect_kubernetes(
     """A Connect worker group running MM2 as children of `parent`.
 
     Registers the worker ConfigMap (worker properties, REST JAAS, exporter rules), the Deployment,
-    the Service `<group>-connect-api`, a PodDisruptionBudget, a ServiceMonitor and a
-    PrometheusRule (when metrics are on), a NetworkPolicy (with `restFrom`) and, with
+    the Service `<group>-connect-api`, a PodDisruptionBudget, a metrics Service, a ServiceMonitor
+    and a PrometheusRule (when metrics are on), a NetworkPolicy (with `restFrom`) and, with
     `secret_values`, the secrets-file and REST users Secrets. `url` is the group's configured
     `url` when given (ingress or load balancer, reachable from where `pulumi up` runs), else the
     in-cluster Service URL.
@@ -229,6 +229,8 @@ def deploy_connect_kubernetes(
     resources.append(config)
     resources.append(register(objects.deployment, f"{name}-deployment", pod_opts))
     resources.append(register(objects.service, f"{name}-api", child))
+    if objects.metrics_service is not None:
+        resources.append(register(objects.metrics_service, f"{name}-metrics", child))
     resources.append(register(objects.pod_disruption_budget, f"{name}-pdb", child))
     if objects.service_monitor is not None:
         resources.append(register(objects.service_monitor, f"{name}-servicemonitor", child))

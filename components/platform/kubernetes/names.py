@@ -58,6 +58,10 @@ class ConnectNames:
         return f"{self.group}-connect-api"
 
     @property
+    def metrics_service(self) -> str:
+        return f"{self.group}-connect-metrics"
+
+    @property
     def config(self) -> str:
         return f"{self.group}-connect-config"
 

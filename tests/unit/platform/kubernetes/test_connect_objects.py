@@ -14,7 +14,15 @@ from .objects import SETTINGS, connect, container
 def test_connect_service_deployment_and_probes() -> None:
     objs = connect()
     assert objs.service["metadata"]["name"] == "mm2-connect-api"
-    assert {p["name"]: p["port"] for p in objs.service["spec"]["ports"]} == {"rest": 8083, "metrics": 9404}
+    assert {p["name"]: p["port"] for p in objs.service["spec"]["ports"]} == {"rest": 8083}
+    # Metrics stay inside the cluster whatever the REST Service's type, and the ServiceMonitor finds them.
+    metrics = objs.metrics_service
+    assert metrics is not None and metrics["metadata"]["name"] == "mm2-connect-metrics"
+    assert metrics["spec"]["type"] == "ClusterIP"
+    assert metrics["spec"]["ports"] == [{"name": "metrics", "port": 9404, "targetPort": 9404}]
+    monitor = objs.service_monitor
+    assert monitor is not None and monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= metrics["metadata"]["labels"].items()
     dep = objs.deployment
     assert dep["kind"] == "Deployment"
     assert dep["spec"]["replicas"] == 3
@@ -70,7 +78,7 @@ def test_worker_config_rest_auth_and_metrics_agent() -> None:
 
 def test_metrics_off_drops_agent_monitor_and_rules() -> None:
     objs = connect(kubernetes_settings({"namespace": "kafka", "connect": {"metrics": False}}))
-    assert objs.service_monitor is None and objs.prometheus_rule is None
+    assert objs.service_monitor is None and objs.prometheus_rule is None and objs.metrics_service is None
     assert "KAFKA_OPTS" in {e["name"] for e in container(objs.deployment)["env"]}  # REST auth still needs JAAS
     assert "initContainers" not in objs.deployment["spec"]["template"]["spec"]
 
@@ -81,8 +89,8 @@ def test_connect_rest_api_on_a_node_port() -> None:
     settings = kubernetes_settings({"workerGroups": {"mm2": {"serviceType": "NodePort", "nodePort": 30083}}})
     service = connect(settings).service
     assert service["spec"]["type"] == "NodePort"
-    rest = next(p for p in service["spec"]["ports"] if p["name"] == "rest")
-    assert rest == {"name": "rest", "port": 8083, "targetPort": 8083, "nodePort": 30083}
+    # Only the REST port: a metrics port on it would get a node port Kubernetes picks at random.
+    assert service["spec"]["ports"] == [{"name": "rest", "port": 8083, "targetPort": 8083, "nodePort": 30083}]
 
 
 def test_no_rest_policy_unless_rest_from_is_given() -> None:

@@ -96,6 +96,7 @@ def test_connect_kubernetes_graph(monitor: RecordingMonitor) -> Any:
             "connect-mm2-config": "kubernetes:core/v1:ConfigMap",
             "connect-mm2-deployment": "kubernetes:apps/v1:Deployment",
             "connect-mm2-api": "kubernetes:core/v1:Service",
+            "connect-mm2-metrics": "kubernetes:core/v1:Service",
             "connect-mm2-pdb": "kubernetes:policy/v1:PodDisruptionBudget",
             "connect-mm2-servicemonitor": "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
             "connect-mm2-alerts": "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
