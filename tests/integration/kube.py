@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.platform.image_layout import KAFKA_IMAGE, WATCHER_IMAGE
 from tests.integration.harness import ROOT
-from toolchain.kubernetes.node_base import NODE_IP
 
 STATE = Path(os.environ.get("MM2_KUBE_DIR", ROOT / ".mm2" / "kube")).resolve()
 NETNS = "mm2-kube"
@@ -115,16 +115,14 @@ def node_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-NAMESPACE = "mm2"
-# In bin/kube's default NodePort range (30000-30099): each cluster's external bootstrap and the
-# port after it per broker; each group's REST API.
-EXTERNAL = {"us": 30090, "eu": 30095}
-REST = {"to-us": 30083, "to-eu": 30084}
-
-
-# Where the clusters' brokers and the workers' truststores and CA files sit in their Secrets
-# (docs/kubernetes.md, "Secrets"); the test makes them (`make_tls_secrets`) as cert-manager would.
-TRUSTSTORE = "/etc/mm2/tls/{alias}/truststore.p12"
+# The lane's stack: the node example users follow (docs/kubernetes.md), deployed as it is.
+EXAMPLE = ROOT / "examples" / "kube-node.yaml"
+_EXAMPLE = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))["config"]
+NAMESPACE = _EXAMPLE["mm2-platform:kubernetes"]["namespace"]
+# In bin/kube's default NodePort range (30000-30099): each cluster's external bootstrap (the port
+# after it per broker), and each group's REST API.
+EXTERNAL = {a: c["externalNodePort"] for a, c in _EXAMPLE["mm2-platform:kubernetes"]["clusters"].items()}
+REST = {g: c["nodePort"] for g, c in _EXAMPLE["mm2-platform:kubernetes"]["workerGroups"].items()}
 # Every password the stack needs, given as mm2:secrets (test constants, never printed).
 SECRET_KEYS = (
     *(
@@ -136,84 +134,15 @@ SECRET_KEYS = (
 )
 
 
-def cluster(alias: str, ca_pem: str) -> dict[str, Any]:
-    return {
-        "platform": "kubernetes",
-        "brokers": 1,
-        "bootstrap": f"127.0.0.1:{EXTERNAL[alias]}",
-        "internalBootstrap": f"{alias}-kafka-bootstrap.{NAMESPACE}.svc:9092",
-        "datacenter": alias,
-        "security": {
-            "protocol": "SASL_SSL",
-            "saslMechanism": "SCRAM-SHA-512",
-            "username": "mm2",
-            "password": {"secret": f"{alias}.mm2.password"},
-            "truststoreLocation": TRUSTSTORE.format(alias=alias),
-            "truststorePassword": {"secret": f"{alias}.ssl.truststore.password"},
-            "caLocation": ca_pem,
-        },
-        "topics": {"orders": {"partitions": 2, "replicationFactor": 1}},
-    }
-
-
 def stack_config(ca_pem: str = "/etc/mm2/kube-test/ca.pem") -> dict[str, Any]:
-    """The Kubernetes lane's stack, shaped like Pulumi.prod.yaml and scaled to this machine:
-    SASL_SSL clusters (`ca_pem`: the CA this machine verifies their brokers with), REST basic
-    auth, one flow each way with reverse heartbeats and the auto-restart watcher."""
-    small = {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}
-    return {
-        "config": {
-            "mm2:clusters": {alias: cluster(alias, ca_pem) for alias in EXTERNAL},
-            "mm2:workerGroups": {
-                f"to-{target}": {
-                    "platform": "kubernetes",
-                    "cluster": target,
-                    # Two workers beside eu, so a roll there is one pod at a time with one left.
-                    "workers": 2 if target == "eu" else 1,
-                    "url": f"http://127.0.0.1:{REST[f'to-{target}']}",
-                    "restAuth": {"username": "mm2-admin", "password": {"secret": f"to-{target}.rest.password"}},
-                }
-                for target in EXTERNAL
-            },
-            "mm2:flows": {
-                f"{source}->{target}": {
-                    "workerGroup": f"to-{target}",
-                    "topics": ["orders"],
-                    "tasksMax": 1,
-                    "reverseHeartbeats": True,
-                    "autoRestart": {"enabled": True},
-                }
-                for source, target in (("us", "eu"), ("eu", "us"))
-            },
-            "mm2-platform:kubernetes": {
-                "namespace": NAMESPACE,
-                "kafka": {
-                    "image": KAFKA_TAG,
-                    "storageSize": "1Gi",
-                    "heap": "256m",
-                    "resources": small,
-                    "deleteClaims": True,
-                },
-                "connect": {
-                    "image": KAFKA_TAG,
-                    "watcherImage": WATCHER_TAG,
-                    "heap": "384m",
-                    "resources": small,
-                    "serviceType": "NodePort",
-                },
-                "clusters": {
-                    alias: {"context": "mm2-kube", "externalHost": "127.0.0.1", "externalNodePort": port}
-                    for alias, port in EXTERNAL.items()
-                },
-                # REST only from the group's pods and the node's address, where NodePort clients
-                # (this machine) arrive from: a NetworkPolicy that kube-router enforces.
-                "workerGroups": {
-                    group: {"context": "mm2-kube", "nodePort": port, "restFrom": [f"{NODE_IP}/32"]}
-                    for group, port in REST.items()
-                },
-            },
-        }
-    }
+    """examples/kube-node.yaml with this run's CA (`ca_pem`: what this machine verifies the brokers
+    with) and a short RPO on each flow, so the lane's pause passes it soon."""
+    config = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    for cluster in config["config"]["mm2:clusters"].values():
+        cluster["security"]["caLocation"] = ca_pem
+    for flow in config["config"]["mm2:flows"].values():
+        flow["rpo"] = "20s"
+    return dict(config)
 
 
 def make_tls_secrets(kubeconfig: str, root: Path, password: str) -> str:

@@ -17,8 +17,11 @@ preview, and on the node unlabelled as one that pulls, `up` reports the pod's pu
 readyTimeout.
 
 Metrics are on, as by default: the API server accepts each group's ServiceMonitor and
-PrometheusRule (bin/kube up installs the Prometheus Operator's CRDs; no operator runs), and what
-they point Prometheus at answers through the API server's Service proxy.
+PrometheusRule, what they point Prometheus at answers through the API server's Service proxy,
+and the Prometheus Operator that `bin/kube prometheus` runs scrapes every target and evaluates
+the rules: MM2FlowLagAboveRPO fires while a flow is paused and clears once it resumes.
+kube-router enforces the NetworkPolicies: from a pod that is none of the stack's, the brokers'
+controller port and the workers' REST port (`restFrom`) are refused.
 
 Scaled to this machine (#25): one broker per cluster and one or two workers per group. Part of the
 Kubernetes lane (tests/integration/kube.py).
@@ -35,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from components.monitoring.jmx_exporter import RECORD_COUNT
@@ -45,6 +49,7 @@ from components.topology.runtime_config import KUBERNETES_REST_PORT
 from tests.integration.harness import (
     ROOT,
     TestStack,
+    connect_auth,
     produce_batch,
     read_keys,
     run_status,
@@ -67,9 +72,12 @@ from tests.integration.kube import (
     stack_config,
 )
 from tests.integration.streaming import streamed_during
+from toolchain.kubernetes.prometheus import NAMESPACE as MONITORING
+from toolchain.kubernetes.prometheus import PROMETHEUS_SERVICE
 
 pytestmark = LANE
 RECORDS = 200
+PROMETHEUS_PROXY = f"/api/v1/namespaces/{MONITORING}/services/{PROMETHEUS_SERVICE}:web/proxy"
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +95,9 @@ def _node(archives: list[str]) -> Iterator[str]:
         kubeconfig = started.stdout.strip()
         loaded = kube("load", *archives)
         assert loaded.returncode == 0, loaded.stderr
+        # The Prometheus Operator and one Prometheus of every ServiceMonitor and rule.
+        monitoring = kube("prometheus")
+        assert monitoring.returncode == 0, monitoring.stderr
         created = kubectl(kubeconfig, "create", "namespace", NAMESPACE)
         assert created.returncode == 0, created.stderr
         # Pod Security "restricted", enforced by the API server: every pod of the stack must pass it.
@@ -199,7 +210,7 @@ def metrics_are_served_and_their_kinds_accepted(node: str) -> None:
         return got.returncode == 0 and any(line.startswith(metric) for line in got.stdout.splitlines())
 
     # to-eu runs us->eu's source connector, to-us eu->us's; both have copied records by now.
-    endpoints = [(f"{g}-connect-api", RECORD_COUNT) for g in REST]
+    endpoints = [(f"{g}-connect-metrics", RECORD_COUNT) for g in REST]
     endpoints += [(f"{g}-lag-exporter", "mm2_flow_lag_records") for g in REST]
     for service, metric in endpoints:
         try:
@@ -259,6 +270,53 @@ def reached_from_a_foreign_pod(node: str, targets: list[tuple[str, str, int]]) -
         return found
     finally:
         kubectl(node, "-n", NAMESPACE, "delete", "pod", "netpol-probe", "--wait=false")
+
+
+def prometheus_api(node: str, path: str) -> Any:
+    """GET the node's Prometheus (bin/kube prometheus) through the API server's Service proxy."""
+    got = kubectl(node, "get", "--raw", f"{PROMETHEUS_PROXY}{path}")
+    assert got.returncode == 0, got.stderr
+    return json.loads(got.stdout)["data"]
+
+
+def prometheus_scrapes_the_stack(node: str) -> None:
+    """The operator's Prometheus found each group's ServiceMonitors (workers, lag exporter) by
+    themselves, scrapes their targets (up), and loaded the group's PrometheusRule."""
+    pools = {f"serviceMonitor/{NAMESPACE}/{g}-{kind}/0" for g in REST for kind in ("connect", "lag-exporter")}
+    last: list[Any] = [None]
+
+    def all_up() -> bool:
+        targets = prometheus_api(node, "/api/v1/targets?state=active")["activeTargets"]
+        last[0] = [(t["scrapePool"], t["health"], t.get("lastError")) for t in targets]
+        up = {t["scrapePool"] for t in targets if t["health"] == "up"}
+        return pools <= up
+
+    try:
+        wait_until(all_up, 180, "Prometheus scraping every ServiceMonitor of the stack", poll_s=3)
+    except AssertionError:
+        raise AssertionError(f"targets not all up: {last[0]}") from None
+    rules = prometheus_api(node, "/api/v1/rules?type=alert")["groups"]
+    names = {rule["name"] for group in rules for rule in group["rules"]}
+    assert {"MM2FlowLagAboveRPO", "MM2ConnectorFailed"} <= names, sorted(names)
+    print(f"[kube stack] Prometheus (operator) scrapes {len(last[0])} targets, {len(names)} alert rules loaded")
+
+
+def lag_alert(node: str) -> str | None:
+    """The state of MM2FlowLagAboveRPO for flow eu->us in the operator's Prometheus, or None."""
+    alerts = prometheus_api(node, "/api/v1/alerts")["alerts"]
+    states = [
+        a["state"]
+        for a in alerts
+        if a["labels"].get("alertname") == "MM2FlowLagAboveRPO" and a["labels"].get("flow") == "eu->us"
+    ]
+    return states[0] if states else None
+
+
+def pause_flow(outputs: dict[str, Any], flow: str, action: str) -> None:
+    """`pause` or `resume` the flow's source connector through its group's REST API."""
+    group = f"to-{flow.split('->')[1]}"
+    url, source = outputs["connect"][group]["url"], outputs["flows"][flow]["connectors"]["source"]
+    httpx.put(f"{url}/connectors/{source}/{action}", auth=connect_auth(outputs, group), timeout=10).raise_for_status()
 
 
 def network_policy_is_enforced(node: str) -> None:
@@ -373,8 +431,21 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
         seen = copied(outputs, target, f"{source}.orders", source)
         assert written[source] <= seen, f"{source}->{target}: {len(written[source] - seen)} record(s) not copied"
     metrics_are_served_and_their_kinds_accepted(node)
+    prometheus_scrapes_the_stack(node)
+    # eu->us paused with a record behind it: its lag passes the flow's RPO (20 s) and, after the
+    # rule's minute, MM2FlowLagAboveRPO fires through the operator's Prometheus; resumed, it clears.
+    pause_flow(outputs, "eu->us", "pause")
+    paused = time.monotonic()
+    produce(outputs, "eu", "behind")
     network_policy_is_enforced(node)
     broker_recovers_with_its_data(node, outputs, written["us"])
+    wait_until(lambda: lag_alert(node) == "firing", 240, "MM2FlowLagAboveRPO firing for eu->us", poll_s=3)
+    fired = time.monotonic() - paused
+    pause_flow(outputs, "eu->us", "resume")
+    resumed = time.monotonic()
+    wait_until(lambda: lag_alert(node) is None, 180, "MM2FlowLagAboveRPO cleared for eu->us", poll_s=3)
+    cleared = time.monotonic() - resumed
+    print(f"[kube stack] MM2FlowLagAboveRPO fired {fired:.0f}s after the pause, cleared {cleared:.0f}s after resume")
     forbidden_change_is_refused_at_preview(node, stack)
     rolling_change_loses_nothing(node, stack, outputs)
 

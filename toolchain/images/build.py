@@ -28,7 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components.platform.image_layout import IMAGE_GROUP_ID, IMAGE_USER, IMAGE_USER_ID, JMX_AGENT_JAR, KAFKA_HOME
-from toolchain.images.recipe import Base, Image, archive_manifest, image_config, kafka_image, watcher_image
+from toolchain.images.recipe import (
+    MONITORING_REPOSITORY,
+    Base,
+    Image,
+    archive_manifest,
+    image_config,
+    kafka_image,
+    monitoring_image,
+    watcher_image,
+)
 
 HERE = Path(__file__).resolve().parent
 KAFKA_FILES = HERE / "kafka"
@@ -230,12 +239,36 @@ def images(args: argparse.Namespace) -> Iterable[tuple[Image, dict[str, Path]]]:
     kafka = kafka_image(args.suite, args.kafka_version, jars, scripts, sha256_file(agent))
     yield kafka, sources
     yield watcher_image(args.watcher_suite), {}
+    if args.operator_bin:
+        yield monitoring(Path(args.operator_bin), args.monitoring_suite, args.operator_version)
+
+
+def monitoring(bin_dir: Path, suite: str, version: str) -> tuple[Image, dict[str, Path]]:
+    """The operator's image, from the operator and reloader bin/bootstrap --kubernetes built."""
+    binaries = {name: bin_dir / name for name in ("operator", "prometheus-config-reloader")}
+    missing = [str(p) for p in binaries.values() if not p.is_file()]
+    if missing or not version:
+        raise BuildError(
+            f"the Prometheus Operator's binaries ({', '.join(missing) or 'its version'}) are missing. "
+            "Fix: bin/bootstrap --kubernetes, which builds them from their Go module."
+        )
+    operator, reloader = (sha256_file(p) for p in binaries.values())
+    image = monitoring_image(suite, version, operator, reloader)
+    sources = {
+        "/usr/bin/prometheus-operator": binaries["operator"],
+        "/usr/bin/prometheus-config-reloader": binaries["prometheus-config-reloader"],
+    }
+    return image, sources
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     for flag in ("--cache", "--kafka-libs", "--jmx-agent", "--kafka-version", "--suite", "--watcher-suite", "--index"):
         parser.add_argument(flag, required=True)
+    # Also the Prometheus Operator's image for bin/kube's node: where its binaries are, its version.
+    parser.add_argument("--operator-bin", default="")
+    parser.add_argument("--operator-version", default="")
+    parser.add_argument("--monitoring-suite", default="trixie")
     args = parser.parse_args(argv)
     cache = Path(args.cache) / "images"
     cache.mkdir(parents=True, exist_ok=True)
@@ -258,7 +291,11 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as exc:
         print(f"[images] ERROR: {exc}", file=sys.stderr)
         return 1
-    Path(args.index).write_text(json.dumps({r.tag: r.to_json() for r in records}, indent=2) + "\n")
+    # Merged: a build without the operator's image keeps the one a build with it recorded.
+    index = Path(args.index)
+    before = {} if args.operator_bin or not index.is_file() else json.loads(index.read_text())
+    kept = {tag: r for tag, r in before.items() if tag.startswith(MONITORING_REPOSITORY + ":")}
+    index.write_text(json.dumps({**kept, **{r.tag: r.to_json() for r in records}}, indent=2) + "\n")
     return 0
 
 

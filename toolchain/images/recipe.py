@@ -34,6 +34,8 @@ from components.platform.image_layout import (
 
 EPOCH = "1970-01-01T00:00:00Z"  # the project layer's files and the config carry no build time
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The Prometheus Operator's image on bin/kube's node (tagged with the operator's version).
+MONITORING_REPOSITORY = "mm2-iac/prometheus-operator"
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class Image:
     env: Mapping[str, str] = field(default_factory=dict)
     cmd: tuple[str, ...] = ()
     workdir: str = "/"
+    entrypoint: tuple[str, ...] = ()  # what runs when a pod gives only `args`
 
     def key(self) -> str:
         """Every input: the base's, each file's path, digest, mode and owner, and the config."""
@@ -154,14 +157,38 @@ def watcher_image(suite: str) -> Image:
     )
 
 
+def monitoring_image(suite: str, operator_version: str, operator: str, reloader: str) -> Image:
+    """Debian's prometheus with the Prometheus Operator and its config reloader (built from their
+    Go module): one image for the operator's Deployment and for each Prometheus it runs, whose
+    server container gets only `args` (the entrypoint) and whose reloader runs
+    /bin/prometheus-config-reloader (Debian's /bin is /usr/bin). `operator`, `reloader`: sha256s."""
+    entries = (
+        Entry("/usr/bin/prometheus-operator", operator, 0o755),
+        Entry("/usr/bin/prometheus-config-reloader", reloader, 0o755),
+    )
+    return Image(
+        name="monitoring",
+        tag=f"{MONITORING_REPOSITORY}:{operator_version}",
+        base=Base("prometheus", suite, ("prometheus",)),
+        entries=entries,
+        writable_dirs=("/prometheus",),
+        env={"LANG": "C.UTF-8", "PATH": PATH},
+        entrypoint=("/usr/bin/prometheus",),
+        workdir="/prometheus",
+    )
+
+
 def _runtime_config(image: Image) -> dict[str, object]:
-    return {
+    config: dict[str, object] = {
         "User": f"{IMAGE_USER_ID}:{IMAGE_GROUP_ID}",
         "Env": [f"{k}={v}" for k, v in sorted(image.env.items())],
         "Cmd": list(image.cmd),
         "WorkingDir": image.workdir,
         "Labels": {"io.mm2-iac.image": image.name},
     }
+    if image.entrypoint:  # only where set: the other images' keys stay as they were
+        config["Entrypoint"] = list(image.entrypoint)
+    return config
 
 
 def image_config(image: Image, diff_ids: Sequence[str], base_created_by: str) -> bytes:

@@ -534,6 +534,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="import docker-archive images into the node's containerd (default: every image this checkout built)",
     )
     loader.add_argument("archives", nargs="*", type=Path)
+    sub.add_parser("prometheus", help="run the Prometheus Operator and a Prometheus of every ServiceMonitor and rule")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         parser.error("needs root (network and mount namespaces, cgroups); run it with sudo")
@@ -544,6 +545,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return down(LAYOUT)
         if args.command == "status":
             return status(LAYOUT)
+        if args.command == "prometheus":
+            from toolchain.kubernetes import prometheus  # it imports this module
+
+            return prometheus.install(LAYOUT)
         return load(LAYOUT, args.archives)
     except KubeError as error:
         say(f"ERROR: {error}")

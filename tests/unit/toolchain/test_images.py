@@ -14,7 +14,7 @@ import pytest
 from components.platform.image_layout import JMX_AGENT_JAR, KAFKA_IMAGE
 from components.platform.local.deploy import CONNECT_MAIN, KAFKA_MAIN
 from toolchain.images import build
-from toolchain.images.recipe import kafka_image, watcher_image
+from toolchain.images.recipe import Base, image_config, kafka_image, monitoring_image, watcher_image
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -26,7 +26,12 @@ def _inputs(tmp: Path, jar_text: bytes = b"jar-one") -> tuple[Path, Path, Path]:
     (libs / "kafka-clients.jar").write_bytes(jar_text)
     agent = tmp / "agent.jar"
     agent.write_bytes(b"agent")
-    base = kafka_image("bookworm", "4.3.1", {}, {}, "").base
+    _fake_base(cache, kafka_image("bookworm", "4.3.1", {}, {}, "").base)
+    return cache, libs, agent
+
+
+def _fake_base(cache: Path, base: Base) -> None:
+    """A small tar where the builder caches `base`, so debootstrap is not run."""
     home = cache / f"base-{base.name}-{base.key()[:16]}"
     home.mkdir(parents=True, exist_ok=True)
     with tarfile.open(home / "layer.tar", "w") as tar:
@@ -35,7 +40,6 @@ def _inputs(tmp: Path, jar_text: bytes = b"jar-one") -> tuple[Path, Path, Path]:
         tar.addfile(info, io.BytesIO(b"Debian"))
     digest = "sha256:" + build.sha256_file(home / "layer.tar")
     (home / "base.json").write_text(json.dumps({"diff_id": digest, "packages": {"bash": "5.2"}}))
-    return cache, libs, agent
 
 
 def _build(cache: Path, libs: Path, agent: Path) -> build.Record:
@@ -106,3 +110,39 @@ def test_the_python_image_carries_the_lag_exporters_kafka_client() -> None:
     librdkafka verifies TLS clusters against), so its pod installs nothing at start."""
     packages = watcher_image("bookworm").base.packages
     assert {"python3", "python-is-python3", "python3-confluent-kafka", "ca-certificates"} <= set(packages)
+
+
+def test_the_operators_image_runs_prometheus_by_default_and_has_the_operators_binaries() -> None:
+    """The operator gives the Prometheus container only `args` and runs its reloader as
+    /bin/prometheus-config-reloader: the image's entrypoint is Debian's prometheus, the binaries
+    sit in /usr/bin (Debian's /bin), and the other images' configs (and keys) have no entrypoint."""
+    image = monitoring_image("bookworm", "0.85.0", "a" * 64, "b" * 64)
+    assert image.tag == "mm2-iac/prometheus-operator:0.85.0"
+    assert image.base.packages == ("prometheus",)
+    assert {e.path: e.mode for e in image.entries} == {
+        "/usr/bin/prometheus-operator": 0o755,
+        "/usr/bin/prometheus-config-reloader": 0o755,
+    }
+    config = json.loads(image_config(image, ["sha256:x"], "debootstrap"))["config"]
+    assert config["Entrypoint"] == ["/usr/bin/prometheus"]
+    assert "Entrypoint" not in json.loads(image_config(watcher_image("bookworm"), ["sha256:x"], "d"))["config"]
+    assert monitoring_image("bookworm", "0.85.0", "a" * 64, "c" * 64).key() != image.key()
+
+
+def test_a_build_without_the_operators_image_keeps_it_in_the_index(tmp_path: Path) -> None:
+    """bin/test's two bootstraps both build images: the one without --operator-bin must not drop
+    the operator's image the other recorded."""
+    _, libs, agent = _inputs(tmp_path)
+    cache = tmp_path / "main"  # build.main caches under <cache>/images
+    for image in (kafka_image("bookworm", "4.3.1", {}, {}, ""), watcher_image("bookworm")):
+        _fake_base(cache / "images", image.base)
+    index = tmp_path / "images.json"
+    index.write_text(json.dumps({"mm2-iac/prometheus-operator:0.85.0": {"archive": "/x"}, "stale:1": {}}))
+    args = ["--cache", str(cache), "--kafka-libs", str(libs), "--jmx-agent", str(agent), "--kafka-version", "4.3.1"]
+    args += ["--suite", "bookworm", "--watcher-suite", "bookworm", "--index", str(index)]
+    assert build.main(args) == 0
+    assert set(json.loads(index.read_text())) == {
+        KAFKA_IMAGE,
+        watcher_image("bookworm").tag,
+        "mm2-iac/prometheus-operator:0.85.0",
+    }

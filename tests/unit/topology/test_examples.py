@@ -12,6 +12,7 @@ EXPECTED_FLOWS = {
     "active-passive.yaml": {"primary->dr"},
     "active-passive-tls.yaml": {"primary->dr"},
     "active-active.yaml": {"east->west", "west->east"},
+    "kube-node.yaml": {"us->eu", "eu->us"},  # the Kubernetes lane deploys it
     "fan-out.yaml": {"k->a", "k->b", "k->c"},
     "aggregation.yaml": {"a->k", "b->k", "c->k"},
     "six-cluster-mesh.yaml": {

@@ -157,7 +157,11 @@ def stack_config(name: str) -> dict[str, Any]:
     return config
 
 
-ROUND_TRIPS = [*example_names(), WITH_STACK_ONLY]
+# mm2.properties round trips of the local examples: the importer makes every cluster `external`
+# (by design: it cannot know where they run), which drops a kubernetes cluster's two addresses
+# (bootstrap, internalBootstrap) to one and its reverse heartbeats with a note.
+LOCAL_EXAMPLES = [name for name in example_names() if name != "kube-node.yaml"]
+ROUND_TRIPS = [*LOCAL_EXAMPLES, WITH_STACK_ONLY]
 
 
 @pytest.mark.parametrize("name", ROUND_TRIPS)
@@ -265,7 +269,7 @@ def _dedicated_source_config(props: Mapping[str, str], topology: Topology, flow:
     return config
 
 
-@pytest.mark.parametrize("name", [*example_names(), "tuned"])
+@pytest.mark.parametrize("name", [*LOCAL_EXAMPLES, "tuned"])
 def test_export_writes_what_the_stack_deploys(name: str) -> None:
     """Each source connector a dedicated MM2 would run from the export has every key, tuned client
     defaults and exactly-once keys included, with the value the stack deploys."""
