@@ -50,6 +50,7 @@ from tests.integration.harness import (
     ROOT,
     TestStack,
     connect_auth,
+    pause_connector,
     produce_batch,
     read_keys,
     run_status,
@@ -313,10 +314,15 @@ def lag_alert(node: str) -> str | None:
 
 
 def pause_flow(outputs: dict[str, Any], flow: str, action: str) -> None:
-    """`pause` or `resume` the flow's source connector through its group's REST API."""
+    """`pause` (until its tasks are paused) or `resume` the flow's source connector through its
+    group's REST API."""
     group = f"to-{flow.split('->')[1]}"
     url, source = outputs["connect"][group]["url"], outputs["flows"][flow]["connectors"]["source"]
-    httpx.put(f"{url}/connectors/{source}/{action}", auth=connect_auth(outputs, group), timeout=10).raise_for_status()
+    auth = connect_auth(outputs, group)
+    if action == "pause":
+        pause_connector(url, source, auth)
+    else:
+        httpx.put(f"{url}/connectors/{source}/{action}", auth=auth, timeout=10).raise_for_status()
 
 
 def network_policy_is_enforced(node: str) -> None:

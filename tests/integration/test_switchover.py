@@ -41,6 +41,7 @@ from tests.integration.harness import (
     dev_config_with_free_ports,
     end_offsets,
     kafka_conf,
+    pause_connector,
     produce_batch,
     produce_end_markers,
     read_keys,
@@ -384,7 +385,7 @@ def test_a_switchover_that_cannot_drain_stops_before_anything_moves(stack: TestS
     outputs = stack.outputs()
     url, auth = outputs["connect"]["mm2"]["url"], connect_auth(outputs)
     source = outputs["flows"][f"{active}->{other}"]["connectors"]["source"]
-    httpx.put(f"{url}/connectors/{source}/pause", auth=auth, timeout=10).raise_for_status()
+    pause_connector(url, source, auth)  # its tasks paused too: the records below stay behind
     try:
         produce_batch(outputs, active, "orders", [f"stuck-{i}".encode() for i in range(20)])
         switch(stack, other, drainTimeout="10s")
