@@ -46,11 +46,11 @@ from components.platform.image_layout import NO_PULLS_LABEL
 from components.platform.kubernetes.metadata import container_security, pod_security
 from components.platform.kubernetes.monitoring import METRICS_PORT
 from components.topology.runtime_config import KUBERNETES_REST_PORT
+from tests.integration.connect_rest import pause_connector
 from tests.integration.harness import (
     ROOT,
     TestStack,
     connect_auth,
-    pause_connector,
     produce_batch,
     read_keys,
     run_status,

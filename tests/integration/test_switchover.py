@@ -34,6 +34,7 @@ import pytest
 from components.ops.failover import read_latest_checkpoints
 from components.outputs.contract import StackExports
 from components.platform.local.layout import broker_path
+from tests.integration.connect_rest import pause_connector
 from tests.integration.harness import (
     ROOT,
     TestStack,
@@ -41,7 +42,6 @@ from tests.integration.harness import (
     dev_config_with_free_ports,
     end_offsets,
     kafka_conf,
-    pause_connector,
     produce_batch,
     produce_end_markers,
     read_keys,
