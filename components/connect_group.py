@@ -23,6 +23,7 @@ from components.platform.contract import ContainerPlatforms, WorkerRequest
 from components.platform.lag_exporter import lag_flows, plan_clusters
 from components.platform.local.lag_exporter import deploy_local_lag_exporter
 from components.platform.local.layout import PROCESS_PROPERTIES, LocalPlatform, worker_path
+from components.platform.local.network import LocalNetwork
 from components.platform.local.tls import StackTls
 from components.platform.local.watcher import deploy_local_watcher
 from components.topology import Platform, Topology, WorkerGroup, worker_rest_urls
@@ -57,6 +58,7 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
         platforms: ContainerPlatforms | None = None,
         tls: StackTls | None = None,
+        network: LocalNetwork | None = None,
     ) -> None:
         # Also registered as outputs (see KafkaCluster): policies judge REST auth from them.
         rest_tls = local_rest_tls(group)
@@ -85,7 +87,7 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
         # The model derives the group's platform: external whenever it only has a URL, else the
         # platform of its storage cluster (a kubernetes group may also carry the URL the
         # deployer reaches it through).
-        backend = platform_backend(group.platform, local, platforms or ContainerPlatforms(), tls)
+        backend = platform_backend(group.platform, local, platforms or ContainerPlatforms(), tls, network)
         if backend is not None:
             request = WorkerRequest(group, topology, secrets, clusters[group.cluster], self.auth, self.ca_pem)
             deployed = backend.deploy_workers(self, name, request)

@@ -27,6 +27,7 @@ from components.kafka.topic import Topic
 from components.platform.backends import platform_backend
 from components.platform.contract import BrokerRequest, ContainerPlatforms
 from components.platform.local.layout import LocalPlatform
+from components.platform.local.network import LocalNetwork
 from components.platform.local.tls import StackTls
 from components.topology import Cluster, SaslMechanism, bootstrap_servers
 from components.topology.model import ADMIN_USER
@@ -68,6 +69,7 @@ class KafkaCluster(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
         platforms: ContainerPlatforms | None = None,
         tls: StackTls | None = None,
+        network: LocalNetwork | None = None,
     ) -> None:
         # Registered as inputs and again as outputs: stack-level policies read outputs, and
         # register_outputs replaces a component's outputs wholesale.
@@ -105,7 +107,7 @@ class KafkaCluster(pulumi.ComponentResource):
             secrets.apply(lambda v: _admin_settings(cluster, v, bootstrap_only=False, ca_location=ca))
         )
 
-        backend = platform_backend(cluster.platform, local, platforms or ContainerPlatforms(), tls)
+        backend = platform_backend(cluster.platform, local, platforms or ContainerPlatforms(), tls, network)
         if backend is not None:
             request = BrokerRequest(cluster, secrets, admin, users)
             self.brokers = list(backend.deploy_brokers(self, name, request).resources)

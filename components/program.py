@@ -32,7 +32,8 @@ from components.platform.contract import ContainerPlatforms
 from components.platform.docker.engine import docker_problems
 from components.platform.docker.specs import DockerClaim, docker_claims
 from components.platform.kubernetes.access import Target, access_problems, capacity_notes, targets
-from components.platform.local.layout import LocalPlatform, run_root
+from components.platform.local.layout import NETWORK_PATH, LocalPlatform, run_root
+from components.platform.local.network import LocalNetwork, Network, network_problems
 from components.platform.local.tls import stack_tls, tls_layout
 from components.platform.secret_files import container_secret_keys
 from components.platform.settings import (
@@ -54,6 +55,8 @@ from components.topology import (
     worker_rest_urls,
 )
 from components.topology.connectors import flow_connectors
+from components.topology.emulated_network import NetworkPlan
+from components.topology.emulation import emulation_problems, with_network
 from components.topology.jaas import quotable_password_keys
 from components.topology.model import Pair
 from components.topology.objectives import drain_warnings
@@ -109,6 +112,8 @@ class StackConfig:
     kubernetes_warnings: Callable[[Topology, KubernetesSettings], list[str]] = lambda topology, settings: []
     """What the preview warns about the Kubernetes clusters it can read: pods that would not fit the
     nodes (the program lists the nodes of each context; `capacity.py` compares)."""
+    network_problems: Callable[[NetworkPlan], list[str]] = lambda plan: []
+    """Why this machine cannot emulate the stack's links on the local platform (root, vde2)."""
     clock: Callable[[], float] = time.time
     """Now, in seconds since the epoch: a flow's `lossAcknowledged` may not be later."""
 
@@ -148,6 +153,7 @@ def read_stack_config(project_dir: str | Path) -> StackConfig:
         docker_problems=docker_problems,
         kubernetes_problems=access_problems,
         kubernetes_warnings=capacity_notes,
+        network_problems=network_problems,
     )
 
 
@@ -160,7 +166,10 @@ def validate(config: StackConfig) -> ValidStack:
     except TopologyError as exc:
         problems.append(str(exc))
     if topology is not None:
-        problems += security_problems(topology)
+        problems += security_problems(topology) + emulation_problems(topology)
+        topology = with_network(topology, config.stack, run_root(config.project_dir, config.stack))
+        if topology.network is not None:
+            problems += config.network_problems(topology.network)
         if _uses_local(topology) and not (config.kafka_libs and Path(config.kafka_libs).is_dir()):
             problems.append(
                 f"the local platform needs the Kafka jars, but {KAFKA_LIBS_ENV} is not set or missing. "
@@ -240,6 +249,7 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
     for warning in config.kubernetes_warnings(topology, valid.kubernetes):
         pulumi.log.warn(warning)
     tls = stack_tls(stack, topology, local.run_root, secrets)
+    network = _network(topology, local)
     clusters = {
         alias: KafkaCluster(
             f"kafka-{alias}",
@@ -250,6 +260,7 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
             acls=cluster_acls(topology, alias),
             platforms=platforms,
             tls=tls,
+            network=network,
         )
         for alias, cluster in topology.clusters.items()
     }
@@ -263,6 +274,7 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
             credentials=adopted if group.platform is Platform.EXTERNAL else secrets,
             platforms=platforms,
             tls=tls,
+            network=network,
         )
         for name, group in topology.worker_groups.items()
     }
@@ -282,6 +294,14 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
         for flow in topology.enabled_flows()
     }
     return Deployed(credentials, topology, clusters, groups, flows, switchovers)
+
+
+def _network(topology: Topology, local: LocalPlatform) -> LocalNetwork | None:
+    """The emulated network the stack's local datacenters run in, when its links are emulated."""
+    if topology.network is None:
+        return None
+    resource = Network("network", topology.network, local.run_dir(NETWORK_PATH), pulumi.ResourceOptions())
+    return LocalNetwork(resource, topology.network)
 
 
 def _switchover(pair: Pair, deployed: Deployed) -> Switchover:

@@ -22,17 +22,17 @@ def scrape_configs(
     topology: Topology, interval: str = "15s", lag_targets: Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
     """One job per local cluster (label mm2_cluster) and worker group (label mm2_worker_group)
-    with a metricsPort; process i is scraped at 127.0.0.1:metricsPort+i. And one job per
+    with a metricsPort; process i is scraped at host:metricsPort+i. And one job per
     `lag_targets` entry, worker group -> its lag exporter's host:port (`LagTargets.targets`),
     labelled mm2_lag_exporter."""
     jobs: list[dict[str, Any]] = []
     for alias, cluster in sorted(topology.clusters.items()):
         if cluster.platform is Platform.LOCAL and cluster.metrics_port is not None:
-            targets = [f"127.0.0.1:{cluster.metrics_port + i}" for i in range(cluster.brokers)]
+            targets = [f"{cluster.host}:{cluster.metrics_port + i}" for i in range(cluster.brokers)]
             jobs.append(_job(f"mm2-cluster-{alias}", targets, {"mm2_cluster": alias}, interval))
     for name, group in sorted(topology.worker_groups.items()):
         if group.platform is Platform.LOCAL and group.metrics_port is not None:
-            targets = [f"127.0.0.1:{group.metrics_port + i}" for i in range(group.workers)]
+            targets = [f"{group.host}:{group.metrics_port + i}" for i in range(group.workers)]
             jobs.append(_job(f"mm2-workers-{name}", targets, {"mm2_worker_group": name}, interval))
     for name, target in sorted((lag_targets or {}).items()):
         jobs.append(_job(f"mm2-lag-{name}", [target], {"mm2_lag_exporter": name}, interval))

@@ -30,7 +30,9 @@ from components.monitoring.prometheus import lag_targets, rule_groups, scrape_co
 from components.ops.mm2props import stack_config_from_yaml
 from components.outputs.contract import OutputsError
 from components.outputs.loader import load_exports
+from components.platform.local.layout import run_root
 from components.topology import TopologyError, parse_topology
+from components.topology.emulation import with_network
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRAPE_FILE = "mm2-scrape.yml"
@@ -59,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args.config_file) if args.config_file else ROOT / f"Pulumi.{args.stack}.yaml"
     try:
         topology = parse_topology(stack_config_from_yaml(path.read_text(encoding="utf-8")))
+        # Where the stack's processes listen: in their datacenter's namespace when its links are emulated.
+        stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        topology = with_network(topology, stack, run_root(ROOT, stack))
     except OSError as exc:
         print(
             f"prometheus-config: cannot read {path}: {exc.strerror}. Next step: name an existing stack.",

@@ -7,16 +7,21 @@ from components.platform.docker.deploy import DockerBackend
 from components.platform.kubernetes.deploy import KubernetesBackend
 from components.platform.local.deploy import LocalBackend
 from components.platform.local.layout import LocalPlatform
+from components.platform.local.network import LocalNetwork
 from components.platform.local.tls import StackTls
 from components.topology.model import Platform
 
 
 def platform_backend(
-    platform: Platform, local: LocalPlatform, containers: ContainerPlatforms, tls: StackTls | None
+    platform: Platform,
+    local: LocalPlatform,
+    containers: ContainerPlatforms,
+    tls: StackTls | None,
+    network: LocalNetwork | None = None,
 ) -> PlatformBackend | None:
     """The backend of `platform`; None for `external`, which deploys nothing."""
     if platform is Platform.LOCAL:
-        return LocalBackend(local, tls)
+        return LocalBackend(local, tls, network)
     if platform is Platform.KUBERNETES:
         return KubernetesBackend(containers.kubernetes, local.stack, containers.secret_values)
     if platform is Platform.DOCKER:

@@ -79,12 +79,13 @@ def connector_name(flow: Flow, role: ConnectorRole) -> str:
 
 
 def bootstrap_servers(cluster: Cluster) -> str:
-    """local/docker: every broker's client port on 127.0.0.1; external: as configured;
+    """local/docker: every broker's client port on the cluster's host (127.0.0.1, or its emulated
+    datacenter's address); external: as configured;
     kubernetes: as configured, else the Strimzi-style `<alias>-kafka-bootstrap:9092` Service."""
     if cluster.platform in (Platform.LOCAL, Platform.DOCKER):
         if cluster.port is None:
             raise ValueError(f"cluster {cluster.alias} has no port")
-        return ",".join(f"127.0.0.1:{client}" for client, _ in _ports(cluster))
+        return ",".join(f"{cluster.host}:{client}" for client, _ in _ports(cluster))
     if cluster.bootstrap:
         return cluster.bootstrap
     if cluster.platform is Platform.KUBERNETES:

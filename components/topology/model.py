@@ -13,10 +13,14 @@ from enum import Enum
 from types import MappingProxyType
 
 from components.topology.config_provider import file_placeholder
+from components.topology.emulated_network import NetworkPlan
 
 DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
 IDENTITY_POLICY_CLASS = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 DEFAULT_SEPARATOR = "."
+# Where the local platform's processes listen, unless their datacenter's link is emulated
+# (components/topology/emulation.py: then the datacenter's home address in its namespace).
+LOOPBACK = "127.0.0.1"
 
 # Where workers read `${file:<path>:<key>}` placeholders from unless the platform code
 # overrides it (see `with_secrets_file`). A concrete path, never an unexpanded variable:
@@ -183,8 +187,10 @@ class Cluster:
     client: Mapping[str, str] = field(default_factory=frozen_map)
     # Cluster-level MM2 settings for flows whose source is this cluster.
     settings: Mapping[str, str] = field(default_factory=frozen_map)
-    # local: broker i serves Prometheus metrics (JMX exporter agent) on 127.0.0.1:metrics_port+i.
+    # local: broker i serves Prometheus metrics (JMX exporter agent) on host:metrics_port+i.
     metrics_port: int | None = None
+    # local: the address its brokers listen on and advertise (derived, emulation.with_network).
+    host: str = LOOPBACK
 
 
 @dataclass(frozen=True)
@@ -207,8 +213,10 @@ class WorkerGroup:
     rest_password: SecretRef | None = None
     # HTTPS for the REST API, with a certificate from the stack's CA (local platform).
     rest_tls: bool = False
-    # local: worker i serves Prometheus metrics (JMX exporter agent) on 127.0.0.1:metrics_port+i.
+    # local: worker i serves Prometheus metrics (JMX exporter agent) on host:metrics_port+i.
     metrics_port: int | None = None
+    # local: the address its workers listen on, its cluster's (derived, emulation.with_network).
+    host: str = LOOPBACK
     # local: the group's lag exporter listens on 127.0.0.1:lag_port; None: a free port at each start.
     lag_port: int | None = None
     # `restarts`; None: rolling when the group has more than one worker (platform/restarts.py).
@@ -382,6 +390,8 @@ class Topology:
     flows: tuple[Flow, ...]
     pairs: tuple[Pair, ...] = ()
     links: tuple[Link, ...] = ()
+    # local: the namespaces and links that emulate `links` (derived, emulation.with_network).
+    network: NetworkPlan | None = None
 
     def enabled_flows(self) -> tuple[Flow, ...]:
         return tuple(flow for flow in self.flows if flow.enabled)

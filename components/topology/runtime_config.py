@@ -102,8 +102,9 @@ def broker_properties(
         "process.roles": "broker,controller",
         "node.id": str(node_id),
         "controller.quorum.voters": ",".join(f"{i}@127.0.0.1:{c}" for i, (_, c) in enumerate(ports)),
-        "listeners": f"{CLIENT_LISTENER}://127.0.0.1:{client_port},{CONTROLLER_LISTENER}://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"{CLIENT_LISTENER}://127.0.0.1:{client_port}",
+        # A cluster's brokers share one host (and namespace): the quorum stays on its loopback.
+        "listeners": f"{CLIENT_LISTENER}://{cluster.host}:{client_port},{CONTROLLER_LISTENER}://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"{CLIENT_LISTENER}://{cluster.host}:{client_port}",
         "controller.listener.names": CONTROLLER_LISTENER,
         "inter.broker.listener.name": CLIENT_LISTENER,
         "listener.security.protocol.map": (
@@ -307,7 +308,7 @@ def _worker_storage_properties(topology: Topology, group: WorkerGroup, own_secre
 def _rest_listener_properties(
     group: WorkerGroup, index: int, own_secrets: str, tls: TlsLayout | None
 ) -> dict[str, str]:
-    """Where worker `index` serves the REST API: 127.0.0.1:restPort+i locally (HTTPS with
+    """Where worker `index` serves the REST API: host:restPort+i locally (HTTPS with
     restTls), one port on all interfaces in a pod."""
     if group.platform not in (Platform.LOCAL, Platform.DOCKER):
         return {"listeners": f"http://0.0.0.0:{KUBERNETES_REST_PORT}"}
@@ -316,8 +317,8 @@ def _rest_listener_properties(
     port = group.rest_port + index
     scheme = "https" if local_rest_tls(group) else "http"
     props = {
-        "listeners": f"{scheme}://127.0.0.1:{port}",
-        "rest.advertised.host.name": "127.0.0.1",
+        "listeners": f"{scheme}://{group.host}:{port}",
+        "rest.advertised.host.name": group.host,
         "rest.advertised.port": str(port),
     }
     if local_rest_tls(group):
@@ -342,7 +343,7 @@ def worker_rest_urls(group: WorkerGroup) -> tuple[str, ...]:
         if group.rest_port is None:
             raise ValueError(f"worker group {group.name} has no restPort")
         scheme = "https" if local_rest_tls(group) else "http"
-        return tuple(f"{scheme}://127.0.0.1:{group.rest_port + i}" for i in range(group.workers))
+        return tuple(f"{scheme}://{group.host}:{group.rest_port + i}" for i in range(group.workers))
     # Kubernetes: one Service in front of all workers (Strimzi names it <name>-connect-api).
     return (f"http://{group.name}-connect-api:{KUBERNETES_REST_PORT}",)
 

@@ -1,5 +1,6 @@
 """The `local` platform: one JVM per broker (KRaft, combined broker+controller) and per Connect
-worker, bound to 127.0.0.1, in the run directories `layout` names.
+worker, bound to 127.0.0.1 (or, when the stack's links are emulated, to its datacenter's home
+address inside that datacenter's network namespace), in the run directories `layout` names.
 
 Secrets, all in 0600 files written by providers from secret inputs, never in properties:
 - per broker, `config/secrets.properties`: its own password (and, on a PLAIN cluster, every
@@ -35,6 +36,7 @@ from components.platform.local.layout import (
     worker_path,
 )
 from components.platform.local.metrics import agent_options, with_exporter_config
+from components.platform.local.network import LocalNetwork
 from components.platform.local.provider import LocalProcess
 from components.platform.local.rolling import rolling_input
 from components.platform.local.secrets_file import SecretsFile
@@ -61,6 +63,19 @@ class LocalBackend:
 
     local: LocalPlatform
     tls: StackTls | None = None
+    network: LocalNetwork | None = None
+
+    def _placed(self, host: str, opts: pulumi.ResourceOptions) -> dict[str, Any]:
+        """Where a process listens and runs (an emulated datacenter's namespace), started after
+        the emulated network when there is one."""
+        if self.network is None:
+            return {"host": host, "opts": opts}
+        after = pulumi.ResourceOptions(depends_on=[self.network.resource])
+        return {
+            "host": host,
+            "netns": self.network.namespace_of(host),
+            "opts": pulumi.ResourceOptions.merge(opts, after),
+        }
 
     def deploy_brokers(self, parent: pulumi.ComponentResource, name: str, request: BrokerRequest) -> DeployedBrokers:
         cluster, local, tls = request.cluster, self.local, self.tls
@@ -102,15 +117,19 @@ class LocalBackend:
                     ports=[client_port, controller_port],
                     config_key=f"mm2:clusters.{cluster.alias}.port",
                     cluster_id=cluster_id,
-                    ready=request.admin.apply(functools.partial(kafka_probe, f"127.0.0.1:{client_port}")),
+                    ready=request.admin.apply(functools.partial(kafka_probe, f"{cluster.host}:{client_port}")),
                     secret_files=with_exporter_config(files, cluster.metrics_port),
                     restart_on=restart_on,
                     jvm_options=agent_options(
-                        run_dir, cluster.metrics_port, node_id, f"mm2:clusters.{cluster.alias}.metricsPort"
+                        run_dir,
+                        cluster.host,
+                        cluster.metrics_port,
+                        node_id,
+                        f"mm2:clusters.{cluster.alias}.metricsPort",
                     ),
                     heap="512m",
                     group_size=cluster.brokers,
-                    opts=pulumi.ResourceOptions(parent=parent),
+                    **self._placed(cluster.host, pulumi.ResourceOptions(parent=parent)),
                     rolling=rolling_input(
                         cluster_restarts(cluster), local.run_dir(cluster.alias), cluster.brokers, node_id=node_id
                     ),
@@ -175,11 +194,13 @@ class LocalBackend:
                     ),
                     restart_on=restart_on,
                     jvm_options=jvm_options
-                    + agent_options(run_dir, group.metrics_port, index, f"mm2:workerGroups.{group.name}.metricsPort"),
+                    + agent_options(
+                        run_dir, group.host, group.metrics_port, index, f"mm2:workerGroups.{group.name}.metricsPort"
+                    ),
                     heap="768m",
                     group_size=group.workers,
                     timeout_seconds=240,
-                    opts=pulumi.ResourceOptions(parent=parent, depends_on=depends),
+                    **self._placed(group.host, pulumi.ResourceOptions(parent=parent, depends_on=depends)),
                     rolling=rolling_input(
                         worker_group_restarts(group), local.run_dir(group_path(group.name)), group.workers
                     ),

@@ -6,6 +6,8 @@ Pure: paths as strings, no I/O. Every local stack has one run root,
 - `<alias>/broker-<i>/`: broker `i` of cluster `<alias>` (`data/` its log directory);
 - `connect-<group>/secrets.properties`: the group's secrets file its connectors resolve;
 - `connect-<group>/worker-<i>/`: worker `i` of worker group `<group>`;
+- `wan.network/`: the emulated network's switch sockets and forwarders' pid files, when the
+  stack's links are emulated (`components.platform.local.network`);
 - `tls/`: the stack's CA, truststore and keystores (`components.platform.local.tls`);
 - `watcher-<group>/`: the group's auto-restart watcher (`components.platform.local.watcher`),
   `status.json` its status (what `bin/status` shows).
@@ -49,6 +51,11 @@ LAG_EXPORTER_STATE_FILE = "state.json"
 def lag_exporter_path(group: str) -> str:
     """The lag exporter's directory relative to the stack's run root (the marker's path part)."""
     return LAG_EXPORTER_DIR.format(group=group)
+
+
+# The emulated network's sockets and pid files (components/platform/local/network.py). The dot,
+# which no cluster alias or group name may hold, keeps it apart from their directories.
+NETWORK_PATH = "wan.network"
 
 
 def run_root(project_dir: str | Path, stack: str) -> str:

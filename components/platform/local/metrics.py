@@ -1,6 +1,7 @@
 """The Prometheus JMX exporter agent on local brokers and workers (opt-in: `metricsPort`).
 
-Process i of a cluster or worker group serves /metrics on 127.0.0.1:<metricsPort + i>, with the
+Process i of a cluster or worker group serves /metrics on <host>:<metricsPort + i> (its cluster's
+or group's host, components/topology/emulation.py), with the
 shared exporter rules (`components/monitoring/jmx_exporter.py`) in its run directory. The agent
 jar is the one bin/bootstrap resolves from Maven Central (MM2_JMX_AGENT in .mm2/env).
 """
@@ -21,7 +22,7 @@ EXPORTER_CONFIG = f"{CONFIG_DIR}/jmx-exporter.yaml"
 AGENT_ENV = "MM2_JMX_AGENT"
 
 
-def agent_options(run_dir: str, metrics_port: int | None, index: int, config_key: str) -> list[str]:
+def agent_options(run_dir: str, host: str, metrics_port: int | None, index: int, config_key: str) -> list[str]:
     """The `-javaagent` option of process `index`, or nothing when metrics are off."""
     if metrics_port is None:
         return []
@@ -32,7 +33,7 @@ def agent_options(run_dir: str, metrics_port: int | None, index: int, config_key
             "Next step: run bin/bootstrap (it resolves io.prometheus.jmx:jmx_prometheus_javaagent) and "
             "`source .mm2/env`, or remove the metricsPort."
         )
-    return [f"-javaagent:{jar}=127.0.0.1:{metrics_port + index}:{run_dir}/{EXPORTER_CONFIG}"]
+    return [f"-javaagent:{jar}={host}:{metrics_port + index}:{run_dir}/{EXPORTER_CONFIG}"]
 
 
 def with_exporter_config(

@@ -29,6 +29,7 @@ from components.platform.errors import PlatformError
 from components.platform.local.class_archive import archive_options
 from components.platform.local.layout import CONFIG_DIR, LOG4J2_FILE, LOGS_DIR, PROCESS_PROPERTIES
 from components.topology.java_properties import render_properties
+from components.topology.model import LOOPBACK
 
 LOG_TAIL_LINES = 25
 
@@ -81,6 +82,8 @@ def jvm_flags(environ: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(shlex.split(given)) if given else JVM_FLAGS
 
 
+NETNS_DIR = "/run/netns"  # where `ip netns add` names its namespaces
+
 # The system property every local JVM carries, so its process is found by marker, not by pid.
 MARKER_FLAG = "-Dmm2.process="
 
@@ -107,6 +110,8 @@ class JvmSpec:
     # Files written under run_dir, owner-only (0600), before the process starts: the secrets the
     # process resolves through config providers or reads itself (a JAAS user file). Relative paths.
     secret_files: Mapping[str, str] = field(default_factory=dict)
+    # The network namespace it runs in (its emulated datacenter's, components/topology/emulation.py).
+    netns: str | None = None
 
     @property
     def properties_file(self) -> Path:
@@ -125,7 +130,13 @@ class JvmSpec:
         return self.logs_dir / "stdout.log"
 
 
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+def port_in_use(port: int, host: str = LOOPBACK) -> bool:
+    """True when `port` on `host` is taken: bound on this machine's loopback, or, on an address
+    this machine only routes to (an emulated datacenter's namespace), answered by a listener."""
+    if host != LOOPBACK:
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=2):
+            return True
+        return False
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -135,11 +146,11 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     return False
 
 
-def check_ports_free(component: str, ports: Iterable[int], config_key: str) -> None:
-    busy = [p for p in ports if port_in_use(p)]
+def check_ports_free(component: str, ports: Iterable[int], config_key: str, host: str = LOOPBACK) -> None:
+    busy = [p for p in ports if port_in_use(p, host)]
     if busy:
         raise ProcessError(
-            f"{component}: port(s) {', '.join(map(str, busy))} on 127.0.0.1 already in use. "
+            f"{component}: port(s) {', '.join(map(str, busy))} on {host} already in use. "
             f"Fix: stop whatever listens there (`ss -ltnp | grep :{busy[0]}`) or choose other ports "
             f"with `{config_key}` in the stack config."
         )
@@ -279,6 +290,9 @@ COMMAND_FILE = "command.json"
 def start(spec: JvmSpec) -> int:
     """Start the JVM in its own session; returns its pid. The caller waits for readiness."""
     cmd = _jvm_command(spec, spec.main_class, [str(spec.properties_file)], spec.heap)
+    if spec.netns:
+        # nsenter execs the JVM (the pid stays), in that namespace's network only.
+        cmd = ["nsenter", f"--net={NETNS_DIR}/{spec.netns}", "--", *cmd]
     try:
         pid = spawn(cmd, spec.stdout_file, spec.run_dir)
     except OSError as exc:

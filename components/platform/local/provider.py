@@ -32,6 +32,7 @@ from components.platform.local.process_diff import group_size, process_diff
 from components.platform.local.rolling import rolling_update
 from components.platform.readiness import readiness_probe
 from components.rpc_values import plain
+from components.topology.model import LOOPBACK
 
 # Inputs whose change restarts the process in place; run_dir and cluster_id replace it.
 # A changed secret file restarts too: brokers and workers read JAAS settings once, at start.
@@ -45,6 +46,7 @@ RESTART_KEYS = (
     "jvm_options",
     "secret_files",
     "restart_on",
+    "netns",
 )
 REPLACE_KEYS = ("run_dir", "marker", "cluster_id")
 
@@ -61,6 +63,7 @@ def _spec(props: Mapping[str, Any]) -> proc.JvmSpec:
         java=proc.find_java(),
         jvm_options=tuple(str(o) for o in plain(props.get("jvm_options")) or ()),
         secret_files={str(k): str(v) for k, v in (plain(props.get("secret_files")) or {}).items()},
+        netns=props.get("netns") or None,
     )
 
 
@@ -70,7 +73,8 @@ def _launch(props: Mapping[str, Any], *, fresh: bool) -> dict[str, Any]:
     if fresh:
         # Pulumi carries numbers as floats (protobuf Struct): ports must become ints again.
         ports = [int(p) for p in props.get("ports") or []]
-        proc.check_ports_free(spec.component, ports, props.get("config_key", "the ports"))
+        host = props.get("host") or LOOPBACK
+        proc.check_ports_free(spec.component, ports, props.get("config_key", "the ports"), host)
     try:
         proc.prepare_run_dir(spec)
         if props.get("cluster_id"):
@@ -154,6 +158,8 @@ class LocalProcess(Resource, module="local", name="Process"):
         opts: pulumi.ResourceOptions | None = None,
         rolling: Mapping[str, Any] | None = None,
         group_size: int | None = None,
+        host: str = LOOPBACK,
+        netns: str | None = None,
     ) -> None:
         # `ready` may carry the probe's credentials and `secret_files` are secrets by definition:
         # both are stored encrypted in state, inputs and outputs alike.
@@ -184,6 +190,9 @@ class LocalProcess(Resource, module="local", name="Process"):
                 # Not a restart key either: how many processes its cluster or group runs, which
                 # the preview's blast radius names ("all 2 together").
                 "group_size": group_size,
+                # Where it listens, and the network namespace it runs in (an emulated datacenter's).
+                "host": host,
+                "netns": netns,
                 "pid": None,
                 "running": None,
                 "log_file": None,

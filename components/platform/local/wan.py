@@ -24,7 +24,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,62 +77,51 @@ def _run(step: str, command: Sequence[str]) -> None:
         raise WanError(f"emulated link: {step} failed: `{' '.join(command)}`: {done.stderr.strip() or done.stdout}")
 
 
-class EmulatedLink:
-    """Two namespaces `<tag>-a` and `<tag>-b` joined by the shaped link; `subnet` picks the /24
-    (198.18.<subnet>.0), so several links can exist at once."""
+class Wan:
+    """The namespaces and forwarders of one emulated network; `run_dir` holds the switches'
+    sockets and every forwarder's pid file, which is how `down` finds them."""
 
-    def __init__(self, tag: str, shape: LinkShape, run_dir: Path, subnet: int = 0) -> None:
-        self.tag, self.shape, self.run_dir = tag, shape, run_dir
-        self.sides = (Side(f"{tag}-a", f"198.18.{subnet}.1"), Side(f"{tag}-b", f"198.18.{subnet}.2"))
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
 
-    def __enter__(self) -> EmulatedLink:
-        self.up()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.down()
-
-    def up(self) -> None:
-        if os.geteuid() != 0:
-            raise WanError("an emulated link needs root (network namespaces and TAP devices). Fix: run as root.")
-        if missing := missing_tools():
-            raise WanError(f"an emulated link needs {', '.join(missing)}. Fix: run bin/bootstrap --test-tools.")
+    def namespace(self, name: str) -> None:
+        """A new network namespace with its loopback up."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            for side, switch in zip(self.sides, ("a", "b"), strict=True):
-                self._side(side, switch)
-            between = f"{self._switch('a')}:{self._switch('b')}"
-            pid = self._pidfile("wirefilter")
-            wirefilter = [
-                *REALTIME,
-                "wirefilter",
-                "-v",
-                between,
-                *self.shape.wirefilter_args(),
-                "--daemon",
-                "--pidfile",
-                pid,
-            ]
-            self._daemon(pid, wirefilter, "wirefilter")
-            self._wait_route()
-        except BaseException:
-            self.down()
-            raise
+        _run(f"creating namespace {name}", ["ip", "netns", "add", name])
+        _run(f"loopback up in {name}", ["ip", "-n", name, "link", "set", "lo", "up"])
 
-    def _switch(self, name: str) -> str:
-        return str(self.run_dir / f"switch-{name}")
+    def link(self, name: str, ends: tuple[Side, Side], tap: str, prefix_len: int, shape: LinkShape) -> None:
+        """A TAP device `tap` in each end's namespace, at its address, plugged into a vde switch
+        of its own; `wirefilter` joins the two switches with the link's shape."""
+        for end, switch in zip(ends, ("a", "b"), strict=True):
+            ns = end.namespace
+            _run(f"TAP device in {ns}", ["ip", "-n", ns, "tuntap", "add", "dev", tap, "mode", "tap"])
+            _run(f"address in {ns}", ["ip", "-n", ns, "addr", "add", f"{end.address}/{prefix_len}", "dev", tap])
+            _run(f"TAP up in {ns}", ["ip", "-n", ns, "link", "set", tap, "up"])
+            sock, pid = self._switch(name, switch), self._pidfile(f"{name}switch-{switch}")
+            self._daemon(pid, [*REALTIME, "vde_switch", "-s", sock, "-d", "-p", pid], f"switch {name}{switch}")
+            pid = self._pidfile(f"{name}plug-{switch}")
+            self._daemon(pid, end.run(*REALTIME, "vde_plug2tap", "-s", sock, "-d", "-P", pid, tap), f"the plug in {ns}")
+        self._filter(name, shape)
 
-    def _side(self, side: Side, switch: str) -> None:
-        ns = side.namespace
-        _run(f"creating namespace {ns}", ["ip", "netns", "add", ns])
-        _run(f"loopback up in {ns}", ["ip", "-n", ns, "link", "set", "lo", "up"])
-        _run(f"TAP device in {ns}", ["ip", "-n", ns, "tuntap", "add", "dev", _TAP, "mode", "tap"])
-        _run(f"address in {ns}", ["ip", "-n", ns, "addr", "add", f"{side.address}/24", "dev", _TAP])
-        _run(f"TAP up in {ns}", ["ip", "-n", ns, "link", "set", _TAP, "up"])
-        sock, pid = self._switch(switch), self._pidfile(f"switch-{switch}")
-        self._daemon(pid, [*REALTIME, "vde_switch", "-s", sock, "-d", "-p", pid], f"switch {switch}")
-        pid = self._pidfile(f"plug-{switch}")
-        self._daemon(pid, side.run(*REALTIME, "vde_plug2tap", "-s", sock, "-d", "-P", pid, _TAP), f"the plug in {ns}")
+    def reshape(self, name: str, shape: LinkShape) -> None:
+        """Link `name` with a new shape: its wirefilter restarted (connections see a short gap)."""
+        pidfile = Path(self._pidfile(f"{name}wirefilter"))
+        with contextlib.suppress(OSError, ValueError, ProcessLookupError):
+            pid = int(pidfile.read_text().strip())
+            os.kill(pid, signal.SIGTERM)
+            _gone(pid)
+        pidfile.unlink(missing_ok=True)
+        self._filter(name, shape)
+
+    def _filter(self, name: str, shape: LinkShape) -> None:
+        pid = self._pidfile(f"{name}wirefilter")
+        between = f"{self._switch(name, 'a')}:{self._switch(name, 'b')}"
+        wirefilter = [*REALTIME, "wirefilter", "-v", between, *shape.wirefilter_args(), "--daemon", "--pidfile", pid]
+        self._daemon(pid, wirefilter, f"wirefilter {name}".strip())
+
+    def _switch(self, link: str, name: str) -> str:
+        return str(self.run_dir / f"{link}switch-{name}")
 
     def _pidfile(self, name: str) -> str:
         return str(self.run_dir / f"{name}.pid")
@@ -147,19 +136,8 @@ class EmulatedLink:
                 raise WanError(f"emulated link: {what} wrote no pid file within {_READY_S:.0f}s")
             time.sleep(0.05)
 
-    def _wait_route(self) -> None:
-        """Until a ping crosses the link (the switches learn the addresses on the first frames)."""
-        a, b = self.sides
-        deadline = time.monotonic() + _READY_S
-        while True:
-            ping = subprocess.run(a.run("ping", "-c", "1", "-W", "1", b.address), capture_output=True, check=False)
-            if ping.returncode == 0:
-                return
-            if time.monotonic() > deadline:
-                raise WanError(f"emulated link: {a.address} cannot reach {b.address} within {_READY_S:.0f}s")
-
-    def down(self) -> None:
-        """Stop the forwarders and remove the namespaces and sockets (whatever of them exists)."""
+    def down(self, namespaces: Iterable[str]) -> None:
+        """Stop the forwarders and remove `namespaces` and the sockets (whatever of them exists)."""
         pids = []
         for pidfile in sorted(self.run_dir.glob("*.pid")) if self.run_dir.exists() else []:
             with contextlib.suppress(OSError, ValueError):
@@ -169,9 +147,60 @@ class EmulatedLink:
                 os.kill(pid, signal.SIGTERM)
         for pid in pids:
             _gone(pid)
-        for side in self.sides:
-            subprocess.run(["ip", "netns", "delete", side.namespace], capture_output=True, check=False)
+        for namespace in namespaces:
+            subprocess.run(["ip", "netns", "delete", namespace], capture_output=True, check=False)
         shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def wait_reachable(source: Side, address: str) -> None:
+    """Until a ping from `source` reaches `address` (the switches learn addresses on the first frames)."""
+    deadline = time.monotonic() + _READY_S
+    while True:
+        ping = subprocess.run(source.run("ping", "-c", "1", "-W", "1", address), capture_output=True, check=False)
+        if ping.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise WanError(f"emulated link: {source.namespace} cannot reach {address} within {_READY_S:.0f}s")
+
+
+def check_can_emulate() -> None:
+    """Root and the forwarders' commands, or a WanError naming the fix."""
+    if os.geteuid() != 0:
+        raise WanError("an emulated link needs root (network namespaces and TAP devices). Fix: run as root.")
+    if missing := missing_tools():
+        raise WanError(f"an emulated link needs {', '.join(missing)}. Fix: run bin/bootstrap --wan.")
+
+
+class EmulatedLink:
+    """Two namespaces `<tag>-a` and `<tag>-b` joined by the shaped link; `subnet` picks the /24
+    (198.18.<subnet>.0), so several links can exist at once."""
+
+    def __init__(self, tag: str, shape: LinkShape, run_dir: Path, subnet: int = 0) -> None:
+        self.tag, self.shape, self.run_dir = tag, shape, run_dir
+        self.sides = (Side(f"{tag}-a", f"198.18.{subnet}.1"), Side(f"{tag}-b", f"198.18.{subnet}.2"))
+        self._wan = Wan(run_dir)
+
+    def __enter__(self) -> EmulatedLink:
+        self.up()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.down()
+
+    def up(self) -> None:
+        check_can_emulate()
+        try:
+            for side in self.sides:
+                self._wan.namespace(side.namespace)
+            self._wan.link("", self.sides, _TAP, 24, self.shape)
+            wait_reachable(self.sides[0], self.sides[1].address)
+        except BaseException:
+            self.down()
+            raise
+
+    def down(self) -> None:
+        """Stop the forwarders and remove the namespaces and sockets (whatever of them exists)."""
+        self._wan.down(side.namespace for side in self.sides)
 
 
 def _gone(pid: int, timeout_s: float = 5.0) -> None:

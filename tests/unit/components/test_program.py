@@ -171,3 +171,23 @@ def test_the_container_platforms_secrets_must_all_be_given(tmp_path: Path) -> No
     state = next(r.state for urn, r in monitor.resources.items() if urn.endswith("Credentials::credentials"))
     assert {"us-east.broker.tls.password", "eu-west.broker.tls.password"} <= set(state["required"])
     assert "us-east.mm2.password" in state["required"]
+
+
+def test_a_stack_whose_links_this_machine_cannot_emulate_is_refused_at_preview(tmp_path: Path) -> None:
+    mm2 = dev_mm2()
+    mm2["clusters"]["dr"]["datacenter"] = "dc2"
+    mm2["links"] = {"dc1<->dc2": {"rtt": "50ms", "bandwidth": "200Mbit"}}
+    asked: list[list[str]] = []
+
+    def not_root(plan: Any) -> list[str]:
+        asked.append([dc.namespace for dc in plan.datacenters])
+        return ["mm2:links: the local platform emulates dc1<->dc2 ...; it needs root. Fix: run as root."]
+
+    config = dataclasses.replace(stack_config({}, tmp_path, mm2=mm2), network_problems=not_root)
+    with pytest.raises(StackConfigError) as raised:
+        validate(config)
+    assert "mm2:links: the local platform emulates dc1<->dc2" in str(raised.value)
+    assert asked == [["mm2-unit-dc1", "mm2-unit-dc2"]]
+    # Without links nothing is emulated and the machine is not asked.
+    validate(dataclasses.replace(stack_config({}, tmp_path, mm2=dev_mm2()), network_problems=not_root))
+    assert len(asked) == 1

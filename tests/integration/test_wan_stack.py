@@ -1,0 +1,81 @@
+"""A local stack whose two datacenters are joined by a declared link runs across it, emulated.
+
+The dev stack with `dr` moved to datacenter dc2 and `mm2:links` dc1<->dc2 at 40 ms and 100 Mbit/s:
+`pulumi up` puts each datacenter's brokers and workers in a network namespace of the stack's,
+on addresses in 198.18.0.0/15, joined by the emulated link (components/platform/local/wan.py).
+The test checks, on the running stack:
+- the clusters advertise their datacenters' addresses, and the machine reaches both directly
+  (a round trip well under the link's);
+- between the datacenters a round trip takes the link's rtt;
+- MM2's workers (in dc2, beside dr) fetch from primary across the link, and a record produced
+  on primary arrives on dr;
+and after `pulumi destroy`: no namespace, forwarder or route of the stack is left.
+Needs root (namespaces, TAP devices), as the docker lane does.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from components.platform.local.wan import namespaces
+from tests.integration.harness import arrives, dev_config_with_free_ports, produce_one, running
+from tests.tools import required_tool
+
+RTT_MS = 40.0
+BENCHMARK_RANGE = ipaddress.ip_network("198.18.0.0/15")
+
+
+def _ping_ms(command: list[str]) -> float:
+    done = subprocess.run([*command, "-c", "5", "-i", "0.2"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return float(done.stdout.rsplit("=", 1)[1].split("/")[1])
+
+
+def _hosts(bootstrap: str) -> set[str]:
+    return {server.rsplit(":", 1)[0] for server in bootstrap.split(",")}
+
+
+def test_a_stack_across_an_emulated_link(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.fail("an emulated link needs root (network namespaces, TAP devices). Fix: run bin/test as root.")
+    for tool in ("vde_switch", "vde_plug2tap", "wirefilter"):
+        required_tool(tool, "vde2")
+    cfg = dev_config_with_free_ports()
+    config = cfg["config"]
+    config["mm2:clusters"]["dr"]["datacenter"] = "dc2"
+    config["mm2:links"] = {"dc1<->dc2": {"rtt": f"{RTT_MS:g}ms", "bandwidth": "100Mbit"}}
+    with running(tmp_path, cfg) as stack:
+        prefix = f"mm2-{stack.name}-"
+        assert sorted(namespaces(prefix)) == [f"{prefix}dc1", f"{prefix}dc2"]
+        outputs = stack.outputs()
+        [primary] = _hosts(outputs["clusters"]["primary"]["bootstrap"])
+        [dr] = _hosts(outputs["clusters"]["dr"]["bootstrap"])
+        assert primary != dr
+        assert {ipaddress.ip_address(primary), ipaddress.ip_address(dr)} <= set(BENCHMARK_RANGE.hosts())
+
+        direct = _ping_ms(["ping", primary])
+        across = _ping_ms(["ip", "netns", "exec", f"{prefix}dc2", "ping", primary])
+        print(f"\n[wan-stack] machine -> dc1 {direct:.2f} ms; dc2 -> dc1 {across:.1f} ms over a declared {RTT_MS:g}")
+        assert direct < RTT_MS / 4, "the machine's own path must not cross the link"
+        assert abs(across - RTT_MS) <= 0.1 * RTT_MS
+
+        key = uuid.uuid4().hex.encode()
+        produce_one(outputs, "primary", "orders", key, b"across the link")
+        assert arrives(outputs, "dr", "primary.orders", key, 120, "wan-stack")
+        # The source consumer of the workers (in dc2) holds connections to primary's broker in dc1.
+        sockets = subprocess.run(
+            ["ip", "netns", "exec", f"{prefix}dc2", "ss", "-Htn", "state", "established", "dst", primary],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert sockets.strip(), "no connection from dc2 to primary crosses the link"
+    assert list(namespaces(prefix)) == [], "namespaces left behind by destroy"
+    routes = subprocess.run(["ip", "-4", "route", "show"], capture_output=True, text=True, check=True).stdout
+    assert primary not in routes and dr not in routes, routes
