@@ -9,6 +9,7 @@ The test checks, on the running stack:
 - between the datacenters a round trip takes the link's rtt;
 - MM2's workers (in dc2, beside dr) fetch from primary across the link, and a record produced
   on primary arrives on dr;
+- a new rtt reshapes the link in place, with no broker or worker restarted;
 and after `pulumi destroy`: no namespace, forwarder or route of the stack is left.
 Needs root (namespaces, TAP devices), as the docker lane does.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from components.platform.local import process as proc
 from components.platform.local.wan import namespaces
 from tests.integration.harness import arrives, dev_config_with_free_ports, produce_one, running
 from tests.tools import required_tool
@@ -76,6 +78,15 @@ def test_a_stack_across_an_emulated_link(tmp_path: Path) -> None:
             check=True,
         ).stdout
         assert sockets.strip(), "no connection from dc2 to primary crosses the link"
+
+        # A new rtt reshapes the link in place: no broker or worker restarts.
+        before = {marker: proc.find_pids(marker) for marker in stack.markers()}
+        stack.config["config"]["mm2:links"]["dc1<->dc2"]["rtt"] = f"{2 * RTT_MS:g}ms"
+        stack.write_config()
+        assert f"emulated link dc1<->dc2: now rtt {2 * RTT_MS:g} ms" in stack.up().stdout
+        assert {marker: proc.find_pids(marker) for marker in stack.markers()} == before
+        slower = _ping_ms(["ip", "netns", "exec", f"{prefix}dc2", "ping", primary])
+        assert abs(slower - 2 * RTT_MS) <= 0.1 * 2 * RTT_MS, f"{slower:.1f} ms after the rtt became {2 * RTT_MS:g}"
     assert list(namespaces(prefix)) == [], "namespaces left behind by destroy"
     routes = subprocess.run(["ip", "-4", "route", "show"], capture_output=True, text=True, check=True).stdout
     assert primary not in routes and dr not in routes, routes

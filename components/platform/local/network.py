@@ -18,6 +18,7 @@ and a route in each namespace sending the other side's home address across it.
 
 from __future__ import annotations
 
+import logging
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, Resou
 from components.platform.local.wan import LinkShape, Side, Wan, WanError, check_can_emulate, wait_reachable
 from components.rpc_values import plain
 from components.topology.emulated_network import INNER_VETH, EmulatedLink, NetworkPlan
+
+LOG = logging.getLogger("dynamic_provider.network")
 
 
 def _ip(step: str, *args: str) -> None:
@@ -49,6 +52,11 @@ def network_problems(plan: NetworkPlan) -> list[str]:
             f"in a network namespace of its own; {exc}"
         ]
     return []
+
+
+def _described(link: EmulatedLink) -> str:
+    loss = f", {link.loss_pct:g}% loss" if link.loss_pct else ""
+    return f"rtt {link.rtt_ms:g} ms, {link.bandwidth_bps / 1e6:g} Mbit/s{loss}"
 
 
 def _shape(link: EmulatedLink) -> LinkShape:
@@ -123,7 +131,11 @@ def _structure(plan: NetworkPlan) -> tuple[Any, ...]:
 
 class NetworkProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
-        build(_plan(props), Path(props["run_dir"]))
+        plan = _plan(props)
+        build(plan, Path(props["run_dir"]))
+        homes = ", ".join(f"{dc.name} at {dc.home} (namespace {dc.namespace})" for dc in plan.datacenters)
+        links = ", ".join(f"{link.name} {_described(link)}" for link in plan.links)
+        LOG.info(f"emulated network {plan.block}: {homes}; {links}")
         return CreateResult(id_=_plan(props).block, outs={**props, "healthy": True})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
@@ -141,7 +153,7 @@ class NetworkProvider(ResourceProvider):
         wan = Wan(run_dir)
         for before, after in zip(old.links, new.links, strict=True):
             if before != after:
-                pulumi.log.info(f"emulated link {after.name}: reshaped (its wirefilter restarts)")
+                LOG.info(f"emulated link {after.name}: now {_described(after)} (its wirefilter restarted)")
                 wan.reshape(after.tap, _shape(after))
         return UpdateResult(outs={**news, "healthy": True})
 
