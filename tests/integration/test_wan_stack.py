@@ -10,26 +10,27 @@ The test checks, on the running stack:
 - MM2's workers (in dc2, beside dr) fetch from primary across the link, and a record produced
   on primary arrives on dr;
 - a new rtt reshapes the link in place, with no broker or worker restarted;
-and after `pulumi destroy`: no namespace, forwarder or route of the stack is left.
+- a forwarder gone is found by a refresh and started again by `up`, the processes left running;
+and after `pulumi destroy`: no namespace, forwarder or route of the stack is left. A namespace of
+the stack's name already on the machine fails `up` before any broker starts, naming it.
 Needs root (namespaces, TAP devices), as the docker lane does.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import os
 import subprocess
 import uuid
 from pathlib import Path
 
-import pytest
-
 from components.platform.local import process as proc
-from components.platform.local.wan import namespaces
-from tests.integration.harness import arrives, dev_config_with_free_ports, produce_one, running
-from tests.tools import required_tool
+from components.platform.local.layout import NETWORK_PATH
+from components.platform.local.wan import Wan, namespaces
+from tests.integration.emulated import dev_across_a_link, require_emulation
+from tests.integration.harness import arrives, deployed, produce_one, running
 
 RTT_MS = 40.0
+TAP = "wan0"  # the stack's only link (components/topology/emulation.py names link k `wan<k>`)
 BENCHMARK_RANGE = ipaddress.ip_network("198.18.0.0/15")
 
 
@@ -44,15 +45,8 @@ def _hosts(bootstrap: str) -> set[str]:
 
 
 def test_a_stack_across_an_emulated_link(tmp_path: Path) -> None:
-    if os.geteuid() != 0:
-        pytest.fail("an emulated link needs root (network namespaces, TAP devices). Fix: run bin/test as root.")
-    for tool in ("vde_switch", "vde_plug2tap", "wirefilter"):
-        required_tool(tool, "vde2")
-    cfg = dev_config_with_free_ports()
-    config = cfg["config"]
-    config["mm2:clusters"]["dr"]["datacenter"] = "dc2"
-    config["mm2:links"] = {"dc1<->dc2": {"rtt": f"{RTT_MS:g}ms", "bandwidth": "100Mbit"}}
-    with running(tmp_path, cfg) as stack:
+    require_emulation()
+    with running(tmp_path, dev_across_a_link(rtt=f"{RTT_MS:g}ms", bandwidth="100Mbit")) as stack:
         prefix = f"mm2-{stack.name}-"
         assert sorted(namespaces(prefix)) == [f"{prefix}dc1", f"{prefix}dc2"]
         outputs = stack.outputs()
@@ -87,6 +81,32 @@ def test_a_stack_across_an_emulated_link(tmp_path: Path) -> None:
         assert {marker: proc.find_pids(marker) for marker in stack.markers()} == before
         slower = _ping_ms(["ip", "netns", "exec", f"{prefix}dc2", "ping", primary])
         assert abs(slower - 2 * RTT_MS) <= 0.1 * 2 * RTT_MS, f"{slower:.1f} ms after the rtt became {2 * RTT_MS:g}"
+
+        # A forwarder gone is drift a refresh finds: `up --refresh` starts the link's forwarders
+        # again and leaves the brokers and workers running.
+        wan = Wan(stack.run_dir / NETWORK_PATH)
+        wan.cut(TAP)
+        assert not wan.alive(TAP)
+        assert "a forwarder was gone, started again" in stack.up("--refresh").stdout
+        assert wan.alive(TAP)
+        assert {marker: proc.find_pids(marker) for marker in stack.markers()} == before
+        assert _ping_ms(["ip", "netns", "exec", f"{prefix}dc2", "ping", primary]) >= RTT_MS
     assert list(namespaces(prefix)) == [], "namespaces left behind by destroy"
     routes = subprocess.run(["ip", "-4", "route", "show"], capture_output=True, text=True, check=True).stdout
     assert primary not in routes and dr not in routes, routes
+
+
+def test_a_namespace_already_there_fails_up_before_anything_starts(tmp_path: Path) -> None:
+    require_emulation()
+    with deployed(tmp_path, dev_across_a_link(rtt="10ms", bandwidth="100Mbit")) as stack:
+        taken = f"mm2-{stack.name}-dc1"
+        subprocess.run(["ip", "netns", "add", taken], check=True)
+        try:
+            failed = stack.pulumi("up", "--yes", "--skip-preview", check=False)
+            assert failed.returncode != 0
+            assert f"already in use on this machine (namespace {taken})" in failed.stdout, failed.stdout[-3000:]
+            assert "Fix: destroy the stack that holds it" in failed.stdout
+            assert list(namespaces(f"mm2-{stack.name}-")) == [taken], "only the namespace that was there"
+            assert stack.markers() == [], "no broker or worker started"
+        finally:
+            subprocess.run(["ip", "netns", "delete", taken], check=False)

@@ -95,25 +95,49 @@ def build(plan: NetworkPlan, run_dir: Path) -> None:
             _ip(f"route to {dc.name}", "route", "add", f"{dc.home}/32", "via", dc.inner_address, "dev", dc.outer_if)
         for link in plan.links:
             a, b = plan.datacenters[link.a], plan.datacenters[link.b]
-            ends = (Side(a.namespace, link.a_address), Side(b.namespace, link.b_address))
-            wan.link(link.tap, ends, link.tap, 30, _shape(link))
+            wan.link(link.tap, _ends(plan, link), link.tap, 30, _shape(link))
             for here, there, via in ((a, b, link.b_address), (b, a, link.a_address)):
                 _ip(f"route {here.name} -> {there.name}", "-n", here.namespace, "route", "add", f"{there.home}/32",
                     "via", via, "dev", link.tap, "src", here.home)  # fmt: skip
             wait_reachable(Side(a.namespace, a.home), b.home)
     except BaseException:
-        wan.down(dc.namespace for dc in plan.datacenters)
+        _down(plan, run_dir)
         raise
 
 
-def healthy(plan: NetworkPlan, run_dir: Path) -> bool:
-    """Every namespace exists and every forwarder runs."""
+def _down(plan: NetworkPlan, run_dir: Path) -> None:
+    Wan(run_dir).down((dc.namespace for dc in plan.datacenters), (dc.outer_if for dc in plan.datacenters))
+
+
+def _namespaces_exist(plan: NetworkPlan) -> bool:
     listed = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout.split())
-    if any(dc.namespace not in listed for dc in plan.datacenters):
-        return False
-    pidfiles = list(run_dir.glob("*.pid")) if run_dir.exists() else []
-    alive = [f for f in pidfiles if Path(f"/proc/{f.read_text().strip() or 0}").exists()]
-    return len(alive) == 5 * len(plan.links)  # two switches, two plugs and a filter per link
+    return all(dc.namespace in listed for dc in plan.datacenters)
+
+
+def healthy(plan: NetworkPlan, run_dir: Path) -> bool:
+    """Every namespace exists and every link's forwarders run."""
+    wan = Wan(run_dir)
+    return _namespaces_exist(plan) and all(wan.alive(link.tap) for link in plan.links)
+
+
+def _ends(plan: NetworkPlan, link: EmulatedLink) -> tuple[Side, Side]:
+    a, b = plan.datacenters[link.a], plan.datacenters[link.b]
+    return Side(a.namespace, link.a_address), Side(b.namespace, link.b_address)
+
+
+def repair(plan: NetworkPlan, run_dir: Path) -> None:
+    """What a refresh found gone, made again: the whole network when a namespace is gone (after
+    a reboot, with every process in it), else the forwarders of each link that lost one, with
+    the brokers and workers in the namespaces left running."""
+    if not _namespaces_exist(plan):
+        _down(plan, run_dir)
+        build(plan, run_dir)
+        return
+    wan = Wan(run_dir)
+    for link in plan.links:
+        if not wan.alive(link.tap):
+            LOG.info(f"emulated link {link.name}: a forwarder was gone, started again")
+            wan.forwarders(link.tap, _ends(plan, link), link.tap, _shape(link))
 
 
 def _plan(props: Mapping[str, Any]) -> NetworkPlan:
@@ -146,10 +170,7 @@ class NetworkProvider(ResourceProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         old, new, run_dir = _plan(olds), _plan(news), Path(news["run_dir"])
-        if not healthy(old, run_dir):  # found gone by a refresh: built again
-            Wan(run_dir).down(dc.namespace for dc in old.datacenters)
-            build(new, run_dir)
-            return UpdateResult(outs={**news, "healthy": True})
+        repair(old, run_dir)
         wan = Wan(run_dir)
         for before, after in zip(old.links, new.links, strict=True):
             if before != after:
@@ -161,7 +182,7 @@ class NetworkProvider(ResourceProvider):
         return ReadResult(id_=id_, outs={**props, "healthy": healthy(_plan(props), Path(props["run_dir"]))})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        Wan(Path(props["run_dir"])).down(dc.namespace for dc in _plan(props).datacenters)
+        _down(_plan(props), Path(props["run_dir"]))
 
 
 class Network(Resource, module="local", name="Network"):

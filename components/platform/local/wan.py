@@ -93,25 +93,52 @@ class Wan:
     def link(self, name: str, ends: tuple[Side, Side], tap: str, prefix_len: int, shape: LinkShape) -> None:
         """A TAP device `tap` in each end's namespace, at its address, plugged into a vde switch
         of its own; `wirefilter` joins the two switches with the link's shape."""
-        for end, switch in zip(ends, ("a", "b"), strict=True):
+        for end in ends:
             ns = end.namespace
             _run(f"TAP device in {ns}", ["ip", "-n", ns, "tuntap", "add", "dev", tap, "mode", "tap"])
             _run(f"address in {ns}", ["ip", "-n", ns, "addr", "add", f"{end.address}/{prefix_len}", "dev", tap])
             _run(f"TAP up in {ns}", ["ip", "-n", ns, "link", "set", tap, "up"])
+        self.forwarders(name, ends, tap, shape)
+
+    def forwarders(self, name: str, ends: tuple[Side, Side], tap: str, shape: LinkShape) -> None:
+        """The link's userspace half on its TAP devices: a switch and a plug per end, the filter
+        between; any of them still running from before is stopped first (a repair)."""
+        self._stop(f"{name}switch-", f"{name}plug-", f"{name}wirefilter")
+        for end, switch in zip(ends, ("a", "b"), strict=True):
             sock, pid = self._switch(name, switch), self._pidfile(f"{name}switch-{switch}")
+            shutil.rmtree(sock, ignore_errors=True)  # a dead switch's directory
             self._daemon(pid, [*REALTIME, "vde_switch", "-s", sock, "-d", "-p", pid], f"switch {name}{switch}")
             pid = self._pidfile(f"{name}plug-{switch}")
-            self._daemon(pid, end.run(*REALTIME, "vde_plug2tap", "-s", sock, "-d", "-P", pid, tap), f"the plug in {ns}")
+            plug = end.run(*REALTIME, "vde_plug2tap", "-s", sock, "-d", "-P", pid, tap)
+            self._daemon(pid, plug, f"the plug in {end.namespace}")
         self._filter(name, shape)
+
+    def alive(self, name: str) -> bool:
+        """Every forwarder of link `name` runs (two switches, two plugs, the filter)."""
+        pids = [_pid(f) for f in self._pidfiles(f"{name}switch-", f"{name}plug-", f"{name}wirefilter")]
+        return len(pids) == 5 and all(pid and Path(f"/proc/{pid}").exists() for pid in pids)
+
+    def cut(self, name: str) -> None:
+        """Link `name` down: its filter stopped, so no frame crosses (as a cut fibre; `reshape`
+        brings it back)."""
+        self._stop(f"{name}wirefilter")
+
+    def _pidfiles(self, *prefixes: str) -> list[Path]:
+        found = sorted(self.run_dir.glob("*.pid")) if self.run_dir.exists() else []
+        return [f for f in found if f.name.startswith(prefixes)]
+
+    def _stop(self, *prefixes: str) -> None:
+        for pidfile in self._pidfiles(*prefixes):
+            pid = _pid(pidfile)
+            with contextlib.suppress(ProcessLookupError):
+                if pid:
+                    os.kill(pid, signal.SIGTERM)
+                    _gone(pid)
+            pidfile.unlink(missing_ok=True)
 
     def reshape(self, name: str, shape: LinkShape) -> None:
         """Link `name` with a new shape: its wirefilter restarted (connections see a short gap)."""
-        pidfile = Path(self._pidfile(f"{name}wirefilter"))
-        with contextlib.suppress(OSError, ValueError, ProcessLookupError):
-            pid = int(pidfile.read_text().strip())
-            os.kill(pid, signal.SIGTERM)
-            _gone(pid)
-        pidfile.unlink(missing_ok=True)
+        self._stop(f"{name}wirefilter")
         self._filter(name, shape)
 
     def _filter(self, name: str, shape: LinkShape) -> None:
@@ -136,8 +163,13 @@ class Wan:
                 raise WanError(f"emulated link: {what} wrote no pid file within {_READY_S:.0f}s")
             time.sleep(0.05)
 
-    def down(self, namespaces: Iterable[str]) -> None:
-        """Stop the forwarders and remove `namespaces` and the sockets (whatever of them exists)."""
+    def down(self, namespaces: Iterable[str], devices: Iterable[str] = ()) -> None:
+        """Stop the forwarders, remove `devices` of the machine's namespace (veths into the
+        namespaces), `namespaces` and the sockets (whatever of them exists).
+
+        A namespace outlives its name while a socket in it waits for the other side (a connection
+        closed as the link went away retransmits its FIN for minutes): its veth would keep its
+        route on this machine that long, so the veths are deleted here, not left to it."""
         pids = []
         for pidfile in sorted(self.run_dir.glob("*.pid")) if self.run_dir.exists() else []:
             with contextlib.suppress(OSError, ValueError):
@@ -147,6 +179,8 @@ class Wan:
                 os.kill(pid, signal.SIGTERM)
         for pid in pids:
             _gone(pid)
+        for device in devices:
+            subprocess.run(["ip", "link", "delete", device], capture_output=True, check=False)
         for namespace in namespaces:
             subprocess.run(["ip", "netns", "delete", namespace], capture_output=True, check=False)
         shutil.rmtree(self.run_dir, ignore_errors=True)
@@ -201,6 +235,12 @@ class EmulatedLink:
     def down(self) -> None:
         """Stop the forwarders and remove the namespaces and sockets (whatever of them exists)."""
         self._wan.down(side.namespace for side in self.sides)
+
+
+def _pid(pidfile: Path) -> int | None:
+    with contextlib.suppress(OSError, ValueError):
+        return int(pidfile.read_text().strip())
+    return None
 
 
 def _gone(pid: int, timeout_s: float = 5.0) -> None:
