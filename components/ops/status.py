@@ -70,6 +70,7 @@ from typing import Any
 from components.mm2_records import OffsetSync, RecordFormatError, decode_heartbeat, decode_offset_sync
 from components.ops.clients import connect_client, flow, kafka_config
 from components.ops.errors import OpsError
+from components.ops.stall import stall_problem
 from components.ops.status_view import (
     HEARTBEAT_MAX_AGE_S,
     LAG_EXPORTER_TIMEOUT_S,
@@ -393,6 +394,9 @@ def flow_status(
     if checkpoint_age is None:
         notes.append("no checkpoint yet (MM2 writes them once a matching consumer group commits on the source)")
     sentinel = None if exporter is None else sentinel_view(exporter, f.name, f.loss_acknowledged_at_ms)
+    group = outputs.connect.get(f.worker_group)
+    lag_s = None if sentinel is None or sentinel.error else sentinel.lag_seconds
+    stalled = None if group_down else stall_problem(f, group.cluster if group else "", lag_s, connectors)
     return FlowStatus(
         name=f.name,
         worker_group=f.worker_group,
@@ -404,6 +408,7 @@ def flow_status(
             *([group_down_problem(f.worker_group, group_down)] if group_down else []),
             *problems_of(connectors, heartbeat, heartbeat_max_age_s),
             *sentinel_problems(sentinel),
+            *([stalled] if stalled else []),
         ),
         notes=tuple(notes),
         sentinel=sentinel,

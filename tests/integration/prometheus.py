@@ -12,7 +12,9 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.integration.harness import free_port_block, wait_until
+from components.monitoring.prometheus import lag_targets, rule_groups, scrape_configs
+from components.monitoring.rules import Thresholds
+from tests.integration.harness import TestStack, free_port_block, wait_until
 from tests.tools import promtool_check_config, required_tool
 
 
@@ -95,3 +97,13 @@ class Prometheus:
         self.process.kill()
         self.process.wait(timeout=30)
         self.log.close()
+
+
+def stack_prometheus(stack: TestStack, lag_url: str, tmp: Path, thresholds: Thresholds, interval: str) -> Prometheus:
+    """A Prometheus with the stack's alert rules (at `thresholds`) scraping its JMX targets and its
+    worker group `mm2`'s lag exporter at `lag_url` (the stack output)."""
+    topology = stack.topology()
+    lag = lag_targets(topology, {"mm2": lag_url})
+    assert lag.targets == {"mm2": lag_url.removeprefix("http://")}, lag.describe()
+    scrape = scrape_configs(topology, interval, lag.targets)
+    return Prometheus(tmp, rule_groups(topology, thresholds), scrape, interval)

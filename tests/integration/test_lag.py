@@ -26,7 +26,6 @@ from typing import Any
 import httpx
 import pytest
 
-from components.monitoring.prometheus import lag_targets, rule_groups, scrape_configs
 from components.monitoring.rules import Thresholds
 from components.platform.local import process as proc
 from components.platform.local.layout import lag_exporter_path, process_marker
@@ -42,7 +41,7 @@ from tests.integration.harness import (
     running,
     wait_until,
 )
-from tests.integration.prometheus import Prometheus
+from tests.integration.prometheus import Prometheus, stack_prometheus
 from tests.integration.validation_stage import run_validator
 
 GONE = CAUSE[DELETED]  # the reports' words for records deleted before MM2 copied them
@@ -189,11 +188,7 @@ def watermarks(stack: TestStack, topic: str) -> tuple[int, int]:
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestStack, Prometheus]]:
     with running(tmp_path_factory.mktemp("lag"), lag_config()) as stack:
         url = lag_url(stack)
-        topology = stack.topology()
-        lag = lag_targets(topology, {"mm2": url})
-        assert lag.targets == {"mm2": url.removeprefix("http://")}, lag.describe()
-        scrape = scrape_configs(topology, SCRAPE, lag.targets)
-        prometheus = Prometheus(tmp_path_factory.mktemp("prometheus"), rule_groups(topology, FAST), scrape, SCRAPE)
+        prometheus = stack_prometheus(stack, url, tmp_path_factory.mktemp("prometheus"), FAST, SCRAPE)
         try:
             yield stack, prometheus
         finally:

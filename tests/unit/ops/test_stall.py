@@ -1,0 +1,43 @@
+"""components/ops/stall.py: a flow behind its RPO while Connect runs it names the side its workers
+cannot get records from, and says nothing while it keeps up, is paused or has failed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from components.ops.stall import STALL_FLOOR_S, stall_problem
+from components.ops.status_view import ConnectorView, TaskView
+from tests.unit.ops.helpers import outputs
+
+FLOW = dataclasses.replace(outputs().flows["primary->dr"], rpo_seconds=20)
+
+
+def source(state: str = "RUNNING", task: str = "RUNNING") -> ConnectorView:
+    return ConnectorView("source", "mm2-primary-to-dr-source", state, "RUNNING", tasks=(TaskView(0, task, "w0"),))
+
+
+def test_a_running_flow_past_its_rpo_names_the_side_across_from_its_workers() -> None:
+    problem = stall_problem(FLOW, "dr", 95.0, [source()])
+    assert problem is not None
+    assert problem.startswith("95s behind (more than its RPO of 20s) while its source connector and every task run")
+    assert "not getting records from primary" in problem and "Next step: check the path from the workers" in problem
+    # Workers stored on the source: the target is across.
+    assert "not getting records from dr" in (stall_problem(FLOW, "primary", 95.0, [source()]) or "")
+
+
+@pytest.mark.parametrize(
+    ("lag_s", "connector"),
+    [(19.0, source()), (None, source()), (95.0, source("PAUSED")), (95.0, source(task="FAILED"))],
+)
+def test_no_stall_while_within_the_rpo_unmeasured_paused_or_failed(
+    lag_s: float | None, connector: ConnectorView
+) -> None:
+    assert stall_problem(FLOW, "dr", lag_s, [connector]) is None
+
+
+def test_without_an_rpo_the_floor_bounds_it() -> None:
+    flow = dataclasses.replace(FLOW, rpo_seconds=None)
+    assert stall_problem(flow, "dr", STALL_FLOOR_S - 1, [source()]) is None
+    assert f"more than {STALL_FLOOR_S:.0f}s" in (stall_problem(flow, "dr", STALL_FLOOR_S + 1, [source()]) or "")
