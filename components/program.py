@@ -58,6 +58,8 @@ from components.topology.connectors import flow_connectors
 from components.topology.emulated_network import NetworkPlan
 from components.topology.emulation import emulation_problems, with_network
 from components.topology.jaas import quotable_password_keys
+from components.topology.link_preview import broker_lines
+from components.topology.links import with_link_broker_settings
 from components.topology.model import Pair
 from components.topology.objectives import drain_warnings
 from components.topology.security import (
@@ -168,6 +170,7 @@ def validate(config: StackConfig) -> ValidStack:
     if topology is not None:
         problems += security_problems(topology) + emulation_problems(topology)
         topology = with_network(topology, config.stack, run_root(config.project_dir, config.stack))
+        topology = with_link_broker_settings(topology)
         if topology.network is not None:
             problems += config.network_problems(topology.network)
         if _uses_local(topology) and not (config.kafka_libs and Path(config.kafka_libs).is_dir()):
@@ -264,6 +267,7 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
         )
         for alias, cluster in topology.clusters.items()
     }
+    _say_broker_settings(topology, clusters)
     groups = {
         name: ConnectWorkerGroup(
             f"connect-{name}",
@@ -294,6 +298,16 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
         for flow in topology.enabled_flows()
     }
     return Deployed(credentials, topology, clusters, groups, flows, switchovers)
+
+
+def _say_broker_settings(topology: Topology, clusters: Mapping[str, KafkaCluster]) -> None:
+    """The preview's lines on the broker settings derived from WAN links, on each cluster."""
+    for alias, resource in clusters.items():
+        info, warnings = broker_lines(topology, alias)
+        for line in info:
+            pulumi.log.info(f"KafkaCluster {line}", resource=resource)
+        for line in warnings:
+            pulumi.log.warn(f"KafkaCluster {line}", resource=resource)
 
 
 def _network(topology: Topology, local: LocalPlatform) -> LocalNetwork | None:

@@ -11,8 +11,10 @@ link is reshaped in place (`pulumi up`) and each variant copies a fresh backlog:
 
   seed     seed 003's mm2.properties sets no client setting: Kafka's defaults, pinned as the
            source cluster's client overrides (consumer.receive.buffer.bytes 65536,
-           consumer.fetch.max.bytes 52428800, consumer.max.partition.fetch.bytes 1048576)
-  derived  nothing set: the settings components/topology/links.py derives from the link
+           consumer.fetch.max.bytes 52428800, consumer.max.partition.fetch.bytes 1048576) and
+           the source brokers' brokerConfig (socket.send.buffer.bytes 102400)
+  derived  nothing set: the client and broker settings components/topology/links.py derives
+           from the link
 
 Throughput: the backlog (`--backlog-mb` of 1 KiB records in a new topic of 3 partitions) is written
 to primary over the machine's direct path; the clock runs from the first record on dr to the last,
@@ -56,6 +58,8 @@ SEED = {
     "consumer.fetch.max.bytes": "52428800",
     "consumer.max.partition.fetch.bytes": "1048576",
 }
+# And on the source brokers, Kafka's default send buffer (the stack derives one from the link).
+SEED_BROKER = {"socket.send.buffer.bytes": "102400"}
 VARIANTS = ("seed", "derived")
 MIN_RTT_MS = 0.1  # rtt 0 is run at this: a link's rtt must be positive
 
@@ -193,7 +197,9 @@ def set_link(stack: TestStack, rtt: float, loss: float, variant: str) -> None:
     config = stack.config["config"]
     link = config["mm2:links"]["dc1<->dc2"]
     link["rtt"], link["loss"] = f"{max(rtt, MIN_RTT_MS):g}ms", f"{loss:g}%"
-    config["mm2:clusters"]["primary"]["client"] = dict(SEED) if variant == "seed" else {}
+    primary = config["mm2:clusters"]["primary"]
+    primary["client"] = dict(SEED) if variant == "seed" else {}
+    primary["brokerConfig"] = dict(SEED_BROKER) if variant == "seed" else {}
     stack.write_config()
     stack.up()
 

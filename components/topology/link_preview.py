@@ -8,8 +8,15 @@ itself applies what links.py derives.
 from __future__ import annotations
 
 from components.topology.connectors import flow_connectors
-from components.topology.links import RATE_UNITS, derived_link_settings, format_quantity, link_of
-from components.topology.model import Flow, Topology
+from components.topology.links import (
+    KAFKA_BROKER_SOCKET_BUFFER,
+    RATE_UNITS,
+    derived_broker_settings,
+    derived_link_settings,
+    format_quantity,
+    link_of,
+)
+from components.topology.model import Flow, Platform, Topology
 
 
 def derived_lines(topology: Topology, flow: Flow) -> tuple[str, ...]:
@@ -50,3 +57,27 @@ def link_lines(topology: Topology) -> list[str]:
         if warning is not None:
             lines.append(warning)
     return lines
+
+
+def broker_lines(topology: Topology, alias: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(info lines, warnings) on the broker settings derived for cluster `alias` (components/
+    topology/links.py, applied by `with_link_broker_settings`): a cluster the stack runs gets
+    them, or keeps its own brokerConfig value (named); an external cluster's operators are told
+    what to set, since the stack cannot."""
+    cluster = topology.clusters[alias]
+    info: list[str] = []
+    warnings: list[str] = []
+    for item in derived_broker_settings(topology, alias):
+        if cluster.platform is Platform.EXTERNAL:
+            warnings.append(
+                f"cluster {alias} (external): set {item.key} to at least {item.value} on its brokers "
+                f"({item.reason}); Kafka's default {KAFKA_BROKER_SOCKET_BUFFER} holds each connection across the "
+                "link to that many bytes per round trip"
+            )
+            continue
+        line = f"cluster {alias}: brokerConfig {item.key} {item.value} = {item.reason}"
+        effective = cluster.broker_config.get(item.key)
+        if effective is not None and effective != item.value:
+            line += f"; overridden by the stack's brokerConfig ({effective})"
+        info.append(line)
+    return tuple(info), tuple(warnings)

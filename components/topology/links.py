@@ -21,13 +21,14 @@ Quantities are written as a number and a unit: rtt in `ms` or `s`; bandwidth and
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from components.topology.model import Flow, Link, Topology
+from components.topology.model import Flow, Link, Platform, Topology, frozen_map
 from components.topology.settings import TUNED_SOURCE_CLIENT
 
 # Unit -> its size in the base unit (bits per second, milliseconds, percent).
@@ -217,3 +218,48 @@ def _linger(link: Link) -> Derived:
     return Derived(
         f"{PRODUCER_PREFIX}linger.ms", str(value), f"a tenth of {link.name}'s rtt ({rtt} / 10 = {tenth:g} ms){bound}"
     )
+
+
+# Kafka's broker default for socket.send.buffer.bytes and socket.receive.buffer.bytes.
+KAFKA_BROKER_SOCKET_BUFFER = 100 * KIB
+BROKER_SEND_BUFFER = "socket.send.buffer.bytes"
+BROKER_RECEIVE_BUFFER = "socket.receive.buffer.bytes"
+
+
+def derived_broker_settings(topology: Topology, alias: str) -> tuple[Derived, ...]:
+    """The broker settings of cluster `alias` derived from the links its records cross to or from
+    a flow's workers: its send buffer when a flow's source consumer fetches from it across a link
+    (the brokers write the fetch responses into that window), its receive buffer when a flow's
+    producer writes to it across one; for each, the largest link's. Measured on the emulated
+    link (bench/wan): at 100 ms the source brokers' default 100 KiB send buffer held the
+    connections back ("sndbuf_limited") while the consumers' derived windows stood open."""
+    wanted: dict[str, tuple[int, _Bdp]] = {}
+    for flow in topology.enabled_flows():
+        link = link_of(topology, flow)
+        if link is None:
+            continue
+        consumer, producer = crossing(topology, flow)
+        bdp = _Bdp(link)
+        for crosses, cluster, key in (
+            (consumer, flow.source, BROKER_SEND_BUFFER),
+            (producer, flow.target, BROKER_RECEIVE_BUFFER),
+        ):
+            if crosses and cluster == alias and (key not in wanted or wanted[key][0] < bdp.counted):
+                wanted[key] = (bdp.counted, bdp)
+    return tuple(
+        _at_least(key, KAFKA_BROKER_SOCKET_BUFFER, "Kafka's default", 2 * bdp.counted, bdp.text(2), BUFFER_STEP)
+        for key, (_, bdp) in sorted(wanted.items())
+    )
+
+
+def with_link_broker_settings(topology: Topology) -> Topology:
+    """Every cluster the stack runs with its derived broker settings under its own brokerConfig
+    (an explicit value wins); external clusters are left as they are (the preview names what
+    their operators should set)."""
+    clusters = {}
+    for alias, cluster in topology.clusters.items():
+        derived = {d.key: d.value for d in derived_broker_settings(topology, alias)}
+        if derived and cluster.platform is not Platform.EXTERNAL:
+            cluster = dataclasses.replace(cluster, broker_config=frozen_map({**derived, **cluster.broker_config}))
+        clusters[alias] = cluster
+    return dataclasses.replace(topology, clusters=clusters)

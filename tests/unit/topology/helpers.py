@@ -153,3 +153,8 @@ def wan_config(workers_in: str = "dc2", **link: Any) -> dict[str, Any]:
 
 def wan(workers_in: str = "dc2", **link: Any) -> Topology:
     return parse_topology(wan_config(workers_in, **link))
+
+
+def external_cluster(datacenter: str, host: str = "example.com") -> dict[str, Any]:
+    """An adopted (external) cluster's config in `datacenter`."""
+    return {"platform": "external", "bootstrap": f"{host}:9092", "brokers": 3, "datacenter": datacenter}

@@ -20,7 +20,7 @@ from components.topology.emulation import (
 from components.topology.model import LOOPBACK
 from components.topology.runtime_config import worker_properties
 from components.topology.tls import tls_plan
-from tests.unit.topology.helpers import dev_config, wan, wan_config
+from tests.unit.topology.helpers import dev_config, external_cluster, wan, wan_config
 
 ROOT = "/projects/mm2/.mm2/run/dev"
 BENCHMARKS = ipaddress.ip_network("198.18.0.0/15")
@@ -86,12 +86,7 @@ def test_a_tls_cluster_in_a_namespace_is_certified_for_its_home_address() -> Non
 
 def test_only_links_between_datacenters_with_local_clusters_are_emulated() -> None:
     config = wan_config()
-    config["clusters"]["dr"] = {
-        "platform": "external",
-        "bootstrap": "dr.example.com:9092",
-        "brokers": 3,
-        "datacenter": "dc2",
-    }
+    config["clusters"]["dr"] = external_cluster("dc2", "dr.example.com")
     config["workerGroups"]["mm2"]["cluster"] = "primary"
     topology = parse_topology(config)
     assert emulated_datacenters(topology) == ()

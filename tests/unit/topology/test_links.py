@@ -6,19 +6,22 @@ from __future__ import annotations
 import pytest
 
 from components.topology import flow_connectors, parse_topology
+from components.topology.link_preview import broker_lines
 from components.topology.links import (
     RATE_UNITS,
     RTT_UNITS,
     Derived,
     bdp_bytes,
     crossing,
+    derived_broker_settings,
     derived_link_settings,
     format_quantity,
     link_of,
     parse_quantity,
+    with_link_broker_settings,
 )
 from components.topology.model import Link
-from tests.unit.topology.helpers import BDP, dev_config, wan, wan_config
+from tests.unit.topology.helpers import BDP, dev_config, external_cluster, wan, wan_config
 
 CONSUMER = (
     Derived(
@@ -196,3 +199,35 @@ def test_quantities_are_written_in_their_largest_whole_unit() -> None:
     assert format_quantity(800.0, RATE_UNITS) == "800bit"
     assert format_quantity(50.0, RTT_UNITS) == "50ms"
     assert format_quantity(1500.0, RTT_UNITS) == "1.5s"
+
+
+def test_the_brokers_a_crossing_client_talks_to_get_socket_buffers_for_the_link() -> None:
+    # Workers beside the target: the source consumer fetches across, so the source brokers send.
+    beside_target = wan("dc2")
+    [send] = derived_broker_settings(beside_target, "primary")
+    assert (send.key, send.value) == ("socket.send.buffer.bytes", "2555904")
+    assert send.reason == f"2 x {BDP}, rounded up to a multiple of 65536"
+    assert derived_broker_settings(beside_target, "dr") == ()
+    # Workers beside the source: the producer writes across, so the target brokers receive.
+    [receive] = derived_broker_settings(wan("dc1"), "dr")
+    assert (receive.key, receive.value) == ("socket.receive.buffer.bytes", "2555904")
+    # A short link never goes below Kafka's default.
+    [short] = derived_broker_settings(wan("dc2", rtt="1ms", bandwidth="10Mbit"), "primary")
+    assert short.value == "131072" and short.reason.startswith("Kafka's default 102400")
+
+
+def test_derived_broker_settings_go_under_an_explicit_broker_config_and_skip_external_clusters() -> None:
+    config = wan_config()
+    config["clusters"]["primary"]["brokerConfig"] = {"socket.send.buffer.bytes": "-1"}
+    explicit = with_link_broker_settings(parse_topology(config))
+    assert explicit.clusters["primary"].broker_config["socket.send.buffer.bytes"] == "-1"
+    [line], [] = broker_lines(explicit, "primary")
+    assert line.endswith("overridden by the stack's brokerConfig (-1)")
+    derived = with_link_broker_settings(wan())
+    assert derived.clusters["primary"].broker_config["socket.send.buffer.bytes"] == "2555904"
+    config = wan_config()
+    config["clusters"]["primary"] = external_cluster("dc1", "primary.example.com")
+    external = with_link_broker_settings(parse_topology(config))
+    assert dict(external.clusters["primary"].broker_config) == {}
+    [], [warning] = broker_lines(external, "primary")
+    assert warning.startswith("cluster primary (external): set socket.send.buffer.bytes to at least 2555904")
