@@ -9,7 +9,8 @@ The test checks, on the running stack:
 - between the datacenters a round trip takes the link's rtt;
 - MM2's workers (in dc2, beside dr) fetch from primary across the link, and a record produced
   on primary arrives on dr;
-- a new rtt reshapes the link in place, with no broker or worker restarted;
+- a new rtt and bandwidth reshape the link in place, with no broker or worker restarted (the
+  bandwidth-delay product is kept, so no derived setting changes);
 - a forwarder gone is found by a refresh and started again by `up`, the processes left running;
 and after `pulumi destroy`: no namespace, forwarder or route of the stack is left. A namespace of
 the stack's name already on the machine fails `up` before any broker starts, naming it.
@@ -73,11 +74,12 @@ def test_a_stack_across_an_emulated_link(tmp_path: Path) -> None:
         ).stdout
         assert sockets.strip(), "no connection from dc2 to primary crosses the link"
 
-        # A new rtt reshapes the link in place: no broker or worker restarts.
+        # A new shape is reshaped in place: with the bandwidth-delay product kept (twice the rtt,
+        # half the rate), no derived setting changes, so no broker or worker restarts.
         before = {marker: proc.find_pids(marker) for marker in stack.markers()}
-        stack.config["config"]["mm2:links"]["dc1<->dc2"]["rtt"] = f"{2 * RTT_MS:g}ms"
+        stack.config["config"]["mm2:links"]["dc1<->dc2"] = {"rtt": f"{2 * RTT_MS:g}ms", "bandwidth": "50Mbit"}
         stack.write_config()
-        assert f"emulated link dc1<->dc2: now rtt {2 * RTT_MS:g} ms" in stack.up().stdout
+        assert f"emulated link dc1<->dc2: now rtt {2 * RTT_MS:g} ms, 50 Mbit/s" in stack.up().stdout
         assert {marker: proc.find_pids(marker) for marker in stack.markers()} == before
         slower = _ping_ms(["ip", "netns", "exec", f"{prefix}dc2", "ping", primary])
         assert abs(slower - 2 * RTT_MS) <= 0.1 * 2 * RTT_MS, f"{slower:.1f} ms after the rtt became {2 * RTT_MS:g}"
