@@ -11,9 +11,10 @@ and a route in each namespace sending the other side's home address across it.
 - update: a link's new shape restarts its wirefilter only (brokers and workers keep running).
 - replace: any other change (datacenters, addresses) rebuilds it, after the processes in it
   were stopped (they depend on it).
-- read: reports ``healthy: false`` when a namespace or forwarder is gone (after a reboot), so
-  `pulumi refresh` shows the drift.
-- delete: stops the forwarders and removes the namespaces (their veths and routes go with them).
+- read: reports ``healthy: false`` when a namespace or forwarder is gone, so `pulumi refresh`
+  shows the drift and the next `up` repairs it: the forwarders of a link that lost one, or the
+  whole network when a namespace is gone (after a reboot, with every process in it).
+- delete: stops the forwarders, deletes the veths (their routes go with them) and the namespaces.
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
-from components.platform.local.wan import LinkShape, Side, Wan, WanError, check_can_emulate, wait_reachable
+from components.platform.local.wan import (
+    LinkShape,
+    Side,
+    Wan,
+    WanError,
+    check_can_emulate,
+    namespaces,
+    wait_reachable,
+)
 from components.rpc_values import plain
 from components.topology.emulated_network import INNER_VETH, EmulatedLink, NetworkPlan
 
@@ -68,7 +77,7 @@ def _in_use(plan: NetworkPlan) -> list[str]:
     prefix = plan.block.rsplit(".", 1)[0] + "."
     routes = subprocess.run(["ip", "-4", "route", "show"], capture_output=True, text=True, check=False).stdout
     found = [f"route `{line}`" for line in routes.splitlines() if line.startswith(prefix)]
-    existing = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout.split())
+    existing = set(namespaces(""))
     found += [f"namespace {dc.namespace}" for dc in plan.datacenters if dc.namespace in existing]
     return found
 
@@ -110,7 +119,7 @@ def _down(plan: NetworkPlan, run_dir: Path) -> None:
 
 
 def _namespaces_exist(plan: NetworkPlan) -> bool:
-    listed = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout.split())
+    listed = set(namespaces(""))
     return all(dc.namespace in listed for dc in plan.datacenters)
 
 

@@ -128,12 +128,16 @@ class Wan:
         return [f for f in found if f.name.startswith(prefixes)]
 
     def _stop(self, *prefixes: str) -> None:
-        for pidfile in self._pidfiles(*prefixes):
-            pid = _pid(pidfile)
+        """Stop the forwarders whose pid files start with one of `prefixes` ("" for all): all
+        signalled first, then each waited for (SIGKILL after a bound); their pid files removed."""
+        pidfiles = self._pidfiles(*prefixes)
+        pids = [pid for pid in map(_pid, pidfiles) if pid]
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError):
-                if pid:
-                    os.kill(pid, signal.SIGTERM)
-                    _gone(pid)
+                os.kill(pid, signal.SIGTERM)
+        for pid in pids:
+            _gone(pid)
+        for pidfile in pidfiles:
             pidfile.unlink(missing_ok=True)
 
     def reshape(self, name: str, shape: LinkShape) -> None:
@@ -170,15 +174,7 @@ class Wan:
         A namespace outlives its name while a socket in it waits for the other side (a connection
         closed as the link went away retransmits its FIN for minutes): its veth would keep its
         route on this machine that long, so the veths are deleted here, not left to it."""
-        pids = []
-        for pidfile in sorted(self.run_dir.glob("*.pid")) if self.run_dir.exists() else []:
-            with contextlib.suppress(OSError, ValueError):
-                pids.append(int(pidfile.read_text().strip()))
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        for pid in pids:
-            _gone(pid)
+        self._stop("")
         for device in devices:
             subprocess.run(["ip", "link", "delete", device], capture_output=True, check=False)
         for namespace in namespaces:
