@@ -49,9 +49,12 @@ class Standalone:
 
     def state(self) -> dict[str, Any]:
         response = httpx.get(f"{self.ui}/json/", timeout=5)
-        # While the master starts, its UI may answer before the /json handler exists (404 page):
-        # an httpx.HTTPStatusError, which the callers polling for workers treat as "not yet".
+        # While the master starts, its UI may answer before the /json handler exists, with a 404
+        # page or with its HTML page (seen in CI): an httpx.HTTPError either way, which the callers
+        # polling for workers treat as "not yet".
         response.raise_for_status()
+        if "json" not in response.headers.get("content-type", ""):  # Spark serves text/json
+            raise httpx.HTTPError(f"{self.ui}/json/ answered {response.headers.get('content-type')}, not JSON yet")
         return dict(response.json())
 
 
