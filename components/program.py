@@ -52,6 +52,7 @@ from components.topology import (
     bootstrap_servers,
     parse_topology,
     with_secrets_file,
+    worker_metrics_urls,
     worker_rest_urls,
 )
 from components.topology.connectors import flow_connectors
@@ -374,6 +375,7 @@ def group_export(name: str, deployed: Deployed) -> ConnectGroupExport:
         offset_topic=declared.offset_topic,
         worker_urls=worker_rest_urls(declared) if declared.platform in _OWN_WORKER_URLS and not declared.url else (),
         lag_url=_resolved_on_export(group.lag_url) or "",
+        metrics_urls=worker_metrics_urls(declared),
     )
 
 

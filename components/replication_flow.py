@@ -17,7 +17,7 @@ import pulumi
 from components.connect.provider import Connector
 from components.connect_group import ConnectWorkerGroup
 from components.kafka_cluster import KafkaCluster
-from components.outputs.contract import FlowExport
+from components.outputs.contract import FlowExport, LinkExport
 from components.rollout import CredentialRollout
 from components.topology import (
     ConnectorRole,
@@ -35,6 +35,7 @@ from components.topology import (
 )
 from components.topology.connectors import exactly_once_active, transform_aliases
 from components.topology.link_preview import derived_lines, peak_rate_warning
+from components.topology.links import link_of
 from components.topology.model import Platform
 from components.topology.objectives import rpo_warnings
 from components.topology.security import flow_secret_keys, unmanaged_exactly_once_grants
@@ -209,4 +210,5 @@ def flow_export(flow: Flow, topology: Topology, specs: FlowConnectors, states: M
         rpo_seconds=flow.rpo_seconds,
         outage_budget_seconds=flow.outage_budget_seconds,
         loss_acknowledged_at_ms=flow.loss_acknowledged_at_ms,
+        link=LinkExport(link.name, link.rtt_ms, link.bandwidth_bps) if (link := link_of(topology, flow)) else None,
     ).to_json()

@@ -5,7 +5,9 @@ with `dr` in a second datacenter and the link between the two declared, so the l
 emulates it (each datacenter in a network namespace, components/topology/emulation.py) and the
 preview derives the flow's client settings from it. The dev stack's processes listen on
 loopback and these on their datacenters' addresses, so both stacks can run at once; only the
-lag exporter's fixed loopback port is dropped (it takes a free one).
+lag exporter's fixed loopback port is dropped (it takes a free one). Its workers serve metrics
+(`metricsPort`, on their datacenter's address), so `bin/status --stack dev-wan` shows how fast
+the flow copies against the link.
 
     python -m components.ops.rehearsal --link 50ms,200Mbit[,0.1%]
 """
@@ -25,6 +27,7 @@ from components.topology.links import LOSS_UNITS, RATE_UNITS, RTT_UNITS, parse_q
 ROOT = Path(__file__).resolve().parents[2]
 STACK = "dev-wan"
 SOURCE_DC, TARGET_DC = "dc1", "dc2"
+METRICS_PORT = 19410  # the first worker group's workers' metrics, on dc2's address (as README's example)
 LINK_FIX = "Fix: give --link RTT,BANDWIDTH[,LOSS], e.g. --link 50ms,200Mbit or --link 100ms,50Mbit,0.1%."
 
 
@@ -56,8 +59,9 @@ def rehearsal_config(dev: dict[str, Any], link: dict[str, str], salt: str | None
     mm2["mm2:clusters"]["primary"]["datacenter"] = SOURCE_DC
     mm2["mm2:clusters"]["dr"]["datacenter"] = TARGET_DC
     mm2["mm2:links"] = {f"{SOURCE_DC}<->{TARGET_DC}": link}
-    for group in mm2["mm2:workerGroups"].values():
+    for i, group in enumerate(mm2["mm2:workerGroups"].values()):
         group.pop("lagPort", None)
+        group.setdefault("metricsPort", METRICS_PORT + 10 * i)
     return config
 
 

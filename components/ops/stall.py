@@ -1,10 +1,14 @@
-"""A flow that falls behind while Connect reports it running: its workers are not getting records
-across from the far side (a WAN link down, a firewall), which no connector state shows.
+"""A flow that falls behind while Connect reports it running, which no connector state shows:
+either its workers are not getting records across from the far side (a WAN link down, a
+firewall), or its link is full and the source produces faster than the link carries.
 
 `bin/status` runs where it reaches every cluster, which the workers may not: it reads the lag the
 group's lag exporter measures, and when a flow is further behind than its RPO (STALL_FLOOR_S
-without one) while its source connector and every task are RUNNING, it names the side the workers
-read from across the distance (the source, when they are stored on the target) and the next step.
+without one) while its source connector and every task are RUNNING, it tells which:
+- the flow copies at BOTTLENECK_SHARE or more of its declared link's bandwidth (MM2's byte-rate,
+  components/ops/throughput.py): the link is the bottleneck;
+- otherwise it names the side the workers read from across the distance (the source, when they
+  are stored on the target) and the next step, with the copy rate when the workers serve it.
 Pure: no I/O.
 """
 
@@ -13,26 +17,55 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from components.ops.status_view import STATE_OK, ConnectorView
-from components.outputs.contract import FlowExport
+from components.ops.throughput import Throughput, bits_text, link_text
+from components.outputs.contract import FlowExport, LinkExport
 
 STALL_FLOOR_S = 60.0  # behind by more than this, with no RPO declared, while running: stalled
 
 
 def stall_problem(
-    flow: FlowExport, workers_with: str, lag_s: float | None, connectors: Sequence[ConnectorView]
+    flow: FlowExport,
+    workers_with: str,
+    lag_s: float | None,
+    connectors: Sequence[ConnectorView],
+    throughput: Throughput | None = None,
 ) -> str | None:
-    """Why the flow is stalled though running, naming the unreachable side; None when it is not."""
+    """Why the flow falls behind though running (its link full, or a side unreachable); None
+    when it is not behind."""
     bound = float(flow.rpo_seconds) if flow.rpo_seconds else STALL_FLOOR_S
     source = next((c for c in connectors if c.role == "source"), None)
     running = source is not None and source.state == STATE_OK and all(t.state == STATE_OK for t in source.tasks)
     if lag_s is None or lag_s <= bound or not running:
         return None
+    bound_text = f"its RPO of {bound:.0f}s" if flow.rpo_seconds else f"{bound:.0f}s"
+    behind = f"{lag_s:.0f}s behind (more than {bound_text})"
+    if throughput is not None and throughput.link is not None and throughput.link_bound:
+        return f"{behind} {_link_bound(flow, workers_with, throughput.bytes_per_s or 0.0, throughput.link)}"
     far = {flow.target: flow.source, flow.source: flow.target}.get(workers_with)
     side = far or f"{flow.source} or {flow.target}"
-    bound_text = f"its RPO of {bound:.0f}s" if flow.rpo_seconds else f"{bound:.0f}s"
+    rate = ""
+    if throughput is not None and throughput.bytes_per_s is not None:
+        rate = f" (copying {bits_text(throughput.bytes_per_s)} over the workers' last minute)"
     return (
-        f"{lag_s:.0f}s behind (more than {bound_text}) while its source connector and every task run: the "
+        f"{behind} while its source connector and every task run{rate}: the "
         f"workers (stored on {workers_with or 'their cluster'}) are not getting records from {side}, which "
         f"they reach across the network. Next step: check the path from the workers to {side} (a WAN link "
         "down, a firewall, DNS); this machine may reach both clusters while the workers do not"
+    )
+
+
+def _link_bound(flow: FlowExport, workers_with: str, bytes_per_s: float, link: LinkExport) -> str:
+    """The bottleneck's cause and what takes fewer bytes across: the records cross as the source's
+    producers batched them when the workers fetch across, as MM2's producer batches them when it
+    writes across."""
+    smaller = (
+        f"compression.type on the producers writing to {flow.source}, whose batches cross as stored"
+        if workers_with == flow.target
+        else f"producer.compression.type in mm2:clusters.{flow.target}.client, for MM2's producer that crosses"
+    )
+    return (
+        f"while copying {bits_text(bytes_per_s)}, {bytes_per_s * 8 / link.bandwidth_bps:.0%} of the link "
+        f"{link_text(link)}: the link is the bottleneck; the source produces faster than the link "
+        f"carries and the lag grows while it does. Next step: a wider link (then mm2:links), or fewer bytes "
+        f"across it ({smaller})"
     )

@@ -53,13 +53,10 @@ Exit codes:
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
-import ssl
 import sys
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -71,10 +68,9 @@ from components.mm2_records import OffsetSync, RecordFormatError, decode_heartbe
 from components.ops.clients import connect_client, flow, kafka_config
 from components.ops.errors import OpsError
 from components.ops.stall import stall_problem
+from components.ops.status_probes import dead_groups, exporter_readings, worker_metrics
 from components.ops.status_view import (
     HEARTBEAT_MAX_AGE_S,
-    LAG_EXPORTER_TIMEOUT_S,
-    WORKER_PROBE_TIMEOUT_S,
     ConnectorView,
     ExporterReading,
     FlowStatus,
@@ -93,6 +89,7 @@ from components.ops.status_view import (
     unreachable_views,
     watcher_lines,
 )
+from components.ops.throughput import flow_throughput
 from components.outputs.contract import FlowExport, OutputsError, PairExport, StackExports
 from components.outputs.loader import load_exports
 from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
@@ -256,82 +253,6 @@ def heartbeat_view(readers: Mapping[str, ClusterReader], f: FlowExport) -> Heart
     return HeartbeatView(f.heartbeats_topic, None if own is None else age_s(own))
 
 
-def _answers(url: str, ca_pem: str | None) -> str | None:
-    """None when the worker at `url` answers `GET /` at all (any HTTP status: a 401 is a live
-    worker); else why not. One try, WORKER_PROBE_TIMEOUT_S for connect and read."""
-    from components.connect.stdlib_client import send
-
-    context = ssl.create_default_context(cadata=ca_pem) if ca_pem and url.startswith("https") else None
-    try:
-        send(urllib.request.Request(f"{url.rstrip('/')}/", method="GET"), WORKER_PROBE_TIMEOUT_S, context)
-    except OSError as exc:
-        return str(getattr(exc, "reason", None) or exc)
-    return None
-
-
-def dead_groups(outputs: StackExports, groups: Sequence[str]) -> dict[str, dict[str, str]]:
-    """The groups none of whose workers answered, each with why per worker URL. Every worker of
-    every group is asked at once, so this takes one probe timeout however many there are."""
-    asked = [
-        (group, url, outputs.connect[group].ca_pem)
-        for group in groups
-        if group in outputs.connect
-        for url in outputs.connect[group].probe_urls
-    ]
-    if not asked:
-        return {}
-    with ThreadPoolExecutor(max_workers=len(asked)) as pool:
-        answers = list(pool.map(lambda a: _answers(a[1], a[2]), asked))
-    why: dict[str, dict[str, str]] = {}
-    answered = set()
-    for (group, url, _ca), reason in zip(asked, answers, strict=True):
-        if reason is None:
-            answered.add(group)
-        else:
-            why.setdefault(group, {})[url] = reason
-    return {group: urls for group, urls in why.items() if group not in answered}
-
-
-def _get(url: str) -> bytes:
-    """The body of a 200 answer to `GET url` within LAG_EXPORTER_TIMEOUT_S; OSError otherwise."""
-    from components.connect.stdlib_client import send
-
-    status, body = send(urllib.request.Request(url, method="GET"), LAG_EXPORTER_TIMEOUT_S, None)
-    if status != 200:
-        raise OSError(f"HTTP {status} from {url}")
-    return body
-
-
-def read_exporter(url: str) -> ExporterReading:
-    """A lag exporter's /expired and /metrics; why not, when /expired does not answer. /metrics
-    is asked only once /expired answered (a silent exporter costs one timeout, not two)."""
-    base = url.rstrip("/")
-    try:
-        expired = json.loads(_get(f"{base}/expired"))
-    except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timed out, not HTTP, not JSON
-        return ExporterReading(url, error=str(getattr(exc, "reason", None) or exc))
-    if not isinstance(expired, dict):
-        return ExporterReading(url, error="/expired is not a JSON object")
-    try:
-        metrics: str | None = _get(f"{base}/metrics").decode("utf-8", "replace")
-    except (OSError, http.client.HTTPException):
-        metrics = None  # the lag is then shown as unknown; the expiries stand
-    return ExporterReading(url, expired, metrics)
-
-
-def exporter_readings(
-    outputs: StackExports, groups: Sequence[str], given: Collection[str] = ()
-) -> dict[str, ExporterReading]:
-    """Each of `groups` that exports a lagUrl: what its exporter answered, all asked at once;
-    `given`: the groups whose lagUrl came from --lag-url."""
-    asked = [(g, outputs.connect[g].lag_url) for g in groups if g in outputs.connect and outputs.connect[g].lag_url]
-    if not asked:
-        return {}
-    with ThreadPoolExecutor(max_workers=len(asked)) as pool:
-        readings = dict(zip((g for g, _ in asked), pool.map(lambda a: read_exporter(a[1]), asked), strict=True))
-    return {g: replace(r, given=True) if g in given else r for g, r in readings.items()}
-
-
 def parse_lag_urls(values: Sequence[str]) -> dict[str, str]:
     """The --lag-url GROUP=URL options as group -> URL; ValueError naming every bad one."""
     found: dict[str, str] = {}
@@ -372,9 +293,11 @@ def flow_status(
     heartbeat_max_age_s: float,
     group_down: Mapping[str, str] | None = None,
     exporter: ExporterReading | None = None,
+    metrics: Sequence[str | None] | None = None,
 ) -> FlowStatus:
     """One flow; `group_down` (worker URL -> why) when its worker group did not answer the probe;
-    `exporter`: what the group's lag exporter answered (None: the group has none)."""
+    `exporter`: what the group's lag exporter answered (None: the group has none); `metrics`: its
+    workers' /metrics texts (None: they serve none)."""
     connectors = unreachable_views(f.connectors, f.desired_states) if group_down else connector_views(outputs, f)
     source, target = readers[f.source], readers[f.target]
     syncs = offset_syncs(readers[f.offset_syncs_cluster or f.source], f)
@@ -396,7 +319,8 @@ def flow_status(
     sentinel = None if exporter is None else sentinel_view(exporter, f.name, f.loss_acknowledged_at_ms)
     group = outputs.connect.get(f.worker_group)
     lag_s = None if sentinel is None or sentinel.error else sentinel.lag_seconds
-    stalled = None if group_down else stall_problem(f, group.cluster if group else "", lag_s, connectors)
+    throughput = None if metrics is None else flow_throughput(f, metrics)
+    stalled = None if group_down else stall_problem(f, group.cluster if group else "", lag_s, connectors, throughput)
     return FlowStatus(
         name=f.name,
         worker_group=f.worker_group,
@@ -412,6 +336,7 @@ def flow_status(
         ),
         notes=tuple(notes),
         sentinel=sentinel,
+        throughput=throughput,
     )
 
 
@@ -443,15 +368,22 @@ def collect(
     if not flows:
         raise OpsError("the stack exports no flows. Next step: declare one under mm2:flows and `bin/pulumi up`.")
     groups = sorted({f.worker_group for f in flows})
-    with ThreadPoolExecutor(max_workers=1) as pool:  # the exporters are asked while the workers are probed
+    with ThreadPoolExecutor(max_workers=2) as pool:  # the exporters and metrics are asked while workers are probed
         asked = pool.submit(exporter_readings, outputs, groups, given_lag_urls)
+        served = pool.submit(worker_metrics, outputs, groups)
         down = dead_groups(outputs, groups)
-        exporters = asked.result()
+        exporters, metrics = asked.result(), served.result()
     aliases = sorted({a for f in flows for a in (f.source, f.target, f.offset_syncs_cluster or f.source)})
     with cluster_readers(outputs, aliases) as readers:
         return [
             flow_status(
-                outputs, f, readers, heartbeat_max_age_s, down.get(f.worker_group), exporters.get(f.worker_group)
+                outputs,
+                f,
+                readers,
+                heartbeat_max_age_s,
+                down.get(f.worker_group),
+                exporters.get(f.worker_group),
+                metrics.get(f.worker_group),
             )
             for f in flows
         ]

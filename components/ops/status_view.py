@@ -42,7 +42,6 @@ make it high by that many.
 
 from __future__ import annotations
 
-import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -50,6 +49,8 @@ from datetime import datetime
 from typing import Any
 
 from components.mm2_records import OffsetSync
+from components.ops.exposition import samples
+from components.ops.throughput import Throughput, throughput_line
 from components.topology.acknowledgement import instant_text
 from components.watch.lag import RECREATED, Expiry, FlowFindings, Recreation, flow_findings
 
@@ -145,6 +146,7 @@ class FlowStatus:
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
     sentinel: SentinelView | None = None  # None: the worker group exports no lag exporter
+    throughput: Throughput | None = None  # None: its workers serve no metrics (no metricsPort)
 
     @property
     def healthy(self) -> bool:
@@ -292,24 +294,15 @@ def problems_of(
     return tuple(found)
 
 
-_FLOW_LAG = re.compile(r"^(mm2_flow_lag_records|mm2_flow_lag_seconds)\{(.*)\}\s+(\S+)$")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
 def flow_lag(metrics: str | None, flow: str) -> tuple[int | None, float | None]:
     """The flow's largest partition lag in records and seconds from the exporter's /metrics text
     (None each when it is not there: no reading of the flow yet)."""
-    found: dict[str, float] = {}
-    for line in (metrics or "").splitlines():
-        m = _FLOW_LAG.match(line.strip())
-        if m is None:
-            continue
-        labels = {k: re.sub(r"\\(.)", lambda e: "\n" if e[1] == "n" else e[1], v) for k, v in _LABEL.findall(m[2])}
-        if labels.get("flow") == flow:
-            try:
-                found[m[1]] = float(m[3])
-            except ValueError:
-                continue
+    found = {
+        name: value
+        for name in ("mm2_flow_lag_records", "mm2_flow_lag_seconds")
+        for labels, value in samples(metrics, name)
+        if labels.get("flow") == flow
+    }
     records = found.get("mm2_flow_lag_records")
     return (None if records is None else int(records)), found.get("mm2_flow_lag_seconds")
 
@@ -504,6 +497,7 @@ def render_status_table(flows: Sequence[FlowStatus]) -> str:
         )
         lines.append(f"  newest checkpoint age {_age(f.checkpoint_age_s)}; {beat}")
         lines += sentinel_lines(f.sentinel, f.worker_group)
+        lines += [line] if (line := throughput_line(f.throughput)) else []
         for note in f.notes:
             lines.append(f"  note: {note}")
         for problem in f.problems:

@@ -79,6 +79,10 @@ class ConnectGroupExport:
     # Service URL (http://<group>-lag-exporter.<namespace>.svc:9404), reachable from inside the
     # cluster or through `kubectl port-forward`; empty otherwise and in older outputs
     lag_url: str = ""
+    # every worker's Prometheus endpoint (its JMX exporter agent, `metricsPort`), first worker
+    # first, where the stack runs the workers on this machine with one: `bin/status` reads MM2's
+    # byte-rate from them. Empty otherwise and in older outputs.
+    metrics_urls: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,12 +93,25 @@ class ConnectGroupExport:
             "offsetTopic": self.offset_topic,
             "workerUrls": list(self.worker_urls),
             "lagUrl": self.lag_url,
+            "metricsUrls": list(self.metrics_urls),
         }
 
     @property
     def probe_urls(self) -> tuple[str, ...]:
         """The URLs that reach the group's workers: each worker's, else the group's one URL."""
         return self.worker_urls or ((self.url,) if self.url else ())
+
+
+@dataclass(frozen=True)
+class LinkExport:
+    """The declared WAN link a flow's records cross (`mm2:links`), as the outputs carry it."""
+
+    name: str  # "dc1<->dc2"
+    rtt_ms: float
+    bandwidth_bps: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "rttMs": self.rtt_ms, "bandwidthBps": self.bandwidth_bps}
 
 
 @dataclass(frozen=True)
@@ -131,6 +148,9 @@ class FlowExport:
     # `lossAcknowledgedAt`, the UTC instant: what the lag exporter found gone before replication
     # at or before it is listed, not judged. None: nothing acknowledged (and in older outputs).
     loss_acknowledged_at_ms: int | None = None
+    # The declared link between the source's and the target's datacenters; None when there is
+    # none (one datacenter, none declared) and in older outputs.
+    link: LinkExport | None = None
 
     @property
     def loss_acknowledged_at(self) -> str | None:
@@ -188,6 +208,7 @@ class FlowExport:
             "rpoSeconds": self.rpo_seconds,
             "outageBudgetSeconds": self.outage_budget_seconds,
             "lossAcknowledgedAt": self.loss_acknowledged_at,
+            "link": self.link.to_json() if self.link else None,
         }
 
 
@@ -368,6 +389,7 @@ def _connect_group(name: str, raw: Any, problems: list[str]) -> ConnectGroupExpo
         offset_topic=str(entry.get("offsetTopic") or ""),
         worker_urls=tuple(str(u) for u in entry.get("workerUrls") or ()),
         lag_url=str(entry.get("lagUrl") or ""),
+        metrics_urls=tuple(str(u) for u in entry.get("metricsUrls") or ()),
     )
 
 
@@ -415,7 +437,23 @@ def _flow(name: str, raw: Any, clusters: Mapping[str, Any], problems: list[str])
         loss_acknowledged_at_ms=_instant(
             f'flows["{name}"].lossAcknowledgedAt', raw.get("lossAcknowledgedAt"), problems
         ),
+        link=_link(f'flows["{name}"].link', raw.get("link"), problems),
     )
+
+
+def _link(where: str, raw: Any, problems: list[str]) -> LinkExport | None:
+    """The flow's link; absent or null (no link, older outputs) is None."""
+    if raw is None:
+        return None
+    try:
+        link = LinkExport(str(raw["name"]), float(raw["rttMs"]), float(raw["bandwidthBps"]))
+    except (KeyError, TypeError, ValueError):
+        problems.append(f"{where} is not {{name, rttMs, bandwidthBps}}: {raw!r}")
+        return None
+    if link.rtt_ms <= 0 or link.bandwidth_bps <= 0:
+        problems.append(f"{where} has a round trip or bandwidth that is not positive: {raw!r}")
+        return None
+    return link
 
 
 def _seconds(where: str, raw: Any, problems: list[str]) -> int | None:

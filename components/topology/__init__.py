@@ -48,6 +48,7 @@ from components.topology.parse import parse_topology, with_secrets_file
 from components.topology.runtime_config import (
     broker_ports,
     broker_properties,
+    worker_metrics_urls,
     worker_properties,
     worker_rest_urls,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "reverse_heartbeat_connector",
     "security_properties",
     "with_secrets_file",
+    "worker_metrics_urls",
     "worker_properties",
     "worker_rest_urls",
 ]

@@ -348,6 +348,14 @@ def worker_rest_urls(group: WorkerGroup) -> tuple[str, ...]:
     return (f"http://{group.name}-connect-api:{KUBERNETES_REST_PORT}",)
 
 
+def worker_metrics_urls(group: WorkerGroup) -> tuple[str, ...]:
+    """The Prometheus endpoints of the group's workers, first worker first, where the local
+    platform runs each with the JMX exporter agent (`metricsPort`); empty otherwise."""
+    if group.platform is not Platform.LOCAL or group.url or group.metrics_port is None:
+        return ()
+    return tuple(f"http://{group.host}:{group.metrics_port + i}/metrics" for i in range(group.workers))
+
+
 EXACTLY_ONCE_KEY = "exactly.once.source.support"
 
 

@@ -8,8 +8,9 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.replication_flow import _preview_notes
+from components.replication_flow import _preview_notes, flow_export
 from components.topology import parse_topology
+from components.topology.connectors import flow_connectors
 from tests.unit.topology.helpers import wan_config
 
 
@@ -51,3 +52,14 @@ def test_nothing_is_said_without_a_link(monkeypatch: pytest.MonkeyPatch) -> None
     del config["links"]
     config["flows"]["primary->dr"]["peakRate"] = "300Mbit"
     assert logged(monkeypatch, config) == {"warn": [], "info": []}
+
+
+def test_the_flow_export_carries_the_link_its_records_cross() -> None:
+    topology = parse_topology(wan_config("dc2"))
+    flow = topology.flows[0]
+    exported = flow_export(flow, topology, flow_connectors(topology, flow), {})
+    assert exported["link"] == {"name": "dc1<->dc2", "rttMs": 50.0, "bandwidthBps": 200e6}
+    unlinked = wan_config("dc2")
+    del unlinked["links"]
+    same_dc = parse_topology(unlinked)
+    assert flow_export(same_dc.flows[0], same_dc, flow_connectors(same_dc, same_dc.flows[0]), {})["link"] is None

@@ -12,6 +12,7 @@ import pytest
 
 from components.mm2_records import Heartbeat, OffsetSync, encode_heartbeat, encode_offset_sync
 from components.ops import status as st
+from components.ops import status_probes
 from tests.unit.connect.fakes import FakeConnect
 from tests.unit.ops.helpers import outputs, route_connect
 
@@ -72,7 +73,7 @@ def clusters(heartbeat_age_s: float = 1.0) -> dict[str, FakeReader]:
 def connect(monkeypatch: pytest.MonkeyPatch) -> FakeConnect:
     fake = FakeConnect(connectors={n: {"connector.class": "x"} for n in NAMES})
     route_connect(monkeypatch, st, fake)
-    monkeypatch.setattr(st, "_answers", lambda url, ca_pem: None)  # every worker answers the probe
+    monkeypatch.setattr(status_probes, "_answers", lambda url, ca_pem: None)  # every worker answers the probe
     return fake
 
 

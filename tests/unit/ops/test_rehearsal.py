@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from components.ops.rehearsal import RehearsalError, main, parse_link, rehearsal_config, write
-from components.topology import parse_topology
+from components.topology import parse_topology, worker_metrics_urls
 from components.topology.emulation import with_network
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -41,6 +41,10 @@ def test_the_dev_stack_behind_a_link_is_emulated_and_keeps_no_fixed_loopback_por
     assert [dc.name for dc in topology.network.datacenters] == ["dc1", "dc2"]
     assert topology.clusters["primary"].host != topology.clusters["dr"].host
     assert all(group.lag_port is None for group in topology.worker_groups.values())
+    # bin/status shows the flow's copy rate against the link from the workers' metrics
+    assert (
+        worker_metrics_urls(topology.worker_groups["mm2"])[0] == f"http://{topology.clusters['dr'].host}:19410/metrics"
+    )
 
 
 def test_dev_wan_keeps_its_own_salt_when_written_again(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ import pytest
 
 from components.ops.stall import STALL_FLOOR_S, stall_problem
 from components.ops.status_view import ConnectorView, TaskView
+from components.ops.throughput import Throughput
+from components.outputs.contract import LinkExport
 from tests.unit.ops.helpers import outputs
 
 FLOW = dataclasses.replace(outputs().flows["primary->dr"], rpo_seconds=20)
@@ -41,3 +43,24 @@ def test_without_an_rpo_the_floor_bounds_it() -> None:
     flow = dataclasses.replace(FLOW, rpo_seconds=None)
     assert stall_problem(flow, "dr", STALL_FLOOR_S - 1, [source()]) is None
     assert f"more than {STALL_FLOOR_S:.0f}s" in (stall_problem(flow, "dr", STALL_FLOOR_S + 1, [source()]) or "")
+
+
+LINKED = dataclasses.replace(FLOW, link=LinkExport("dc1<->dc2", 20.0, 4e6))
+
+
+def test_a_flow_copying_near_its_links_rate_is_held_by_the_link_not_stalled() -> None:
+    problem = stall_problem(LINKED, "dr", 95.0, [source()], Throughput(0.9 * 4e6 / 8, LINKED.link)) or ""
+    assert problem.startswith("95s behind (more than its RPO of 20s) while copying 3.6 Mbit/s, 90% of the link")
+    assert "dc1<->dc2 (4 Mbit/s, rtt 20 ms): the link is the bottleneck" in problem
+    assert "not getting records" not in problem
+    # The workers fetch across from dr's side: the source's producers decide the bytes that cross.
+    assert "compression.type on the producers writing to primary" in problem
+    across = stall_problem(LINKED, "primary", 95.0, [source()], Throughput(0.9 * 4e6 / 8, LINKED.link)) or ""
+    assert "producer.compression.type in mm2:clusters.dr.client" in across
+
+
+def test_far_below_its_links_rate_a_behind_flow_is_stalled_with_its_rate_shown() -> None:
+    problem = stall_problem(LINKED, "dr", 95.0, [source()], Throughput(1000.0, LINKED.link)) or ""
+    assert "(copying 8 kbit/s over the workers' last minute): the workers (stored on dr)" in problem
+    assert "not getting records from primary" in problem
+    assert stall_problem(LINKED, "dr", 19.0, [source()], Throughput(4e6, LINKED.link)) is None  # within the RPO

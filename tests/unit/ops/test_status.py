@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from components.ops import status as st
+from components.ops import status_probes
 from components.outputs.contract import OutputsError
 from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
 from components.watch.lag import (
@@ -149,7 +150,7 @@ def test_a_worker_group_with_no_worker_answering_is_named_and_unhealthy_without_
     def no_client(*_a: Any, **_k: Any) -> Any:
         raise AssertionError("a dead group's connectors are not read (that waits the client's retry budget)")
 
-    monkeypatch.setattr(st, "_answers", refused)
+    monkeypatch.setattr(status_probes, "_answers", refused)
     monkeypatch.setattr(st, "connect_client", no_client)
     monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_workers(outputs()))
     assert st.main(["--stack", "dev"]) == 3
@@ -166,7 +167,7 @@ def test_one_answering_worker_keeps_the_group_alive(
 ) -> None:
     use_clusters(monkeypatch, clusters())
     monkeypatch.setattr(st, "load_exports", lambda stack, path: _with_workers(outputs()))
-    monkeypatch.setattr(st, "_answers", lambda url, _ca: None if url.endswith("18084") else "refused")
+    monkeypatch.setattr(status_probes, "_answers", lambda url, _ca: None if url.endswith("18084") else "refused")
     assert st.main(["--stack", "dev"]) == 0
     assert "worker group mm2" not in capsys.readouterr().out.replace("(worker group mm2)", "")
 
@@ -176,14 +177,14 @@ def test_the_probe_gives_a_silent_worker_one_short_timeout_and_a_closed_port_non
 ) -> None:
     import socket
 
-    monkeypatch.setattr(st, "WORKER_PROBE_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(status_probes, "WORKER_PROBE_TIMEOUT_S", 0.3)
     with socket.socket() as silent, socket.socket() as closed:
         silent.bind(("127.0.0.1", 0))
         silent.listen()  # accepts the connection, never answers
         closed.bind(("127.0.0.1", 0))  # bound, not listening: refused
         urls = (f"http://127.0.0.1:{silent.getsockname()[1]}", f"http://127.0.0.1:{closed.getsockname()[1]}")
         exports = _with_workers(outputs(), urls)
-        down = st.dead_groups(exports, ["mm2"])
+        down = status_probes.dead_groups(exports, ["mm2"])
     assert set(down) == {"mm2"}
     assert "timed out" in down["mm2"][urls[0]]
     assert "refused" in down["mm2"][urls[1]]
@@ -419,7 +420,7 @@ def test_a_silent_exporter_costs_no_more_than_the_worker_probe(
     # Proven by overlap, not by the clock: the workers' probe and the exporter's read each wait
     # (bounded) until the other has begun, so run one after the other either wait runs out.
     # And /metrics is not asked once /expired timed out: a silent exporter costs one timeout.
-    monkeypatch.setattr(st, "LAG_EXPORTER_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(status_probes, "LAG_EXPORTER_TIMEOUT_S", 0.5)
     probing, reading = threading.Event(), threading.Event()
     overlap: dict[str, bool] = {}
     asked: list[str] = []
@@ -428,7 +429,7 @@ def test_a_silent_exporter_costs_no_more_than_the_worker_probe(
         probing.set()
         overlap["probe saw the exporter asked"] = reading.wait(10)
 
-    read_exporter, get = st.read_exporter, st._get
+    read_exporter, get = status_probes.read_exporter, status_probes._get
 
     def read(url: str) -> Any:
         reading.set()
@@ -439,9 +440,9 @@ def test_a_silent_exporter_costs_no_more_than_the_worker_probe(
         asked.append(url.rsplit("/", 1)[-1])
         return get(url)
 
-    monkeypatch.setattr(st, "_answers", probe)
-    monkeypatch.setattr(st, "read_exporter", read)
-    monkeypatch.setattr(st, "_get", recorded_get)
+    monkeypatch.setattr(status_probes, "_answers", probe)
+    monkeypatch.setattr(status_probes, "read_exporter", read)
+    monkeypatch.setattr(status_probes, "_get", recorded_get)
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()  # accepts, never answers

@@ -30,6 +30,8 @@ from components.ops.status_view import (
     to_json,
     topic_view,
 )
+from components.ops.throughput import Throughput
+from components.outputs.contract import LinkExport
 from components.watch.lag import (
     CAUSE,
     DELETED,
@@ -309,3 +311,12 @@ def test_a_pair_whose_fence_lacks_bindings_names_each_and_fails_the_stack() -> N
     assert lines[-1].startswith("  why unhealthy: the fence on b lacks User:etl on orders, User:etl on pay:")
     data = json.loads(json.dumps(to_json([], [view])))
     assert data["healthy"] is False and data["failover"]["a<->b"]["fence_missing"] == list(view.fence_missing or ())
+
+
+def test_a_flows_copy_rate_is_one_line_in_the_table_and_a_figure_in_json() -> None:
+    link = LinkExport("dc1<->dc2", 20.0, 4e6)
+    flow = FlowStatus("a->b", "mm2", RUNNING, heartbeat=FRESH, throughput=Throughput(250_000.0, link))
+    table = render_status_table([flow])
+    assert "  throughput 2 Mbit/s over the workers' last minute (MM2 byte-rate), 50% of the link dc1<->dc2" in table
+    assert to_json([flow])["flows"]["a->b"]["throughput"]["bytes_per_s"] == 250_000.0
+    assert "throughput" not in render_status_table([FlowStatus("a->b", "mm2", RUNNING, heartbeat=FRESH)])

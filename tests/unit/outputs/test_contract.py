@@ -11,6 +11,7 @@ from components.outputs.contract import (
     ClusterExport,
     ConnectGroupExport,
     FlowExport,
+    LinkExport,
     OutputsError,
     PairExport,
     PartitionCut,
@@ -37,6 +38,7 @@ FLOW = FlowExport(
     rpo_seconds=300,
     outage_budget_seconds=86400,
     loss_acknowledged_at_ms=1_795_000_000_000,  # 2026-11-18T11:06:40Z
+    link=LinkExport("dc1<->dc2", 50.0, 200e6),
 )
 EXPORTS = StackExports(
     clusters={
@@ -45,7 +47,12 @@ EXPORTS = StackExports(
     },
     connect={
         "mm2": ConnectGroupExport(
-            "mm2", "http://127.0.0.1:18083", "dr", {"username": "u", "password": "p"}, offset_topic="mm2-offsets"
+            "mm2",
+            "http://127.0.0.1:18083",
+            "dr",
+            {"username": "u", "password": "p"},
+            offset_topic="mm2-offsets",
+            metrics_urls=("http://127.0.0.1:19500/metrics",),
         )
     },
     flows={"primary->dr": FLOW},
@@ -67,7 +74,9 @@ def test_exported_keys_stay_those_existing_stacks_have() -> None:
         "users",
         "caLocation",
     }
-    assert set(data["connect"]["mm2"]) == {"url", "cluster", "auth", "caPem", "offsetTopic", "workerUrls", "lagUrl"}
+    assert set(data["connect"]["mm2"]) == {
+        "url", "cluster", "auth", "caPem", "offsetTopic", "workerUrls", "lagUrl", "metricsUrls",
+    }  # fmt: skip
     old_flow_keys = {
         "source", "target", "workerGroup", "connectors", "states", "desiredStates", "topics", "checkpointsTopic",
         "offsetSyncsTopic", "heartbeatsTopic", "exactlyOnce", "offsetLagMax", "groups",
@@ -82,6 +91,7 @@ def test_exported_keys_stay_those_existing_stacks_have() -> None:
         "rpoSeconds",
         "outageBudgetSeconds",
         "lossAcknowledgedAt",
+        "link",
     }
 
 
@@ -137,6 +147,20 @@ def test_outputs_without_a_loss_acknowledgement_acknowledge_nothing() -> None:
 def test_a_loss_acknowledgement_that_is_no_instant_is_listed(bad: Any) -> None:
     with pytest.raises(OutputsError, match=r'flows\["primary->dr"\].lossAcknowledgedAt is not an ISO-8601 instant'):
         _decode_flow({**FLOW.to_json(), "lossAcknowledgedAt": bad})
+
+
+def test_a_flow_without_a_link_and_older_outputs_have_none() -> None:
+    older = FLOW.to_json()
+    del older["link"]
+    assert _decode_flow(older).link is None
+    assert _decode_flow({**FLOW.to_json(), "link": None}).link is None
+    assert _decode_flow(FLOW.to_json()).link == LinkExport("dc1<->dc2", 50.0, 200e6)
+
+
+@pytest.mark.parametrize("bad", ["dc1<->dc2", {"name": "dc1<->dc2"}, {"name": "x", "rttMs": 0, "bandwidthBps": 1e6}])
+def test_a_link_that_is_not_one_is_listed(bad: Any) -> None:
+    with pytest.raises(OutputsError, match=r'flows\["primary->dr"\].link'):
+        _decode_flow({**FLOW.to_json(), "link": bad})
 
 
 def test_explicit_fields_win_over_inference() -> None:

@@ -10,6 +10,7 @@ from components.topology import (
     SecretRef,
     broker_properties,
     parse_topology,
+    worker_metrics_urls,
     worker_properties,
     worker_rest_urls,
 )
@@ -110,6 +111,16 @@ def test_worker_properties_dev_group() -> None:
         "connector.client.config.override.policy": "All",
     }
     assert worker_rest_urls(topology.worker_groups["mm2"]) == ("http://127.0.0.1:18083", "http://127.0.0.1:18084")
+
+
+def test_worker_metrics_urls_where_the_local_workers_run_the_agent() -> None:
+    config = dev_config()
+    assert worker_metrics_urls(parse_topology(config).worker_groups["mm2"]) == ()  # no metricsPort
+    config["workerGroups"]["mm2"]["metricsPort"] = 19500
+    assert worker_metrics_urls(parse_topology(config).worker_groups["mm2"]) == (
+        "http://127.0.0.1:19500/metrics",
+        "http://127.0.0.1:19501/metrics",
+    )
 
 
 def test_override_policy_only_on_groups_whose_connectors_override_clients() -> None:
