@@ -57,7 +57,7 @@ from components.topology import (
 )
 from components.topology.connectors import flow_connectors
 from components.topology.emulated_network import NetworkPlan
-from components.topology.emulation import emulation_problems, with_network
+from components.topology.emulation import emulation_problems, emulation_warnings, with_network
 from components.topology.jaas import quotable_password_keys
 from components.topology.link_preview import broker_lines
 from components.topology.links import with_link_broker_settings
@@ -250,7 +250,7 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
     # What adopted clusters and Connect endpoints authenticate with, known at preview.
     adopted = given_only(config.given, set(required) - set(generated))
     platforms = container_platforms(valid, secrets)
-    for warning in config.kubernetes_warnings(topology, valid.kubernetes):
+    for warning in [*config.kubernetes_warnings(topology, valid.kubernetes), *emulation_warnings(topology)]:
         pulumi.log.warn(warning)
     tls = stack_tls(stack, topology, local.run_root, secrets)
     network = _network(topology, local)

@@ -62,6 +62,28 @@ def emulation_problems(topology: Topology) -> list[str]:
     return []
 
 
+def emulation_warnings(topology: Topology) -> list[str]:
+    """What a declared link does not reach on this machine: a docker cluster or worker group in a
+    datacenter a link joins runs on the host network, so its traffic does not cross the link."""
+    linked = {dc for link in topology.links for dc in (link.a, link.b)}
+    warnings = [
+        f"mm2:clusters.{alias}: a docker cluster in datacenter {c.datacenter}, which mm2:links joins to another; "
+        "the docker platform runs it on this machine's network, so its traffic does not cross the link (only local "
+        "clusters run behind an emulated link). The client settings derived from the link still apply"
+        for alias, c in sorted(topology.clusters.items())
+        if c.platform is Platform.DOCKER and c.datacenter in linked
+    ]
+    for name, group in sorted(topology.worker_groups.items()):
+        home = topology.clusters[group.cluster].datacenter
+        if group.platform is Platform.DOCKER and home in linked:
+            warnings.append(
+                f"mm2:workerGroups.{name}: docker workers stored on {group.cluster} (datacenter {home}, which "
+                "mm2:links joins to another) run on this machine's network: what they fetch and write does not "
+                "cross the link"
+            )
+    return warnings
+
+
 def network_plan(topology: Topology, stack: str, run_root: str) -> NetworkPlan | None:
     """The namespaces and links that emulate the stack's links; None when none is emulated."""
     names = emulated_datacenters(topology)

@@ -3,6 +3,7 @@ emulated (namespaces, home addresses in one /24 of 198.18.0.0/15), and what list
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 from typing import Any
 
@@ -13,6 +14,7 @@ from components.topology.emulation import (
     block_prefix,
     emulated_datacenters,
     emulation_problems,
+    emulation_warnings,
     network_plan,
     stack_block,
     with_network,
@@ -20,6 +22,7 @@ from components.topology.emulation import (
 from components.topology.model import LOOPBACK
 from components.topology.runtime_config import worker_properties
 from components.topology.tls import tls_plan
+from tests.unit.platform.helpers import DOCKER
 from tests.unit.topology.helpers import dev_config, external_cluster, wan, wan_config
 
 ROOT = "/projects/mm2/.mm2/run/dev"
@@ -111,3 +114,20 @@ def test_more_datacenters_than_a_block_holds_are_a_problem_naming_the_key() -> N
 def test_two_stacks_on_a_machine_get_their_block_from_their_run_root() -> None:
     blocks = {stack_block(f"/projects/mm2/.mm2/run/stack-{i}") for i in range(64)}
     assert len(blocks) > 48  # spread over the 512 /24s, not one for all
+
+
+def test_docker_parts_in_a_linked_datacenter_are_warned_to_stay_off_the_link() -> None:
+    config = copy.deepcopy(DOCKER)
+    config["clusters"]["kafka1"]["datacenter"] = "dc1"
+    config["clusters"]["kafka2"]["datacenter"] = "dc2"
+    config["links"] = {"dc1<->dc2": {"rtt": "50ms", "bandwidth": "200Mbit"}}
+    warnings = emulation_warnings(parse_topology(config))
+    assert [w.split(": ", 1)[0] for w in warnings] == [
+        "mm2:clusters.kafka1",
+        "mm2:clusters.kafka2",
+        "mm2:workerGroups.connect",
+    ]
+    assert "its traffic does not cross the link" in warnings[0]
+    del config["links"]
+    assert emulation_warnings(parse_topology(config)) == []
+    assert emulation_warnings(parse_topology(wan_config())) == []  # local clusters are emulated
