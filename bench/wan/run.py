@@ -2,7 +2,7 @@
 this tool derives from the declared link, side by side in one run.
 
     python bench/wan/run.py [--rate 50Mbit] [--rtts 0,20,50,100,200] [--losses 0,0.1]
-                            [--backlog-mb 96] [--window-s 30] [--out-dir bench/results]
+                            [--backlog-mb 96] [--window-s 30] [--out-dir bench/results] [--suffix NAME]
 
 First this machine's MM2 copy ceiling over loopback (the dev stack's shape, no link), then the dev
 stack with `dr` in dc2 behind the link dc1<->dc2 at `--rate` (set below the ceiling), its workers
@@ -22,7 +22,8 @@ or stops after `--window-s` (a slow variant is measured on what it copied by the
 alternate which goes first. Records are random bytes, so compression cannot shrink what crosses.
 Latency: with the link at loss 0, once a warm-up record has arrived, a producer writes at half the
 link rate for 15 s and a consumer on dr notes each record's arrival minus its create time (one clock).
-Prints the figures with the machine and writes bench/results/wan-<date>.{json,md,svg}.
+Emulation CPU: what the link's forwarders used during each copy, in cores (CPU seconds / seconds).
+Prints the figures with the machine and writes bench/results/wan-<date>[-<suffix>].{json,md,svg}.
 Needs root (the emulated link); everything it starts is stopped on exit.
 """
 
@@ -46,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.deploy.run import machine  # noqa: E402
 from bench.wan.plot import write_svg  # noqa: E402
+from components.platform.local.layout import NETWORK_PATH  # noqa: E402
 from components.topology.links import RATE_UNITS, parse_quantity  # noqa: E402
 from tests.integration.emulated import dev_across_a_link, require_emulation  # noqa: E402
 from tests.integration.harness import TestStack, dev_config_with_free_ports, kafka_conf, running  # noqa: E402
@@ -116,22 +118,44 @@ def target_count(outputs: dict[str, Any], topic: str) -> int:
         consumer.close()
 
 
-def drain(outputs: dict[str, Any], megabytes: int, window_s: float) -> dict[str, float]:
-    """Copy a fresh backlog; its throughput (bytes/s) from the first record on dr to the last."""
+def forwarder_cpu_s(network_dir: Path | None) -> float:
+    """CPU seconds the emulated link's forwarders (vde_switch, vde_plug2tap, wirefilter: the pid
+    files in the stack's network directory) have used so far; 0 without a link."""
+    if network_dir is None:
+        return 0.0
+    used = 0
+    for pidfile in network_dir.glob("*.pid"):
+        try:
+            fields = Path(f"/proc/{int(pidfile.read_text())}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, ValueError):
+            continue  # a forwarder that just restarted (a reshape): the next reading has it
+        used += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14 and 15)
+    return used / os.sysconf("SC_CLK_TCK")
+
+
+def drain(outputs: dict[str, Any], megabytes: int, window_s: float, network: Path | None = None) -> dict[str, float]:
+    """Copy a fresh backlog; its throughput (bytes/s) from the first record on dr to the last, and
+    the share of one core the link's forwarders used meanwhile."""
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     total = fill(outputs, topic, megabytes)
     remote, deadline = f"primary.{topic}", time.monotonic() + 120
     while (seen := target_count(outputs, remote)) == 0:
         assert time.monotonic() < deadline, f"nothing of {topic} reached dr within 120 s"
         time.sleep(0.1)
-    start, first = time.monotonic(), seen
+    start, first, cpu = time.monotonic(), seen, forwarder_cpu_s(network)
     while seen < total and time.monotonic() - start < window_s:
         time.sleep(0.2)
         seen = target_count(outputs, remote)
     elapsed = time.monotonic() - start
+    emulation = (forwarder_cpu_s(network) - cpu) / max(elapsed, 1e-3)
     drop_topics(outputs, topic, remote)
     copied = (seen - first) * RECORD
-    return {"bytes_per_s": copied / max(elapsed, 1e-3), "drained": seen >= total, "seconds": elapsed}
+    return {
+        "bytes_per_s": copied / max(elapsed, 1e-3),
+        "drained": seen >= total,
+        "seconds": elapsed,
+        "emulation_cores": emulation,
+    }
 
 
 def drop_topics(outputs: dict[str, Any], topic: str, remote: str) -> None:
@@ -217,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backlog-mb", type=int, default=96)
     parser.add_argument("--window-s", type=float, default=30.0)
     parser.add_argument("--out-dir", default=str(ROOT / "bench" / "results"))
+    parser.add_argument("--suffix", default="", help="appended to the results' name: wan-<day>-<suffix>")
     parser.add_argument("--render", metavar="JSON", help="only write the table and plot of a saved run")
     args = parser.parse_args(argv)
     if args.render:
@@ -237,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, (rtt, loss) in enumerate((r, x) for r in rtts for x in losses):
             for variant in VARIANTS if i % 2 == 0 else VARIANTS[::-1]:
                 set_link(stack, rtt, loss, variant)
-                figures = drain(outputs, args.backlog_mb, args.window_s)
+                figures = drain(outputs, args.backlog_mb, args.window_s, stack.run_dir / NETWORK_PATH)
                 row = {"rtt_ms": rtt, "loss_pct": loss, "variant": variant, **figures}
                 row["of_link"] = figures["bytes_per_s"] * 8 / rate
                 if loss == 0:
@@ -255,8 +280,9 @@ def write(args: argparse.Namespace, top: float, rate: float, rows: list[dict[str
     doc = {"machine": machine(), "day": day, "ceiling_bps": top * 8, "link_bps": rate, "record_bytes": RECORD,
            "backlog_mb": args.backlog_mb, "window_s": args.window_s, "rows": rows}  # fmt: skip
     out = Path(args.out_dir)
-    (out / f"wan-{day}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    render(doc, out / f"wan-{day}")
+    name = f"wan-{day}" + (f"-{args.suffix}" if args.suffix else "")
+    (out / f"{name}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    render(doc, out / name)
 
 
 def render(doc: dict[str, Any], stem: Path) -> None:
@@ -272,8 +298,8 @@ def render(doc: dict[str, Any], stem: Path) -> None:
         f"records, window {window:g} s; rtt 0 runs at {MIN_RTT_MS:g} ms.",
         "",
         "| rtt ms | loss % | seed / link | derived / link | derived / seed | drain s (seed, derived) "
-        "| p99 ms at half rate (seed, derived) |",
-        "|---|---|---|---|---|---|---|",
+        "| p99 ms at half rate (seed, derived) | emulation CPU, cores (seed, derived) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for rtt in sorted({r["rtt_ms"] for r in rows}):
         for loss in sorted({r["loss_pct"] for r in rows}):
@@ -290,8 +316,9 @@ def _row(rtt: float, loss: float, s: dict[str, Any], d: dict[str, Any], window: 
 
     p99 = f"{s.get('p99_ms', float('nan')):.0f}, {d.get('p99_ms', float('nan')):.0f}" if loss == 0 else "-"
     ratio = d["bytes_per_s"] / max(s["bytes_per_s"], 1.0)
+    cpu = f"{s['emulation_cores']:.2f}, {d['emulation_cores']:.2f}" if "emulation_cores" in s else "-"
     return (f"| {rtt:g} | {loss:g} | {s['of_link']:.2f} | {d['of_link']:.2f} | {ratio:.1f} | "
-            f"{drained(s)}, {drained(d)} | {p99} |")  # fmt: skip
+            f"{drained(s)}, {drained(d)} | {p99} | {cpu} |")  # fmt: skip
 
 
 if __name__ == "__main__":
