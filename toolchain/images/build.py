@@ -109,7 +109,7 @@ def build_base(base: Base, cache: Path, mirror: str) -> tuple[Path, str, dict[st
     log = work / "debootstrap.log"
     include = ",".join(base.packages)
     cmd = ["debootstrap", "--variant=minbase", f"--include={include}", base.suite, str(rootfs), mirror]
-    _run(cmd, log, f"debootstrap of {base.suite} with {include} from {mirror}")
+    _run(cmd, log, f"debootstrap of Debian {base.suite} with {include} (from the mirror apt is configured with)")
     user = [f"--uid={IMAGE_USER_ID}", f"--gid={IMAGE_GROUP_ID}", "--no-create-home", IMAGE_USER]
     _run(["chroot", str(rootfs), "groupadd", f"--gid={IMAGE_GROUP_ID}", IMAGE_USER], log, "adding the image group")
     _run(["chroot", str(rootfs), "useradd", *user], log, "adding the image user")
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             if not (cache / f"{image.name}-{image.key()[:16]}" / "record.json").is_file():
                 mirror = mirror or debian_mirror()
-                print(f"[images] building {image.tag} from Debian {image.base.suite} ({mirror}) ...", file=sys.stderr)
+                print(f"[images] building {image.tag} from Debian {image.base.suite} packages ...", file=sys.stderr)
             record, built = build_image(image, sources, cache, mirror)
             records.append(record)
             if built:
