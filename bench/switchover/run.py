@@ -2,7 +2,7 @@
 
     python bench/switchover/run.py [--rates 1000,10000,0] [--out-dir bench/results]
 
-On a throwaway cluster pair (the stack of tests/integration/test_switchover.py: two single-broker
+On a throwaway cluster pair (the stack of tests/integration/failover_app.py: two single-broker
 clusters with SASL/SCRAM, one worker, primary->dr and dr->primary, `orders` with 2 partitions),
 each run switches the active side while the application principal produces at a rate (0: as
 fast as it can) and its consumer group has read on the old side. The application fails over as a
@@ -47,8 +47,8 @@ from components.ops import switchover as sw  # noqa: E402
 from components.ops.clients import connect_client, flow  # noqa: E402
 from components.ops.drain import drain  # noqa: E402
 from components.outputs.contract import PartitionCut, StackExports  # noqa: E402
+from tests.integration.failover_app import APP, add_app_principal, app_conf, pair_config, use_on  # noqa: E402
 from tests.integration.harness import end_offsets, kafka_conf, read_keys, running, wait_until  # noqa: E402
-from tests.integration.test_switchover import APP, add_app_principal, app_conf, pair_config, use_on  # noqa: E402
 
 PATHS = ("before", "after")
 PAIR = "primary<->dr"

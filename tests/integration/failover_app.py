@@ -201,3 +201,17 @@ def connector_states(stack: TestStack, flow: str) -> dict[str, str]:
     names = out["flows"][flow]["connectors"].values()
     status = {n: httpx.get(f"{url}/connectors/{n}/status", auth=auth, timeout=10).json() for n in names}
     return {n: s["connector"]["state"] for n, s in status.items()}
+
+
+def use_on(stack: TestStack, side: str) -> None:
+    """The application on `side`: a few records written, the group reading its topics there to the
+    end, until MM2 has checkpointed the group onto the other side (a switchover can move it)."""
+    other = "dr" if side == "primary" else "primary"
+    outputs = stack.outputs()
+    keys = [f"use-{side}-{uuid.uuid4().hex[:6]}-{i}".encode() for i in range(4)]
+    assert produce_as_app(outputs, side, "orders", keys) == []
+    read = consume(
+        outputs, side, [f"{other}.orders", "orders"], lambda seen: set(keys) <= set(seen), BOUND_S, to_end=True
+    )
+    assert set(keys) <= set(read)
+    wait_checkpointed(outputs, side, other)

@@ -47,6 +47,7 @@ from tests.integration.failover_app import (
     pair_state,
     produce_as_app,
     switch,
+    use_on,
     wait_checkpointed,
 )
 from tests.integration.harness import (
@@ -66,20 +67,6 @@ from tests.integration.harness import (
 from tests.integration.validation_stage import run_validator
 
 pytestmark = pytest.mark.integration
-
-
-def use_on(stack: TestStack, side: str) -> None:
-    """The application on `side`: a few records written, the group reading its topics there to the
-    end, until MM2 has checkpointed the group onto the other side (a switchover can move it)."""
-    other = "dr" if side == "primary" else "primary"
-    outputs = stack.outputs()
-    keys = [f"use-{side}-{uuid.uuid4().hex[:6]}-{i}".encode() for i in range(4)]
-    assert produce_as_app(outputs, side, "orders", keys) == []
-    read = consume(
-        outputs, side, [f"{other}.orders", "orders"], lambda seen: set(keys) <= set(seen), BOUND_S, to_end=True
-    )
-    assert set(keys) <= set(read)
-    wait_checkpointed(outputs, side, other)
 
 
 def start_from(stack: TestStack, active: str) -> None:
