@@ -180,11 +180,13 @@ def _split(value: object) -> list[str]:
 
 
 def _tasks(tasks: int | None) -> str:
+    """The connector's tasks, counted when the last `up` or refresh recorded them: Connect may
+    have started more since (MM2's source connector adds tasks as it finds partitions)."""
     if tasks is None:
         return "its tasks"
     if tasks == 0:
-        return "would start its tasks (it runs none now)"
-    return f"its {tasks} task{'s' if tasks != 1 else ''}"
+        return "would start its tasks (it ran none at the last up)"
+    return f"its tasks ({tasks} at the last up)"
 
 
 # -- processes (brokers, workers) -----------------------------------------------------------

@@ -23,7 +23,7 @@ def test_a_changed_key_reports_the_restart_of_the_tasks_recorded_in_state() -> N
         (
             "info",
             "connector mm2-primary-to-dr-source: config keys tasks.max change; Connect restarts the "
-            "connector and its 3 tasks",
+            "connector and its tasks (3 at the last up)",
         )
     ]
 

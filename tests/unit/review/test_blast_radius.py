@@ -37,7 +37,7 @@ def test_a_changed_key_names_it_and_says_the_tasks_restart() -> None:
     assert found == [
         (
             "info",
-            "connector mm2-a-to-b-source: config keys tasks.max change; Connect restarts the connector and its 2 tasks",
+            "connector mm2-a-to-b-source: config keys tasks.max change; Connect restarts the connector and its tasks (2 at the last up)",
         )
     ]
 
@@ -137,4 +137,4 @@ def test_a_connector_without_tasks_is_not_said_to_restart_them() -> None:
     (found,) = impacts(
         config(CHECKPOINT), config(CHECKPOINT, groups="orders-.*"), {'config["groups"]': "update"}, tasks=0
     )[:1]
-    assert found[1].endswith("Connect restarts the connector and would start its tasks (it runs none now)")
+    assert found[1].endswith("Connect restarts the connector and would start its tasks (it ran none at the last up)")
