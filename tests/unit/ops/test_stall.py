@@ -64,3 +64,14 @@ def test_far_below_its_links_rate_a_behind_flow_is_stalled_with_its_rate_shown()
     assert "(copying 8 kbit/s over the workers' last minute): the workers (stored on dr)" in problem
     assert "not getting records from primary" in problem
     assert stall_problem(LINKED, "dr", 19.0, [source()], Throughput(4e6, LINKED.link)) is None  # within the RPO
+
+
+def test_copying_below_the_links_rate_is_too_slow_not_cut_off() -> None:
+    problem = stall_problem(LINKED, "dr", 95.0, [source()], Throughput(0.3 * 4e6 / 8, LINKED.link)) or ""
+    assert "while copying 1.2 Mbit/s, 30% of the link dc1<->dc2" in problem
+    assert "the link is not what holds it" in problem and "mm2:flows.primary->dr.tasksMax" in problem
+    assert "not getting records" not in problem
+    # Without a link, a flow copying a few KiB/s is still copying.
+    unlinked = stall_problem(FLOW, "dr", 95.0, [source()], Throughput(4096.0)) or ""
+    assert "while copying 32.8 kbit/s: it copies slower than the source produces" in unlinked
+    assert "not getting records from primary" in (stall_problem(FLOW, "dr", 95.0, [source()], Throughput(10.0)) or "")

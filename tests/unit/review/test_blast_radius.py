@@ -37,7 +37,8 @@ def test_a_changed_key_names_it_and_says_the_tasks_restart() -> None:
     assert found == [
         (
             "info",
-            "connector mm2-a-to-b-source: config keys tasks.max change; Connect restarts the connector and its tasks (2 at the last up)",
+            "connector mm2-a-to-b-source: config keys tasks.max change; Connect restarts the connector and its "
+            "tasks (2 at the last up)",
         )
     ]
 
