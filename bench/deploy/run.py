@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -37,6 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import hardware, hardware_text  # noqa: E402
 from components.platform.local.layout import process_marker  # noqa: E402
 from components.platform.local.process import MARKER_FLAG  # noqa: E402
 from tests.integration.harness import TestStack, free_port_block  # noqa: E402
@@ -138,31 +138,9 @@ def machine() -> dict[str, Any]:
         except (OSError, IndexError, subprocess.TimeoutExpired):
             return "unknown"
 
-    mem_kb = next(
-        (
-            int(line.split()[1])
-            for line in Path("/proc/meminfo").read_text().splitlines()
-            if line.startswith("MemTotal")
-        ),
-        0,
-    )
     return {
-        "cores": os.cpu_count(),
-        "memory_gib": round(mem_kb / 1024 / 1024, 1),
-        "cpu": next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            platform.processor(),
-        ),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
+        **hardware(),
         "pulumi": cmd("pulumi", "version"),
-        "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0],
-        "kafka": os.environ.get("MM2_KAFKA_VERSION", "unknown"),
-        "load_avg_at_start": os.getloadavg(),
         # The engine runs GOMAXPROCS*4 resource operations at once unless PULUMI_PARALLEL says
         # otherwise; our dynamic-provider host serves PULUMI_DYNAMIC_THREADS (64) at once.
         "pulumi_parallel": os.environ.get("PULUMI_PARALLEL") or f"default ({4 * (os.cpu_count() or 1)})",
@@ -220,7 +198,7 @@ def main() -> int:
     lines = [
         f"# Deploy benchmark ({datetime.now(timezone.utc):%Y-%m-%d})",
         "",
-        f"Machine: {info['cores']} cores, {info['memory_gib']} GiB, {info['cpu']}; {info['pulumi']}, "
+        f"Machine: {hardware_text(info)}; {info['pulumi']}, "
         f"Kafka {info['kafka']}, {info['java']}; engine parallelism {info['pulumi_parallel']}; load average "
         f"{', '.join(f'{x:.1f}' for x in info['load_avg_at_start'])} at start, "
         f"{', '.join(f'{x:.1f}' for x in report['load_avg_at_end'])} at end. Command: `python "

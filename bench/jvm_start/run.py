@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.deploy.run import machine  # noqa: E402
+from bench.machine import hardware_text  # noqa: E402
 from bench.validation.cluster import broker_properties  # noqa: E402
 from components.platform.local import class_archive  # noqa: E402
 from components.platform.local import process as proc  # noqa: E402
@@ -258,7 +259,7 @@ def markdown(info: dict[str, Any], results: dict[str, Any], command: str, repeat
     lines = [
         f"# JVM start benchmark ({datetime.now(timezone.utc):%Y-%m-%d})",
         "",
-        f"Machine: {info['cores']} cores, {info['memory_gib']} GiB, {info['cpu']}; Kafka {info['kafka']}, "
+        f"Machine: {hardware_text(info)}; Kafka {info['kafka']}, "
         f"{info['java']}; load average {load} at start, {end} at end. Command: `{command}`. "
         f"Medians of {repeats} run(s) per variant, alternated (no archive, archive, ...). Wall = start to ready; "
         "CPU = the JVM's utime+stime at ready. `archive` = a dynamic CDS archive built by one untimed run "

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILT = re.compile(r"\[bootstrap\] building (\S+) from Go modules .* done in (\d+)s")
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import hardware, hardware_text  # noqa: E402
 from components.platform.image_layout import WATCHER_IMAGE  # noqa: E402 (the project's watcher image)
 
 POD = {
@@ -136,18 +137,8 @@ def watcher_archive() -> Path:
 
 
 def machine() -> str:
-    meminfo = Path("/proc/meminfo").read_text().splitlines()
-    mem = int(next(line for line in meminfo if line.startswith("MemTotal")).split()[1])
-    model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.machine(),
-    )
     go = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True).stdout.strip()
-    return f"{os.cpu_count()} cores, {mem / 2**20:.1f} GiB, {model}; {go}, kernel {platform.release()}"
+    return f"{hardware_text(hardware())}; {go}, kernel {platform.release()}"
 
 
 def main() -> int:

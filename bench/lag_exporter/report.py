@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.machine import hardware_text
 from components.platform.local.lag_exporter import POLL_S as READING_S
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +145,7 @@ def markdown(results: dict[str, Any]) -> str:
     lines = [
         f"# Lag exporter benchmark ({day[:4]}-{day[4:6]}-{day[6:]})",
         "",
-        f"Machine: {info['cores']} cores, {info['memory_gib']} GiB, {info['cpu']}; Kafka {info['kafka']}, "
+        f"Machine: {hardware_text(info)}; Kafka {info['kafka']}, "
         f"{info['java']}; load average {loads[0]} at start, {loads[1]} at end. Command: `{results['command']}`.",
         "",
         "A copy of the dev stack (two single-broker clusters, SASL/SCRAM, a 2-worker group, primary->dr with 3 "

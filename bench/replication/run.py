@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import signal
 import statistics
@@ -58,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from bench.machine import hardware, hardware_text  # noqa: E402
 from bench.proc_stats import cpu_seconds, machine_cpu  # noqa: E402
 from components.connect.client import ConnectClient  # noqa: E402
 from components.platform.local import process as proc  # noqa: E402
@@ -517,26 +517,7 @@ def latency_run(
 
 
 def machine() -> dict[str, Any]:
-    mem_kb = next(
-        int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")
-    )
-    return {
-        "cores": os.cpu_count(),
-        "memory_gib": round(mem_kb / 1024 / 1024, 1),
-        "cpu": next(
-            (
-                ln.split(":", 1)[1].strip()
-                for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")
-            ),
-            platform.processor(),
-        ),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0],
-        "kafka": os.environ.get("MM2_KAFKA_VERSION", "unknown"),
-        "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
-    }
+    return hardware()
 
 
 def median_of(runs: list[dict[str, Any]], key: str) -> float:
@@ -554,7 +535,7 @@ def render(report: dict[str, Any], command: str) -> str:
     lines = [
         f"# Replication benchmark ({report['date']})",
         "",
-        f"Machine: {info['cores']} cores, {info['memory_gib']} GiB, {info['cpu']}; load average at start "
+        f"Machine: {hardware_text(info)}; load average at start "
         f"{', '.join(map(str, info['load_avg_at_start']))}; Kafka {info['kafka']}, {info['java']}. "
         f"Command: `{command}`.",
         "",

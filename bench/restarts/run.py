@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.deploy.run import machine  # noqa: E402
+from bench.machine import hardware_text  # noqa: E402
 from components.platform.local import process as proc  # noqa: E402
 from components.platform.local.layout import process_marker, worker_path  # noqa: E402
 from tests.integration.harness import (  # noqa: E402
@@ -271,7 +272,7 @@ def write(results: dict[str, Any]) -> None:
     lines = [
         f"# Restart benchmark ({datetime.now(timezone.utc):%Y-%m-%d})",
         "",
-        f"Machine: {info['cores']} cores, {info['memory_gib']} GiB, {info['cpu']}; Kafka {info['kafka']}, "
+        f"Machine: {hardware_text(info)}; Kafka {info['kafka']}, "
         f"{info['java']}; load average {', '.join(f'{x:.1f}' for x in info['load_avg_at_start'])} at start, "
         f"{', '.join(f'{x:.1f}' for x in results['load_avg_at_end'])} at end. Command: "
         f"`python bench/restarts/run.py --rate {results['rate']:g} --tail {results['tail_s']:g}`.",

@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.deploy.run import machine  # noqa: E402
+from bench.machine import hardware_text  # noqa: E402
 from components.ops import switchover as sw  # noqa: E402
 from components.ops.clients import connect_client, flow  # noqa: E402
 from components.ops.drain import drain  # noqa: E402
@@ -244,7 +245,7 @@ def write(results: dict[str, Any], out: Path) -> None:
     lines = [
         f"# Switchover benchmark ({datetime.now(timezone.utc):%Y-%m-%d})",
         "",
-        f"Machine: {info['cores']} cores, {info['memory_gib']} GiB, {info['cpu']}; Kafka {info.get('kafka')}, "
+        f"Machine: {hardware_text(info)}; Kafka {info.get('kafka')}, "
         f"{info.get('java')}; load average {', '.join(f'{x:.1f}' for x in info['load_avg_at_start'])} at start, "
         f"{', '.join(f'{x:.1f}' for x in results['load_avg_at_end'])} at end. Command: "
         f"`python bench/switchover/run.py --rates {','.join(f'{r:g}' for r in results['rates'])}`.",

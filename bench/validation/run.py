@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import json
 import os
-import platform
 import re
 import signal
 import subprocess
@@ -42,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import hardware  # noqa: E402
 from bench.validation import cluster, load  # noqa: E402
 from bench.validation.monitor import Monitor, children, cmdline, comm  # noqa: E402
 from bench.validation.summary import FAULT_PARTITION, markdown, render, summarize  # noqa: E402
@@ -344,23 +344,12 @@ def machine() -> dict[str, Any]:
     import confluent_kafka
     import pyspark
 
-    meminfo = Path("/proc/meminfo").read_text().splitlines()
-    mem_kb = next(int(ln.split()[1]) for ln in meminfo if ln.startswith("MemTotal"))
-    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
-    cpu = next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")), platform.processor())
     return {
-        "cores": os.cpu_count(),
-        "memory_gib": round(mem_kb / 1024 / 1024, 1),
-        "cpu": cpu,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0],
-        "kafka": os.environ.get("MM2_KAFKA_VERSION", "unknown"),
+        **hardware(),
         "spark": pyspark.__version__,  # pip pyspark bundles Spark itself: same version
         "pyspark": pyspark.__version__,
         "confluent_kafka": confluent_kafka.__version__,
         "librdkafka": confluent_kafka.libversion()[0],
-        "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
     }
 
 

@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import hardware_text  # noqa: E402
 from bench.validation.run import machine  # noqa: E402
 from tests.integration import harness  # noqa: E402
 
@@ -166,7 +167,7 @@ def markdown(info: dict[str, Any], results: dict[str, Any], command: str) -> str
     lines = [
         f"# Validation on small stacks, warm ({datetime.now(timezone.utc):%Y-%m-%d})",
         "",
-        f"Machine: {info['cores']} cores, {info['memory_gib']} GiB, {info['cpu']}, load average "
+        f"Machine: {hardware_text(info)}, load average "
         f"{info['load_avg_at_start']} at start; {info['java']}, Kafka {info['kafka']}, pyspark {info['pyspark']}, "
         f"Python {info['python']}.",
         "",

@@ -9,6 +9,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bench.machine import hardware_text
+
 FAULT_PARTITION = 3  # the remote partition whose first record the fault run deletes
 
 
@@ -133,7 +135,7 @@ def markdown(info: dict[str, Any], args: argparse.Namespace, summary: dict[int, 
     lines = [
         f"# Validation benchmark ({datetime.now(timezone.utc):%Y-%m-%d})",
         "",
-        f"Machine: {info['cores']} cores, {info['memory_gib']} GiB, {info['cpu']}, load average "
+        f"Machine: {hardware_text(info)}, load average "
         f"{info['load_avg_at_start']} at start and {info['load_avg_at_end']} at end; {info['java']}, "
         f"Kafka {info['kafka']} (two single-node KRaft clusters on loopback, on the same machine), "
         f"Spark/pyspark {info['pyspark']} (`local[*]`), confluent-kafka {info['confluent_kafka']} "

@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.deploy.run import machine  # noqa: E402
+from bench.machine import hardware_text  # noqa: E402
 from bench.wan.plot import write_svg  # noqa: E402
 from components.platform.local.layout import NETWORK_PATH  # noqa: E402
 from components.topology.links import RATE_UNITS, parse_quantity  # noqa: E402
@@ -292,7 +293,7 @@ def render(doc: dict[str, Any], stem: Path) -> None:
     lines = [
         f"# WAN benchmark ({doc['day']})",
         "",
-        f"Machine: {m['cores']} cores, {m['memory_gib']} GiB, {m['cpu']}; Kafka {m['kafka']}, {m['java']}; load "
+        f"Machine: {hardware_text(m)}; Kafka {m['kafka']}, {m['java']}; load "
         f"average {load} at start. MM2 copy ceiling over loopback {doc['ceiling_bps'] / 1e6:.0f} Mbit/s; the link "
         f"{doc['link_bps'] / 1e6:g} Mbit/s; backlog {doc['backlog_mb']} MB of {doc['record_bytes']}-byte random "
         f"records, window {window:g} s; rtt 0 runs at {MIN_RTT_MS:g} ms.",
