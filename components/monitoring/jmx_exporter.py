@@ -15,7 +15,6 @@ from typing import Any
 REPLICATION_LATENCY_MAX = "kafka_connect_mirror_source_connector_replication_latency_ms_max"
 RECORD_COUNT = "kafka_connect_mirror_source_connector_record_count"
 BYTE_RATE = "kafka_connect_mirror_source_connector_byte_rate"  # bytes/s copied, the metrics window's mean
-BYTE_COUNT = "kafka_connect_mirror_source_connector_byte_count"  # bytes copied since the task started
 CHECKPOINT_LATENCY_MAX = "kafka_connect_mirror_checkpoint_connector_checkpoint_latency_ms_max"
 FAILED_TASK_COUNT = "kafka_connect_worker_connector_failed_task_count"
 CONNECTOR_STATUS = "kafka_connect_connector_status"

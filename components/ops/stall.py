@@ -51,7 +51,7 @@ def stall_problem(
         return f"{behind} {_too_slow(flow, side, throughput)}"
     rate = ""
     if throughput is not None and throughput.bytes_per_s is not None:
-        rate = f", copying {bits_text(throughput.bytes_per_s)} over {throughput.over}"
+        rate = f" (copying {bits_text(throughput.bytes_per_s)} over the workers' last minute)"
     return (
         f"{behind} while its source connector and every task run{rate}: the "
         f"workers (stored on {workers_with or 'their cluster'}) are not getting records from {side}, which "
@@ -62,7 +62,7 @@ def stall_problem(
 
 def _copying(throughput: Throughput) -> bool:
     """Whether the flow still copies: at least COPYING_SHARE of its link, or COPYING_FLOOR_BPS
-    without one. Below that, a byte-rate (the metrics window's mean) is what was copied before
+    without one. Below that, the workers' mean over their last minute is what was copied before
     the records stopped coming."""
     if throughput.bytes_per_s is None:
         return False

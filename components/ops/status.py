@@ -68,7 +68,7 @@ from components.mm2_records import OffsetSync, RecordFormatError, decode_heartbe
 from components.ops.clients import connect_client, flow, kafka_config
 from components.ops.errors import OpsError
 from components.ops.stall import stall_problem
-from components.ops.status_probes import MetricsReading, dead_groups, exporter_readings, worker_metrics
+from components.ops.status_probes import dead_groups, exporter_readings, worker_metrics
 from components.ops.status_view import (
     HEARTBEAT_MAX_AGE_S,
     ConnectorView,
@@ -89,7 +89,7 @@ from components.ops.status_view import (
     unreachable_views,
     watcher_lines,
 )
-from components.ops.throughput import Throughput, flow_throughput
+from components.ops.throughput import flow_throughput
 from components.outputs.contract import FlowExport, OutputsError, PairExport, StackExports
 from components.outputs.loader import load_exports
 from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
@@ -98,7 +98,6 @@ from components.topology.traces import first_line
 TIMEOUT_S = 5.0
 ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT_TAIL = 50  # records read from the end of a heartbeats topic (several flows may write it)
-RATE_GAP_S = 2.0  # between the two readings of the workers' byte counts: the copy rate now
 
 
 class ClusterReader:
@@ -294,11 +293,11 @@ def flow_status(
     heartbeat_max_age_s: float,
     group_down: Mapping[str, str] | None = None,
     exporter: ExporterReading | None = None,
-    throughput: Throughput | None = None,
+    metrics: Sequence[str | None] | None = None,
 ) -> FlowStatus:
     """One flow; `group_down` (worker URL -> why) when its worker group did not answer the probe;
-    `exporter`: what the group's lag exporter answered (None: the group has none); `throughput`:
-    its copy rate (None: its workers serve no metrics)."""
+    `exporter`: what the group's lag exporter answered (None: the group has none); `metrics`: its
+    workers' /metrics texts (None: they serve none)."""
     connectors = unreachable_views(f.connectors, f.desired_states) if group_down else connector_views(outputs, f)
     source, target = readers[f.source], readers[f.target]
     syncs = offset_syncs(readers[f.offset_syncs_cluster or f.source], f)
@@ -320,6 +319,7 @@ def flow_status(
     sentinel = None if exporter is None else sentinel_view(exporter, f.name, f.loss_acknowledged_at_ms)
     group = outputs.connect.get(f.worker_group)
     lag_s = None if sentinel is None or sentinel.error else sentinel.lag_seconds
+    throughput = None if metrics is None else flow_throughput(f, metrics)
     stalled = None if group_down else stall_problem(f, group.cluster if group else "", lag_s, connectors, throughput)
     return FlowStatus(
         name=f.name,
@@ -372,33 +372,21 @@ def collect(
         asked = pool.submit(exporter_readings, outputs, groups, given_lag_urls)
         served = pool.submit(worker_metrics, outputs, groups)
         down = dead_groups(outputs, groups)
-        exporters, first = asked.result(), served.result()
+        exporters, metrics = asked.result(), served.result()
     aliases = sorted({a for f in flows for a in (f.source, f.target, f.offset_syncs_cluster or f.source)})
-    with ThreadPoolExecutor(max_workers=1) as pool:  # MM2's byte count again, while the clusters are dialed
-        again = pool.submit(worker_metrics, outputs, groups, first.at + RATE_GAP_S)
-        with cluster_readers(outputs, aliases) as readers:
-            later = again.result()
-            return [
-                flow_status(
-                    outputs,
-                    f,
-                    readers,
-                    heartbeat_max_age_s,
-                    down.get(f.worker_group),
-                    exporters.get(f.worker_group),
-                    _throughput(f, first, later),
-                )
-                for f in flows
-            ]
-
-
-def _throughput(f: FlowExport, first: MetricsReading, later: MetricsReading) -> Throughput | None:
-    """The flow's copy rate between the two readings of its workers' metrics; None when its
-    group's workers serve none."""
-    if f.worker_group not in first.texts:
-        return None
-    texts = later.texts.get(f.worker_group, [])
-    return flow_throughput(f, texts, earlier=first.texts[f.worker_group], seconds=later.at - first.at)
+    with cluster_readers(outputs, aliases) as readers:
+        return [
+            flow_status(
+                outputs,
+                f,
+                readers,
+                heartbeat_max_age_s,
+                down.get(f.worker_group),
+                exporters.get(f.worker_group),
+                metrics.get(f.worker_group),
+            )
+            for f in flows
+        ]
 
 
 def pair_views(outputs: StackExports, flow_names: Sequence[str] = ()) -> list[PairView]:

@@ -1,17 +1,16 @@
 """What `bin/status` asks over HTTP, every address at once, each within its timeout: whether a
 worker group's workers answer at all, what its lag exporter found, and what its workers' metrics
-agents serve (MM2's byte count and rate). Why an address did not answer is kept, never raised."""
+agents serve (MM2's byte-rate). Why an address did not answer is kept, never raised."""
 
 from __future__ import annotations
 
 import http.client
 import json
 import ssl
-import time
 import urllib.request
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TypeVar
 
 from components.ops.status_view import LAG_EXPORTER_TIMEOUT_S, WORKER_PROBE_TIMEOUT_S, ExporterReading
@@ -107,24 +106,11 @@ def _metrics_text(url: str) -> str | None:
         return None
 
 
-@dataclass(frozen=True)
-class MetricsReading:
-    """Every worker's /metrics text per group (None for one that did not answer), and when they
-    were read (time.monotonic(), the middle of the reads)."""
-
-    texts: Mapping[str, list[str | None]]
-    at: float
-
-
-def worker_metrics(outputs: StackExports, groups: Sequence[str], not_before: float = 0.0) -> MetricsReading:
-    """Each of `groups` that exports its workers' metrics URLs: every worker's /metrics, all asked
-    at once, no sooner than `not_before` (time.monotonic()): two readings that far apart give
-    MM2's byte count over the time between them."""
+def worker_metrics(outputs: StackExports, groups: Sequence[str]) -> dict[str, list[str | None]]:
+    """Each of `groups` that exports its workers' metrics URLs: every worker's /metrics text (None
+    for one that did not answer), all asked at once."""
     asked = [(g, url) for g in groups if g in outputs.connect for url in outputs.connect[g].metrics_urls]
-    if asked and (wait := not_before - time.monotonic()) > 0:
-        time.sleep(wait)  # the second reading's spacing (bounded by the caller's gap), not a poll
-    started = time.monotonic()
     texts: dict[str, list[str | None]] = {}
     for (group, _url), text in zip(asked, _all_at_once(lambda a: _metrics_text(a[1]), asked), strict=True):
         texts.setdefault(group, []).append(text)
-    return MetricsReading(texts, (started + time.monotonic()) / 2)
+    return texts

@@ -1,12 +1,9 @@
-"""How fast a flow copies, from MM2's own metrics (MirrorSourceConnector, per remote topic
-partition) summed over the flow's partitions and over its worker group's workers, as their JMX
-exporter agents serve them (`metricsPort`, exported as `connect.<group>.metricsUrls`):
-- `byte-count`, the bytes of the records its tasks got acknowledged by the target, read twice a
-  few seconds apart: the rate now;
-- else `byte-rate`, the same averaged over the workers' metrics window (30 s x 2 samples by
-  default): a flow whose link just went down still shows its last minute's rate there.
-Against the flow's declared link, that says whether the link is what holds a flow back
-(components/ops/stall.py). Pure: no I/O.
+"""How fast a flow copies: MM2's own `byte-rate` (MirrorSourceConnector, per remote topic
+partition: bytes per second of the records its tasks got acknowledged by the target, averaged
+over the workers' metrics window, 30 s x 2 samples by default), summed over the flow's partitions
+and over its worker group's workers, as their JMX exporter agents serve it (`metricsPort`,
+exported as `connect.<group>.metricsUrls`). Against the flow's declared link, that says whether
+the link is what holds a flow back (components/ops/stall.py). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from components.monitoring.jmx_exporter import BYTE_COUNT, BYTE_RATE
+from components.monitoring.jmx_exporter import BYTE_RATE
 from components.ops.exposition import samples
 from components.outputs.contract import FlowExport, LinkExport
 
@@ -28,7 +25,6 @@ class Throughput:
     bytes_per_s: float | None
     link: LinkExport | None = None
     why: str = ""
-    over: str = "the workers' last minute (MM2 byte-rate)"  # what the rate is measured over
 
     @property
     def link_share(self) -> float | None:
@@ -44,40 +40,21 @@ class Throughput:
         return share is not None and share >= BOTTLENECK_SHARE
 
 
-def _flow_sum(flow: FlowExport, texts: Sequence[str | None], metric: str) -> float | None:
-    """`metric` summed over the flow's partitions in every worker's text; None when none has it.
+def flow_throughput(flow: FlowExport, texts: Sequence[str | None], why: str = "") -> Throughput:
+    """The flow's copy rate from its workers' /metrics texts (None: a worker that did not answer).
     A worker's beans carry the flow's target (and, on Kafka 3.5+, its source) as labels."""
+    if not texts or all(t is None for t in texts):
+        return Throughput(None, flow.link, why or "no worker's metrics answered")
     remotes = set(flow.topics.values())
     total, seen = 0.0, False
     for text in texts:
-        for labels, value in samples(text, metric):
+        for labels, value in samples(text, BYTE_RATE):
             mine = labels.get("source") == flow.source or (not labels.get("source") and labels.get("topic") in remotes)
             if labels.get("target") == flow.target and mine:
                 total, seen = total + value, True
-    return total if seen else None
-
-
-def flow_throughput(
-    flow: FlowExport,
-    texts: Sequence[str | None],
-    why: str = "",
-    earlier: Sequence[str | None] | None = None,
-    seconds: float = 0.0,
-) -> Throughput:
-    """The flow's copy rate from its workers' /metrics texts (None: a worker that did not answer):
-    the byte count's growth since `earlier`, read `seconds` before, when every worker answered
-    both times and no count went back (a task restarted); else the metrics window's byte-rate."""
-    if not texts or all(t is None for t in texts):
-        return Throughput(None, flow.link, why or "no worker's metrics answered")
-    answered = earlier is not None and len(earlier) == len(texts) and None not in (*earlier, *texts)
-    if answered and seconds > 0 and earlier is not None:
-        before, after = _flow_sum(flow, earlier, BYTE_COUNT), _flow_sum(flow, texts, BYTE_COUNT)
-        if before is not None and after is not None and after >= before:
-            return Throughput((after - before) / seconds, flow.link, over=f"the last {seconds:.1f}s (MM2 byte-count)")
-    rate = _flow_sum(flow, texts, BYTE_RATE)
-    if rate is None:
+    if not seen:
         return Throughput(None, flow.link, "its workers export no byte-rate for it yet (no task has copied a record)")
-    return Throughput(rate, flow.link)
+    return Throughput(total, flow.link)
 
 
 def bits_text(bytes_per_s: float) -> str:
@@ -99,7 +76,7 @@ def throughput_line(view: Throughput | None) -> str | None:
         return None
     if view.bytes_per_s is None:
         return f"  throughput - ({view.why})"
-    line = f"  throughput {bits_text(view.bytes_per_s)} over {view.over}"
+    line = f"  throughput {bits_text(view.bytes_per_s)} over the workers' last minute (MM2 byte-rate)"
     if view.link is not None:
         line += f", {view.link_share:.0%} of the link {link_text(view.link)}"
     return line

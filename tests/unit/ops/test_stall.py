@@ -61,7 +61,7 @@ def test_a_flow_copying_near_its_links_rate_is_held_by_the_link_not_stalled() ->
 
 def test_far_below_its_links_rate_a_behind_flow_is_stalled_with_its_rate_shown() -> None:
     problem = stall_problem(LINKED, "dr", 95.0, [source()], Throughput(1000.0, LINKED.link)) or ""
-    assert "every task run, copying 8 kbit/s over the workers' last minute (MM2 byte-rate): the workers" in problem
+    assert "(copying 8 kbit/s over the workers' last minute): the workers (stored on dr)" in problem
     assert "not getting records from primary" in problem
     assert stall_problem(LINKED, "dr", 19.0, [source()], Throughput(4e6, LINKED.link)) is None  # within the RPO
 

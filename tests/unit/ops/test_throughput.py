@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from components.monitoring.jmx_exporter import BYTE_COUNT, BYTE_RATE
+from components.monitoring.jmx_exporter import BYTE_RATE
 from components.ops.throughput import Throughput, bits_text, flow_throughput, throughput_line
 from components.outputs.contract import LinkExport
 from tests.unit.ops.helpers import outputs
@@ -57,28 +57,3 @@ def test_near_the_links_bandwidth_the_link_binds() -> None:
 )
 def test_rates_read_in_bits_per_second(bytes_per_s: float, text: str) -> None:
     assert bits_text(bytes_per_s) == text
-
-
-def count(value: float, partition: int = 0) -> str:
-    labels = f'partition="{partition}",source="primary",target="dr",topic="{FLOW.topics["orders"]}"'
-    return f"{BYTE_COUNT}{{{labels}}} {value}"
-
-
-def test_two_readings_of_the_byte_count_give_the_rate_now() -> None:
-    earlier = ["\n".join([count(1_000_000, 0), count(0, 1), rate(9.0)])]
-    later = ["\n".join([count(1_400_000, 0), count(100_000, 1), rate(9.0)])]
-    view = flow_throughput(FLOW, later, earlier=earlier, seconds=2.0)
-    assert view.bytes_per_s == pytest.approx(250_000.0)  # (1.5 MB - 1 MB) / 2 s, not the window's 9 B/s
-    assert (throughput_line(view) or "").startswith("  throughput 2 Mbit/s over the last 2.0s (MM2 byte-count), 50%")
-
-
-@pytest.mark.parametrize(
-    "earlier",
-    [
-        [count(5_000_000) + "\n" + rate(9.0)],  # the count went back: a task restarted between the readings
-        [None],  # a worker did not answer the first time
-    ],
-)
-def test_without_two_comparable_counts_the_windows_rate_stands(earlier: list[str | None]) -> None:
-    later = [count(1_000_000) + "\n" + rate(9.0)]
-    assert flow_throughput(FLOW, later, earlier=earlier, seconds=2.0).bytes_per_s == pytest.approx(9.0)
