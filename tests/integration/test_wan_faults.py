@@ -163,7 +163,7 @@ def test_a_link_slower_than_the_source_is_named_as_the_bottleneck(
         # MM2's byte-rate is a mean over the workers' last minute: once it holds only the stream,
         # it is the link's rate.
         full = _status_once(
-            lambda out: (_copy_mbit(out) or 0) >= 0.85 * link_mbit, outputs, tmp_path, "copying at the link's rate"
+            lambda out: (_copy_mbit(out) or 0) >= 0.8 * link_mbit, outputs, tmp_path, "copying at the link's rate"
         )
     finally:
         paced.stop.set()
@@ -195,6 +195,15 @@ def test_a_link_down_for_90s_loses_nothing_and_is_reported(world: tuple[TestStac
     seen: dict[str, float] = {}
 
     def outage() -> None:
+        # The copy rate bin/status reads is the workers' mean over up to a minute: the link goes
+        # down once that holds no more than this stream (not a backlog another test drained).
+        quiet = 0.01 * SHAPE.bandwidth_bps / 1e6
+        wait_until(
+            lambda: (_copy_mbit(run_status(outputs, tmp_path).stdout) or 0.0) < quiet,
+            BOUND_S,
+            "the flow's copy rate down to the stream's",
+            poll_s=3,
+        )
         cut = time.monotonic()
         wan.cut(TAP)
         try:
