@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.deploy.run import machine  # noqa: E402
 from bench.machine import hardware_text  # noqa: E402
+from bench.proc_stats import cpu_seconds  # noqa: E402
 from bench.wan.plot import write_svg  # noqa: E402
 from components.platform.local.layout import NETWORK_PATH  # noqa: E402
 from components.topology.links import RATE_UNITS, parse_quantity  # noqa: E402
@@ -124,14 +125,13 @@ def forwarder_cpu_s(network_dir: Path | None) -> float:
     files in the stack's network directory) have used so far; 0 without a link."""
     if network_dir is None:
         return 0.0
-    used = 0
+    used = 0.0
     for pidfile in network_dir.glob("*.pid"):
         try:
-            fields = Path(f"/proc/{int(pidfile.read_text())}/stat").read_text().rsplit(")", 1)[1].split()
+            used += cpu_seconds(int(pidfile.read_text()))  # 0 for a forwarder a reshape just replaced
         except (OSError, ValueError):
-            continue  # a forwarder that just restarted (a reshape): the next reading has it
-        used += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14 and 15)
-    return used / os.sysconf("SC_CLK_TCK")
+            continue  # its pid file is being rewritten (a reshape): the next reading has it
+    return used
 
 
 def drain(outputs: dict[str, Any], megabytes: int, window_s: float, network: Path | None = None) -> dict[str, float]:
