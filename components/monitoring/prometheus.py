@@ -16,6 +16,7 @@ from typing import Any
 
 from components.monitoring.rules import Selectors, Thresholds, alert_groups
 from components.topology.model import Platform, Topology, WorkerGroup
+from components.topology.runtime_config import worker_metrics_targets
 
 
 def scrape_configs(
@@ -31,8 +32,7 @@ def scrape_configs(
             targets = [f"{cluster.host}:{cluster.metrics_port + i}" for i in range(cluster.brokers)]
             jobs.append(_job(f"mm2-cluster-{alias}", targets, {"mm2_cluster": alias}, interval))
     for name, group in sorted(topology.worker_groups.items()):
-        if group.platform is Platform.LOCAL and group.metrics_port is not None:
-            targets = [f"{group.host}:{group.metrics_port + i}" for i in range(group.workers)]
+        if targets := list(worker_metrics_targets(group)):
             jobs.append(_job(f"mm2-workers-{name}", targets, {"mm2_worker_group": name}, interval))
     for name, target in sorted((lag_targets or {}).items()):
         jobs.append(_job(f"mm2-lag-{name}", [target], {"mm2_lag_exporter": name}, interval))

@@ -348,12 +348,18 @@ def worker_rest_urls(group: WorkerGroup) -> tuple[str, ...]:
     return (f"http://{group.name}-connect-api:{KUBERNETES_REST_PORT}",)
 
 
-def worker_metrics_urls(group: WorkerGroup) -> tuple[str, ...]:
-    """The Prometheus endpoints of the group's workers, first worker first, where the local
-    platform runs each with the JMX exporter agent (`metricsPort`); empty otherwise."""
-    if group.platform is not Platform.LOCAL or group.url or group.metrics_port is None:
+def worker_metrics_targets(group: WorkerGroup) -> tuple[str, ...]:
+    """host:port of each worker's JMX exporter agent, first worker first, where the local platform
+    runs the workers with one (`metricsPort`: worker i on metricsPort+i); empty otherwise."""
+    if group.platform is not Platform.LOCAL or group.metrics_port is None:
         return ()
-    return tuple(f"http://{group.host}:{group.metrics_port + i}/metrics" for i in range(group.workers))
+    return tuple(f"{group.host}:{group.metrics_port + i}" for i in range(group.workers))
+
+
+def worker_metrics_urls(group: WorkerGroup) -> tuple[str, ...]:
+    """The Prometheus endpoints of the group's workers (`worker_metrics_targets`), for a group the
+    stack runs (not one adopted by its `url`)."""
+    return () if group.url else tuple(f"http://{target}/metrics" for target in worker_metrics_targets(group))
 
 
 EXACTLY_ONCE_KEY = "exactly.once.source.support"
