@@ -44,7 +44,7 @@ def stall_problem(
     bound_text = f"its RPO of {bound:.0f}s" if flow.rpo_seconds else f"{bound:.0f}s"
     behind = f"{lag_s:.0f}s behind (more than {bound_text})"
     if throughput is not None and throughput.link is not None and throughput.link_bound:
-        return f"{behind} {_link_bound(flow, workers_with, throughput.bytes_per_s or 0.0, throughput.link)}"
+        return f"{behind} {_link_bound(flow, workers_with, throughput, throughput.link)}"
     far = {flow.target: flow.source, flow.source: flow.target}.get(workers_with)
     side = far or f"{flow.source} or {flow.target}"
     if throughput is not None and _copying(throughput):
@@ -80,7 +80,7 @@ def _too_slow(flow: FlowExport, side: str, throughput: Throughput) -> str:
     )
 
 
-def _link_bound(flow: FlowExport, workers_with: str, bytes_per_s: float, link: LinkExport) -> str:
+def _link_bound(flow: FlowExport, workers_with: str, throughput: Throughput, link: LinkExport) -> str:
     """The bottleneck's cause and what takes fewer bytes across: the records cross as the source's
     producers batched them when the workers fetch across, as MM2's producer batches them when it
     writes across."""
@@ -90,7 +90,7 @@ def _link_bound(flow: FlowExport, workers_with: str, bytes_per_s: float, link: L
         else f"producer.compression.type in mm2:clusters.{flow.target}.client, for MM2's producer that crosses"
     )
     return (
-        f"while copying {bits_text(bytes_per_s)}, {bytes_per_s * 8 / link.bandwidth_bps:.0%} of the link "
+        f"while copying {bits_text(throughput.bytes_per_s or 0.0)}, {throughput.link_share:.0%} of the link "
         f"{link_text(link)}: the link is the bottleneck; the source produces faster than the link "
         f"carries and the lag grows while it does. Next step: a wider link (then mm2:links), or fewer bytes "
         f"across it ({smaller})"
