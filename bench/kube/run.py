@@ -9,8 +9,11 @@ removed, the Go caches warm: what a changed build key costs) and `warm` (nothing
 binary's seconds come from bootstrap's own "building X ... done in Ns" lines; Go runs under
 `nice -n 19` there, so the figures depend on what else the machine runs (the load is recorded).
 Node: per repeat, `bin/kube up` from nothing, a second `up` (a no-op), `bin/kube load` of the
-watcher image, a pod of it applied until Ready, and `bin/kube down`. Needs root. Writes
-<out-dir>/kube-<date>.{json,md}.
+watcher image, a pod of it applied until Ready, and `bin/kube down`. Idle: for 1 and for 3 nodes
+(`--nodes`), the cluster up with nothing deployed, its processes' resident memory summed and
+their CPU over IDLE_S seconds (every process of the cluster: its daemons, in its network
+namespaces or its cgroups). Needs root. Writes <out-dir>/kube-<date>.{json,md}
+(`--skip-builds`: the node and idle figures only, to <out-dir>/kube-<date>-nodes.{json,md}).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ BUILT = re.compile(r"\[bootstrap\] building (\S+) from Go modules .* done in (\d
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import hardware, hardware_text  # noqa: E402
+from bench.proc_stats import cpu_seconds, rss_mib  # noqa: E402
 from components.platform.image_layout import WATCHER_IMAGE  # noqa: E402 (the project's watcher image)
 
 POD = {
@@ -124,6 +128,34 @@ def node(repeats: int, archive: Path) -> dict[str, Any]:
     return {k: round(statistics.median(r[k] for r in rows), 2) for k in rows[0]} | {"repeats": repeats}
 
 
+IDLE_S = 30.0
+
+
+def cluster_pids() -> set[int]:
+    from toolchain.kubernetes import node as kube_node  # needs root's view of /proc and /sys
+
+    return kube_node.stray_pids(kube_node.LAYOUT)
+
+
+def idle(counts: list[int]) -> dict[str, Any]:
+    """Per node count: the idle cluster's memory (MiB, summed RSS) and CPU (cores over IDLE_S)."""
+    kube = str(ROOT / "bin" / "kube")
+    out: dict[str, Any] = {}
+    for count in counts:
+        subprocess.run([kube, "down"], capture_output=True, check=True)
+        up, _ = timed([kube, "up", "--nodes", str(count)])
+        pids = cluster_pids()
+        before = {p: cpu_seconds(p) for p in pids}
+        t0 = time.monotonic()
+        time.sleep(IDLE_S)  # the measuring window itself, not a wait for a condition
+        cores = sum(cpu_seconds(p) - before[p] for p in pids) / (time.monotonic() - t0)
+        memory = sum(rss_mib(p) for p in cluster_pids())
+        subprocess.run([kube, "down"], capture_output=True, check=True)
+        figures = {"up_s": round(up, 1), "processes": len(pids), "rss_mib": round(memory)}
+        out[str(count)] = figures | {"cores": round(cores, 3)}
+    return out
+
+
 def watcher_archive() -> Path:
     cache = Path(os.environ.get("MM2_CACHE", Path.home() / ".cache" / "mm2-iac")) / "images"
     found = [
@@ -145,6 +177,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-cold", action="store_true", help="use the shared Go caches (no cold figures)")
+    parser.add_argument("--skip-builds", action="store_true", help="the node and idle figures only")
+    parser.add_argument("--nodes", type=int, nargs="+", default=[1, 3], help="node counts of the idle figures")
     parser.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     start_load = os.getloadavg()
@@ -152,11 +186,12 @@ def main() -> int:
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(),
         "load_at_start": [round(x, 1) for x in start_load],
-        "builds": builds(args.skip_cold),
+        "builds": None if args.skip_builds else builds(args.skip_cold),
         "node": node(args.repeats, watcher_archive()),
+        "idle": idle(args.nodes),
     }
     result["load_at_end"] = [round(x, 1) for x in os.getloadavg()]
-    stem = args.out_dir / f"kube-{datetime.now(timezone.utc):%Y%m%d}"
+    stem = args.out_dir / f"kube-{datetime.now(timezone.utc):%Y%m%d}{'-nodes' if args.skip_builds else ''}"
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     stem.with_suffix(".md").write_text(markdown(result))
     print(markdown(result))
@@ -164,14 +199,34 @@ def main() -> int:
 
 
 def markdown(r: dict[str, Any]) -> str:
-    b = r["builds"]
-    runs = [k for k in b if isinstance(b[k], dict) and "wall_s" in b[k]]
-    names = list(b[runs[0]]["binaries_s"])  # the first run built every binary, in bootstrap's order
     lines = [
         f"# bin/kube benchmark ({r['date'][:10]})",
         "",
         f"Machine: {r['machine']}; load average {r['load_at_start']} at start, {r['load_at_end']} at end. "
-        "Command: `python bench/kube/run.py`. Builds: `bin/bootstrap --kubernetes` on scratch caches "
+        "Command: `python bench/kube/run.py`.",
+    ]
+    if r["builds"] is not None:
+        lines += _builds_markdown(r["builds"])
+    n = r["node"]
+    lines += ["", f"Node (medians of {n['repeats']}):", "", "| step | seconds |", "|---|---:|"]
+    lines += [f"| {k.removesuffix('_s').replace('_', ' ')} | {v} |" for k, v in n.items() if k != "repeats"]
+    lines += [
+        "",
+        f"Idle cluster, nothing deployed (memory: resident, summed over its processes; CPU: over {IDLE_S:.0f} s):",
+        "",
+        "| nodes | up (s) | processes | memory (MiB) | CPU (cores) |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    lines += [f"| {k} | {v['up_s']} | {v['processes']} | {v['rss_mib']} | {v['cores']} |" for k, v in r["idle"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def _builds_markdown(b: dict[str, Any]) -> list[str]:
+    runs = [k for k in b if isinstance(b[k], dict) and "wall_s" in b[k]]
+    names = list(b[runs[0]]["binaries_s"])  # the first run built every binary, in bootstrap's order
+    lines = [
+        "",
+        "Builds: `bin/bootstrap --kubernetes` on scratch caches "
         "(Go under nice 19, in bootstrap's order: later binaries reuse the packages earlier ones compiled); "
         "seconds per binary as bootstrap reports them (cold includes the module downloads; - = not built: its "
         "build key was current).",
@@ -192,10 +247,7 @@ def markdown(r: dict[str, Any]) -> str:
             f"Go build cache after the cold run: {b['go_build_cache_gib']} GiB; module cache "
             f"{b['go_module_cache_gib']} GiB.",
         ]
-    n = r["node"]
-    lines += ["", f"Node (medians of {n['repeats']}):", "", "| step | seconds |", "|---|---:|"]
-    lines += [f"| {k.removesuffix('_s').replace('_', ' ')} | {v} |" for k, v in n.items() if k != "repeats"]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 if __name__ == "__main__":

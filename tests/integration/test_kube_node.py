@@ -1,6 +1,6 @@
-"""bin/kube on this machine: a real single-node Kubernetes runs pods of the project's own image,
-routes a Service by its DNS name, keeps a claimed volume's data across pods, and `down` leaves
-nothing of it behind.
+"""bin/kube on this machine: a real Kubernetes runs pods of the project's own image on one node;
+on three nodes in three zones it routes pods and a Service by its DNS name between nodes and
+keeps a claimed volume's data across pods on its node; and `down` leaves nothing of it behind.
 
 Part of the Kubernetes lane (tests/integration/kube.py, `lane_skip_reason`), the last phase of
 bin/test as root; bin/test builds the node first (Go builds of etcd, Kubernetes, CoreDNS and the
@@ -25,7 +25,8 @@ from components.platform.local.process import command_lines
 from tests.integration.harness import ROOT, wait_until
 from tests.integration.kube import LANE, NETNS, STATE, WATCHER_TAG, image_archive, kube, kubectl, node_lock
 
-POD_SUBNET = ipaddress.ip_network("10.201.0.0/24")
+POD_SUBNET = ipaddress.ip_network("10.201.0.0/24")  # the first node's; node N has 10.201.(N-1).0/24
+SECOND_SUBNET, THIRD_SUBNET = ipaddress.ip_network("10.201.1.0/24"), ipaddress.ip_network("10.201.2.0/24")
 
 pytestmark = LANE
 
@@ -63,9 +64,8 @@ def leftovers() -> list[str]:
             left.append(f"process {pid}: {cmdline[:120]}")
     mounts = Path("/proc/self/mountinfo").read_text()
     left += [f"mount {line.split()[4]}" for line in mounts.splitlines() if str(STATE) in line.split()[4]]
-    if Path("/run/netns", NETNS).exists():
-        left.append(f"network namespace {NETNS}")
-    left += [f"cgroup {p}" for p in Path("/sys/fs/cgroup").glob(f"*/{NETNS}")]
+    left += [f"network namespace {p.name}" for p in Path("/run/netns").glob(f"{NETNS}*")]
+    left += [f"cgroup {p}" for p in Path("/sys/fs/cgroup").glob(f"*/{NETNS}*")]
     if STATE.exists():
         left.append(f"state folder {STATE}")
     return left
@@ -131,6 +131,7 @@ def test_node_runs_a_pod_of_the_project_image_and_down_leaves_nothing() -> None:
 
 
 NODE_PORT = 30080  # in bin/kube's default NodePort range, 30000-30099
+SECOND, THIRD = "mm2-kube-2", "mm2-kube-3"
 
 
 def http_status(url: str) -> int:
@@ -163,9 +164,14 @@ def service_and_claim() -> list[dict[str, Any]]:
     ]
 
 
+def on_node(spec: dict[str, Any], node: str) -> dict[str, Any]:
+    spec["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return spec
+
+
 def client_pod() -> dict[str, Any]:
-    """A pod of the watcher image (its non-root user) with the claim mounted at /data."""
-    spec = pod("client", WATCHER_TAG)
+    """A pod of the watcher image (its non-root user) with the claim mounted at /data, on the third node."""
+    spec = on_node(pod("client", WATCHER_TAG), THIRD)
     container = spec["spec"]["containers"][0]
     container["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
     spec["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
@@ -174,24 +180,45 @@ def client_pod() -> dict[str, Any]:
     return spec
 
 
-def test_pods_reach_a_service_by_name_and_keep_their_volume() -> None:
-    """kube-proxy, CoreDNS, the NodePorts and the volume provisioner: a Service name resolves and
-    answers in the node, and on 127.0.0.1 at its NodePort; a claim gets a volume a non-root pod
-    writes to, the data outlives the pod, and the volume goes with the claim. A name outside the
-    cluster does not resolve (nothing is forwarded off the node)."""
+def zones(kubeconfig: str) -> dict[str, str]:
+    """Each Ready node's zone label."""
+    nodes = json.loads(kubectl(kubeconfig, "get", "nodes", "-o", "json").stdout)["items"]
+    return {
+        n["metadata"]["name"]: n["metadata"]["labels"].get("topology.kubernetes.io/zone", "")
+        for n in nodes
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])
+    }
+
+
+def test_three_nodes_in_three_zones_route_pods_services_and_volumes_between_them() -> None:
+    """`up --nodes 3`: three Ready nodes, one per zone. A pod on the third node reaches a Service
+    by its name (CoreDNS on the first node) whose pod runs on the second, and so does this
+    machine at its NodePort on 127.0.0.1 (through the first node); the API server execs in a pod
+    on the third node. A claim gets its volume on its pod's node, a non-root pod writes to it,
+    the data outlives the pod, and the volume goes with the claim. A name outside the cluster
+    does not resolve (nothing is forwarded off the nodes)."""
     archive = image_archive(WATCHER_TAG)
     try:
-        started = kube("up")
+        started = kube("up", "--nodes", "3")
         assert started.returncode == 0, started.stderr
         kubeconfig = started.stdout.strip()
-        assert kube("load", str(archive)).returncode == 0
-        web = pod("web", WATCHER_TAG)
+        assert zones(kubeconfig) == {"mm2-kube": "zone-a", SECOND: "zone-b", THIRD: "zone-c"}
+        again = kube("up", "--nodes", "1")
+        assert again.returncode == 1 and "up already with 3 node(s), not 1" in again.stderr, again.stderr
+        loaded = kube("load", str(archive))
+        assert loaded.returncode == 0, loaded.stderr
+        web = on_node(pod("web", WATCHER_TAG), SECOND)
         web["metadata"]["labels"] = {"app": "web"}
         items = {"apiVersion": "v1", "kind": "List", "items": [web, *service_and_claim(), client_pod()]}
         applied = kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(items))
         assert applied.returncode == 0, applied.stderr
         ready = kubectl(kubeconfig, "wait", "--for=condition=Ready", "pod/web", "pod/client", "--timeout=120s")
         assert ready.returncode == 0, kubectl(kubeconfig, "describe", "pods").stdout[-3000:]
+
+        shown = json.loads(kubectl(kubeconfig, "get", "pod", "web", "client", "-o", "json").stdout)["items"]
+        placed = {p["metadata"]["name"]: (p["spec"]["nodeName"], p["status"]["podIP"]) for p in shown}
+        assert placed["web"][0] == SECOND and ipaddress.ip_address(placed["web"][1]) in SECOND_SUBNET
+        assert placed["client"][0] == THIRD and ipaddress.ip_address(placed["client"][1]) in THIRD_SUBNET
 
         def in_client(code: str) -> subprocess.CompletedProcess[str]:
             return kubectl(kubeconfig, "exec", "client", "--", "python", "-c", code)
@@ -208,6 +235,9 @@ def test_pods_reach_a_service_by_name_and_keep_their_volume() -> None:
         wrote = in_client("import os; open('/data/kept', 'w').write(str(os.getuid()))")
         assert wrote.returncode == 0, wrote.stderr
         claim = json.loads(kubectl(kubeconfig, "get", "pvc", "data", "-o", "json").stdout)
+        volume = json.loads(kubectl(kubeconfig, "get", "pv", claim["spec"]["volumeName"], "-o", "json").stdout)
+        (term,) = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+        assert term["matchExpressions"][0]["values"] == [THIRD]  # the claim's pod's node
         folder = STATE / "volumes" / claim["spec"]["volumeName"]
         assert (folder / "kept").read_text() == "1000"
         assert kubectl(kubeconfig, "delete", "pod", "client", "--wait=true").returncode == 0

@@ -1,19 +1,24 @@
-"""A single-node Kubernetes on this machine that the project starts and stops itself (like kind).
+"""A Kubernetes of one or more nodes on this machine that the project starts and stops itself
+(like kind).
 
-    bin/kube up                 start it (a no-op when it is up); prints the kubeconfig to use
+    bin/kube up [--nodes N]     start it (a no-op when it is up); prints the kubeconfig to use
     bin/kube down               stop every process, unmount, delete its namespaces and state folder
     bin/kube status             one line per part; exit 1 unless every part is up
-    bin/kube load ARCHIVE...    import docker-archive images into the node's containerd
+    bin/kube load ARCHIVE...    import docker-archive images into every node's containerd
 
-The node (etcd, the API server, controller manager and scheduler, containerd with runc and the
-CNI bridge, the kubelet, and every pod) runs inside a network namespace and a mount namespace that
-`up` creates. The network namespace has no interface to the host and no route out, so nothing
-the node does can reach an address outside this machine; its own addresses (the node's, the pods'
-bridge, the service range) exist only inside it. The host reaches the API server through a
-forwarder on 127.0.0.1 (`MM2_KUBE_API_PORT`, default 16443) and a UNIX socket in the state folder,
-and the node's NodePorts at the same ports on 127.0.0.1 (`MM2_KUBE_NODE_PORTS`, default
-30000-30099; toolchain/kubernetes/nodeports.py).
-The mount namespace keeps what the node mounts (container root filesystems, volumes, the pods'
+Each node (its containerd with runc and the CNI bridge, its kubelet, kube-proxy and kube-router,
+and its pods) runs inside a network namespace and a mount namespace of its own that `up` creates;
+node N is `mm2-kube-N` (the first: `mm2-kube`), at 10.200.0.N, labelled with the zone
+`zone-a`, `zone-b` or `zone-c` in turn. The first node also runs the control plane (etcd, the API
+server, controller manager and scheduler), CoreDNS and the volume provisioner. The nodes are
+joined by a bridge in the first node's namespace with no port to the host (node_net.py), so
+nothing a node does can reach an address outside this machine. Each node has its own cgroup root
+and runtime root, but all share this machine's CPUs and memory: each reports all of them.
+The host reaches the API server through a forwarder on 127.0.0.1 (`MM2_KUBE_API_PORT`, default
+16443) and a UNIX socket in the state folder, and the NodePorts at the same ports on 127.0.0.1
+(`MM2_KUBE_NODE_PORTS`, default 30000-30099; toolchain/kubernetes/nodeports.py), through the first
+node.
+A node's mount namespace keeps what it mounts (container root filesystems, volumes, the pods'
 network namespace pins) and the files it would otherwise write under /run, /var/lib and /var/log
 off the host; it goes away with the node's last process. The kubelet reads the three kernel
 settings it insists on from files mounted over them inside that namespace: it would otherwise
@@ -22,39 +27,50 @@ write them for the whole machine.
 State lives in `<repo>/.mm2/kube` (`MM2_KUBE_DIR`); the binaries come from
 `bin/bootstrap --kubernetes` (`MM2_KUBE_BIN`). Every wait is a bounded poll on its condition
 (`MM2_KUBE_TIMEOUT` seconds each, default 180); a part that does not come up fails `up` with the
-tail of its log and leaves the node as it is, logs in `<state>/logs`, until `down` clears it.
-One node per machine: the namespace and cgroup names are fixed.
+tail of its log and leaves the cluster as it is, logs in `<state>/logs`, until `down` clears it.
+One cluster per machine: the namespace and cgroup names are fixed.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
 import shutil
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from toolchain.kubernetes import node_net
+from toolchain.kubernetes.node_api import (  # noqa: F401 (re-exported: the Prometheus install, the tests)
+    CRDS,
+    api_create,
+    api_get,
+    condition_true,
+    install_crds,
+    node_ready,
+)
 from toolchain.kubernetes.node_base import (  # noqa: F401 (re-exported: bin/kube, the tests, the bench)
     API_PORT,
     CGROUP_ROOT,
     DAEMONS,
+    FIRST,
     HOST_DAEMONS,
     KERNEL_SETTINGS,
     KUBE_ROUTER_HEALTH_PORT,
+    MAX_NODES,
     NETNS,
     NETNS_PATH,
+    NODE_DAEMONS,
     NODE_IP,
+    NODE_MEMORY_GIB,
     NODE_NAME,
     PAUSE_IMAGE,
     POD_SUBNET,
@@ -62,16 +78,18 @@ from toolchain.kubernetes.node_base import (  # noqa: F401 (re-exported: bin/kub
     SERVICE_IP,
     SERVICE_RANGE,
     UP_TIMEOUT,
+    ZONES,
     KubeError,
     Layout,
+    Node,
+    cluster_nodes,
     layout_from_env,
+    node_limit,
     run,
     say,
     wait_for,
 )
 from toolchain.kubernetes.node_files import (  # noqa: F401 (re-exported)
-    BOOTSTRAP_OBJECTS,
-    ROLES,
     daemon_argv,
     issue,
     kubeconfig,
@@ -79,17 +97,18 @@ from toolchain.kubernetes.node_files import (  # noqa: F401 (re-exported)
     pause_archive,
     write_configs,
 )
+from toolchain.kubernetes.node_objects import BOOTSTRAP_OBJECTS, ROLES  # noqa: F401 (re-exported)
 
 
-def in_node(argv: Sequence[str | os.PathLike[str]]) -> list[str]:
-    """argv run inside the node's network and mount namespaces."""
-    return ["nsenter", f"--net={NETNS_PATH}", f"--mount={LAYOUT.mntns}", "--", *map(str, argv)]
+def in_node(argv: Sequence[str | os.PathLike[str]], node: Node = FIRST) -> list[str]:
+    """argv run inside a node's network and mount namespaces."""
+    return ["nsenter", f"--net={node.netns_path}", f"--mount={LAYOUT.node_mntns(node)}", "--", *map(str, argv)]
 
 
-def node_http_ok(url: str) -> bool:
-    """True when an http URL inside the node's network namespace answers 2xx."""
+def node_http_ok(url: str, node: Node = FIRST) -> bool:
+    """True when an http URL inside a node's network namespace answers 2xx."""
     result = subprocess.run(
-        ["nsenter", f"--net={NETNS_PATH}", "curl", "-sf", "-m", "2", "-o", "/dev/null", url], capture_output=True
+        ["nsenter", f"--net={node.netns_path}", "curl", "-sf", "-m", "2", "-o", "/dev/null", url], capture_output=True
     )
     return result.returncode == 0
 
@@ -136,10 +155,11 @@ def _proc_state(pid: int) -> str | None:
         return None
 
 
-def start(lay: Layout, name: str) -> None:
-    argv = daemon_argv(lay, name)
+def start(lay: Layout, name: str, node: Node = FIRST) -> None:
+    argv = daemon_argv(lay, name, node)
     if name not in HOST_DAEMONS:
-        argv = in_node(argv)
+        argv = in_node(argv, node)
+    name = node.daemon(name) if name in NODE_DAEMONS else name
     with lay.log(name).open("ab") as log:
         process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=lay.root
@@ -170,12 +190,9 @@ def stop_pids(pids: Iterable[int], what: str, timeout: float = 20.0, graceful: b
 
 def stray_pids(lay: Layout) -> set[int]:
     """Every process left of the node: in its network namespace, in its cgroups, or naming its folder."""
-    found: set[int] = set()
-    if NETNS_PATH.exists():
-        found.update(int(p) for p in run(["ip", "netns", "pids", NETNS], check=False).stdout.split())
-    for procs in Path("/sys/fs/cgroup").glob(f"*/{CGROUP_ROOT}/**/cgroup.procs"):
-        with contextlib.suppress(OSError):
-            found.update(int(p) for p in procs.read_text().split())
+    found = node_net.cgroup_pids()
+    for netns in node_net.namespaces_left():
+        found.update(int(p) for p in run(["ip", "netns", "pids", netns], check=False).stdout.split())
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and ours(int(entry.name), lay):
             found.add(int(entry.name))
@@ -183,165 +200,70 @@ def stray_pids(lay: Layout) -> set[int]:
     return {p for p in found if _proc_state(p) not in (None, "Z")}
 
 
-# --- the API ------------------------------------------------------------------------------------
-
-
-def _admin(lay: Layout) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=str(lay.pki / "ca.crt"))
-    context.load_cert_chain(str(lay.pki / "admin.crt"), str(lay.pki / "admin.key"))
-    return context
-
-
-def api_get(lay: Layout, path: str, timeout: float = 3.0) -> tuple[int, bytes]:
-    """GET through the host forwarder as the admin; (0, b"") when nothing answers."""
-    try:
-        with urllib.request.urlopen(
-            f"https://127.0.0.1:{lay.api_port}{path}", context=_admin(lay), timeout=timeout
-        ) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-    except (OSError, ssl.SSLError):
-        return 0, b""
-
-
-def api_create(lay: Layout, collection: str, obj: dict[str, object]) -> None:
-    """POST an object as the admin; one that exists already is left as it is."""
-    request = urllib.request.Request(
-        f"https://127.0.0.1:{lay.api_port}{collection}",
-        data=json.dumps(obj).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, context=_admin(lay), timeout=10):
-            return
-    except urllib.error.HTTPError as error:
-        if error.code != 409:
-            raise KubeError(f"creating {collection}/{obj['metadata']}: {error.code} {error.read()[:500]!r}") from None
-
-
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-
-def install_crds(lay: Layout) -> list[str]:
-    """Create every definition in `lay.crds` (the Prometheus Operator's ServiceMonitor and
-    PrometheusRule, so a stack with metrics on deploys here) and wait until the API serves each."""
-    names = []
-    for path in sorted(lay.crds.glob("*.json")):
-        crd = json.loads(path.read_text())
-        api_create(lay, CRDS, crd)
-        names.append(crd["metadata"]["name"])
-    wait_for(
-        f"CRDs {', '.join(names)} established",
-        lambda: all(_established(lay, name) for name in names),
-        UP_TIMEOUT,
-        lay.log("kube-apiserver"),
-    )
-    return names
-
-
-def _established(lay: Layout, name: str) -> bool:
-    return condition_true(lay, f"{CRDS}/{name}", "Established")
-
-
-def node_ready(lay: Layout) -> bool:
-    return condition_true(lay, f"/api/v1/nodes/{NODE_NAME}", "Ready")
-
-
-def condition_true(lay: Layout, path: str, kind: str) -> bool:
-    """Whether the object at `path` reports its status condition `kind` as True."""
-    status, body = api_get(lay, path)
-    # A definition just created reads `"conditions": null` until its controller's first pass.
-    found = (json.loads(body).get("status") or {}).get("conditions") if status == 200 else None
-    conditions = found or []
-    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
-
-
 # --- up / down / status ---------------------------------------------------------------------------
 
 
-def _cgroup_hierarchies() -> list[Path]:
-    return sorted(p for p in Path("/sys/fs/cgroup").iterdir() if (p / "cgroup.procs").is_file())
+def recorded_nodes(lay: Layout) -> tuple[Node, ...]:
+    """The nodes `up` started (one for a state folder from before `--nodes`)."""
+    try:
+        count = int(lay.count_file.read_text())
+    except (OSError, ValueError):
+        count = 1
+    return cluster_nodes(count)
 
 
-def _make_cgroup_root() -> None:
-    """The kubelet's cgroup root must exist in every hierarchy; cpuset needs its cpus and mems."""
-    for hierarchy in _cgroup_hierarchies():
-        path = hierarchy / CGROUP_ROOT
-        path.mkdir(exist_ok=True)
-        for knob in ("cpuset.cpus", "cpuset.mems"):
-            if (path / knob).is_file() and not (path / knob).read_text().strip():
-                (path / knob).write_text((hierarchy / knob).read_text())
+def is_up(lay: Layout, nodes: Sequence[Node]) -> bool:
+    daemons = [d for d in DAEMONS if d not in NODE_DAEMONS]
+    daemons += [n.daemon(d) for n in nodes for d in NODE_DAEMONS]
+    return all(daemon_pid(lay, d) for d in daemons) and all(node_ready(lay, n) for n in nodes)
 
 
-def _remove_cgroups() -> None:
-    for hierarchy in _cgroup_hierarchies():
-        top = hierarchy / CGROUP_ROOT
-        if top.is_dir():
-            for path in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-                path.rmdir()
-            top.rmdir()
-
-
-def _host_mounts_under(root: Path) -> list[str]:
-    mounts = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        target = line.split()[4].replace("\\040", " ")
-        if target == str(root) or target.startswith(str(root) + "/"):
-            mounts.append(target)
-    return sorted(mounts, key=len, reverse=True)
-
-
-def _setup_namespaces(lay: Layout) -> None:
-    if not NETNS_PATH.exists():
-        run(["ip", "netns", "add", NETNS])
-    ip = ["ip", "-n", NETNS]
-    run([*ip, "link", "set", "lo", "up"])
-    # The node's own address, on a bridge with no ports: reachable only from inside.
-    if run([*ip, "link", "show", "mm2-node"], check=False).returncode != 0:
-        run([*ip, "link", "add", "mm2-node", "type", "bridge"])
-        run([*ip, "addr", "add", f"{NODE_IP}/32", "dev", "mm2-node"])
-    run([*ip, "link", "set", "mm2-node", "up"])
-    # A mount namespace of the node's own, kept by a bind mount on a file in the state folder.
-    if lay.mntns.as_posix() not in _host_mounts_under(lay.root):
-        lay.mntns.touch()
-        run(["unshare", f"--mount={lay.mntns}", "--propagation", "private", "true"])
-        sysctl = lay.root / "sysctl"
-        sysctl.mkdir(exist_ok=True)
-        script = [
-            "set -e",
-            # What the node would leave on the host (shim sockets, runc state, CNI results and
-            # IP leases, pod network namespace pins, container log links) stays in memory here.
-            "mount -t tmpfs -o mode=0755 mm2-kube-run /run",
-            "mount -t tmpfs -o mode=0755 mm2-kube-var-lib /var/lib",
-            "mount -t tmpfs -o mode=0755 mm2-kube-var-log /var/log",
-            "mkdir -p /run/netns",
-        ]
-        for setting, value in KERNEL_SETTINGS.items():
-            fake = sysctl / setting.replace("/", ".")
-            fake.write_text(value + "\n")
-            script.append(f"mount --bind {fake} /proc/sys/{setting}")
-        run(["nsenter", f"--mount={lay.mntns}", "--", "sh", "-c", "\n".join(script)])
-
-
-def up(lay: Layout) -> int:
-    if all(daemon_pid(lay, d) for d in DAEMONS) and node_ready(lay):
-        say(f"up already: export KUBECONFIG={lay.kubeconfig}")
+def up(lay: Layout, count: int | None = None) -> int:
+    """Start the cluster of `count` nodes (one when not given and none runs)."""
+    running = recorded_nodes(lay)
+    if lay.root.exists() and is_up(lay, running):
+        if count not in (None, len(running)):
+            raise KubeError(
+                f"up already with {len(running)} node(s), not {count}. Fix: bin/kube down (it deletes "
+                f"everything on the cluster), then bin/kube up --nodes {count}."
+            )
+        say(f"up already ({len(running)} node(s)): export KUBECONFIG={lay.kubeconfig}")
         print(lay.kubeconfig)
         return 0
-    if lay.root.exists() or NETNS_PATH.exists():
+    nodes = cluster_nodes(count or 1)
+    if lay.root.exists() or node_net.namespaces_left():
         say("a part of the node is missing or left over: taking it down first")
         down(lay)
     _preflight(lay)
     t0 = time.monotonic()
     for folder in (lay.root, lay.logs, lay.run, lay.volumes):
         folder.mkdir(parents=True, exist_ok=True)
-    make_pki(lay.pki)
-    write_configs(lay)
-    _setup_namespaces(lay)
-    _make_cgroup_root()
+    lay.count_file.write_text(f"{len(nodes)}\n")
+    make_pki(lay.pki, nodes)
+    write_configs(lay, nodes)
+    node_net.setup(lay, nodes)
+    for node in nodes:
+        node_net.make_cgroup_root(node)
+    _control_plane(lay)
+    for node in nodes:
+        _start_node(lay, node)
+    for node in nodes:
+        kubelet_log = lay.log(node.daemon("kubelet"))
+        wait_for(f"node {node.name} Ready", functools.partial(node_ready, lay, node), UP_TIMEOUT, kubelet_log)
+    _cluster_services(lay, nodes)
+    say(f"up in {time.monotonic() - t0:.1f}s, {_nodes_text(nodes)}: export KUBECONFIG={lay.kubeconfig}")
+    print(lay.kubeconfig)
+    return 0
 
+
+def _nodes_text(nodes: Sequence[Node]) -> str:
+    if len(nodes) == 1:
+        return f"node {nodes[0].name}"
+    return f"{len(nodes)} nodes ({', '.join(f'{n.name} in {n.zone}' for n in nodes)})"
+
+
+def _control_plane(lay: Layout) -> None:
+    """etcd, the API server and what it needs before a node joins, on the first node."""
     start(lay, "forwarder")
     start(lay, "api-socket")
     start(lay, "etcd")
@@ -358,30 +280,42 @@ def up(lay: Layout) -> int:
     install_crds(lay)
     start(lay, "kube-controller-manager")
     start(lay, "kube-scheduler")
-    start(lay, "containerd")
+
+
+def _start_node(lay: Layout, node: Node) -> None:
+    """A node's container runtime with the pause image, then its kubelet (which registers it)."""
+    start(lay, "containerd", node)
+    socket_path = lay.node_containerd_socket(node)
     wait_for(
-        "containerd answering",
-        lambda: run(["ctr", "--address", lay.containerd_socket, "version"], check=False).returncode == 0,
+        f"containerd of {node.name} answering",
+        lambda: run(["ctr", "--address", socket_path, "version"], check=False).returncode == 0,
         UP_TIMEOUT,
-        lay.log("containerd"),
+        lay.log(node.daemon("containerd")),
     )
-    imported(lay, [_pause_image(lay)])  # before the kubelet: nothing lists it yet
-    start(lay, "kubelet")
-    wait_for(f"node {NODE_NAME} Ready", lambda: node_ready(lay), UP_TIMEOUT, lay.log("kubelet"))
-    for daemon in ("kube-proxy", "kube-router", "coredns", "provisioner", "nodeports"):
+    imported(lay, [_pause_image(lay)], [node])  # before the kubelet: nothing lists it yet
+    start(lay, "kubelet", node)
+
+
+def _cluster_services(lay: Layout, nodes: Sequence[Node]) -> None:
+    """Services, NetworkPolicy and DNS on every node; volumes and NodePorts from the first."""
+    for node in nodes:
+        start(lay, "kube-proxy", node)
+        start(lay, "kube-router", node)
+    for daemon in ("coredns", "provisioner", "nodeports"):
         start(lay, daemon)
-    wait_for(
-        "kube-proxy synced (Services reachable)",
-        lambda: node_http_ok("http://127.0.0.1:10256/healthz"),
-        UP_TIMEOUT,
-        lay.log("kube-proxy"),
-    )
-    wait_for(
-        "kube-router synced (NetworkPolicy enforced)",
-        lambda: node_http_ok(f"http://127.0.0.1:{KUBE_ROUTER_HEALTH_PORT}/healthz"),
-        UP_TIMEOUT,
-        lay.log("kube-router"),
-    )
+    for node in nodes:
+        wait_for(
+            f"kube-proxy of {node.name} synced (Services reachable)",
+            functools.partial(node_http_ok, "http://127.0.0.1:10256/healthz", node),
+            UP_TIMEOUT,
+            lay.log(node.daemon("kube-proxy")),
+        )
+        wait_for(
+            f"kube-router of {node.name} synced (NetworkPolicy enforced)",
+            functools.partial(node_http_ok, f"http://127.0.0.1:{KUBE_ROUTER_HEALTH_PORT}/healthz", node),
+            UP_TIMEOUT,
+            lay.log(node.daemon("kube-router")),
+        )
     wait_for(
         "CoreDNS ready (cluster names resolve)",
         lambda: node_http_ok("http://127.0.0.1:8181/ready"),
@@ -396,9 +330,6 @@ def up(lay: Layout) -> int:
         UP_TIMEOUT,
         lay.log("kube-controller-manager"),
     )
-    say(f"up in {time.monotonic() - t0:.1f}s: export KUBECONFIG={lay.kubeconfig}")
-    print(lay.kubeconfig)
-    return 0
 
 
 def _preflight(lay: Layout) -> None:
@@ -445,27 +376,47 @@ def built_archives() -> list[Path]:
 
 
 def load(lay: Layout, archives: Sequence[Path]) -> int:
-    """Import the archives, then wait (bounded) until the node's status lists their images: the
-    kubelet reports them up to a minute later, and the program's preview asks the node's status."""
-    names = imported(lay, archives or built_archives())
-    wait_for(f"the node to list {', '.join(sorted(names))}", lambda: names <= node_images(lay), LOAD_LISTED_S)
+    """Import the archives into every node, then wait (bounded) until every node's status lists
+    their images: the kubelet reports them up to a minute later, and the program's preview asks
+    the nodes' status."""
+    nodes = recorded_nodes(lay)
+    names = imported(lay, archives or built_archives(), nodes)
+    wait_for(
+        f"the nodes to list {', '.join(sorted(names))}",
+        lambda: all(names <= node_images(lay, n) for n in nodes),
+        LOAD_LISTED_S,
+    )
     return 0
 
 
-def imported(lay: Layout, archives: Sequence[Path]) -> set[str]:
-    """Import docker archives into the node's containerd; the image names they held."""
-    names: set[str] = set()
+def imported(lay: Layout, archives: Sequence[Path], nodes: Sequence[Node]) -> set[str]:
+    """Import docker archives into the nodes' containerd (the nodes at once); the image names
+    they held."""
     for archive in archives:
         if not Path(archive).is_file():
             raise KubeError(f"{archive}: no such image archive (bin/bootstrap --images builds the project's).")
-        done = run(["ctr", "--address", lay.containerd_socket, "-n", "k8s.io", "images", "import", archive])
-        names |= set(re.findall(r"unpacking (\S+) \(sha256:", done.stdout + done.stderr))
-        say(f"loaded {archive}")
+    names: set[str] = set()
+    for archive in archives:
+        imports = [
+            subprocess.Popen(
+                ["ctr", "--address", str(lay.node_containerd_socket(n)), "-n", "k8s.io", "images", "import", archive],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for n in nodes
+        ]
+        for node, process in zip(nodes, imports, strict=True):
+            output, _ = process.communicate()
+            if process.returncode != 0:
+                raise KubeError(f"importing {archive} into {node.name} failed: {output.strip()[-2000:]}")
+            names |= set(re.findall(r"unpacking (\S+) \(sha256:", output))
+        say(f"loaded {archive}" + (f" into {len(nodes)} nodes" if len(nodes) > 1 else ""))
     return names
 
 
-def node_images(lay: Layout) -> set[str]:
-    status, body = api_get(lay, f"/api/v1/nodes/{NODE_NAME}")
+def node_images(lay: Layout, node: Node = FIRST) -> set[str]:
+    status, body = api_get(lay, f"/api/v1/nodes/{node.name}")
     if status != 200:
         return set()
     return {name for image in json.loads(body).get("status", {}).get("images") or [] for name in image["names"]}
@@ -473,33 +424,29 @@ def node_images(lay: Layout) -> set[str]:
 
 def down(lay: Layout) -> int:
     t0 = time.monotonic()
-    # The kubelet first, so it restarts nothing; then the pods' processes (everything in the node's
-    # cgroups), then the daemons in reverse start order, then anything still naming the node.
-    for name in ("kubelet",):
-        pid = daemon_pid(lay, name)
-        if pid:
-            stop_pids([pid], name)
-    pods = {
-        int(p)
-        for procs in Path("/sys/fs/cgroup").glob(f"*/{CGROUP_ROOT}/**/cgroup.procs")
-        for p in procs.read_text().split()
-    }
+    nodes = recorded_nodes(lay)
+    # The kubelets first, so they restart nothing; then the pods' processes (everything in the
+    # nodes' cgroups), then the daemons in reverse start order, then anything still naming the node.
+    kubelets = [pid for pid in (daemon_pid(lay, n.daemon("kubelet")) for n in nodes) if pid]
+    if kubelets:
+        stop_pids(kubelets, "the kubelets")
+    pods = node_net.cgroup_pids()
     if pods:
         # Nothing of a pod outlives the node, and a container's PID 1 without a handler ignores
         # SIGTERM: killed at once.
         stop_pids(pods, "the pods' processes", graceful=False)
     for name in reversed(DAEMONS):
-        pid = daemon_pid(lay, name)
-        if pid:
-            stop_pids([pid], name)
+        instances = [n.daemon(name) for n in nodes] if name in NODE_DAEMONS else [name]
+        pids = [pid for pid in map(lambda d: daemon_pid(lay, d), instances) if pid]
+        if pids:
+            stop_pids(pids, name)
     left = stray_pids(lay)
     if left:
         stop_pids(left, f"processes left of the node ({sorted(left)})", timeout=5.0)
-    for target in _host_mounts_under(lay.root):
+    for target in node_net.host_mounts_under(lay.root):
         run(["umount", target])
-    if NETNS_PATH.exists():
-        run(["ip", "netns", "del", NETNS])
-    _remove_cgroups()
+    node_net.remove_namespaces()
+    node_net.remove_cgroups()
     if lay.root.exists():
         shutil.rmtree(lay.root)
     say(f"down in {time.monotonic() - t0:.1f}s")
@@ -508,30 +455,54 @@ def down(lay: Layout) -> int:
 
 def status(lay: Layout) -> int:
     ok = True
+    nodes = recorded_nodes(lay)
     for name in DAEMONS:
-        pid = daemon_pid(lay, name)
-        ok &= pid is not None
-        print(f"{name:24} {'running, pid ' + str(pid) if pid else 'not running'}")
-    ready = lay.pki.is_dir() and node_ready(lay)
-    ok &= ready
-    print(f"{'node ' + NODE_NAME:24} {'Ready' if ready else 'not Ready'}")
+        for instance in [n.daemon(name) for n in nodes] if name in NODE_DAEMONS else [name]:
+            pid = daemon_pid(lay, instance)
+            ok &= pid is not None
+            print(f"{instance:24} {'running, pid ' + str(pid) if pid else 'not running'}")
+    for node in nodes:
+        ready = lay.pki.is_dir() and node_ready(lay, node)
+        ok &= ready
+        print(f"{'node ' + node.name:24} {'Ready' if ready else 'not Ready'} ({node.zone}, {node.ip})")
     print(f"{'kubeconfig':24} {lay.kubeconfig if lay.kubeconfig.is_file() else '-'}")
-    print(f"{'network namespace':24} {NETNS if NETNS_PATH.exists() else '-'}")
+    print(f"{'network namespaces':24} {', '.join(node_net.namespaces_left()) or '-'}")
     return 0 if ok else 1
 
 
 LAYOUT = layout_from_env()
 
 
+def node_count(text: str) -> int:
+    """`--nodes`: a whole number from 1 to what this machine holds (NODE_MEMORY_GIB each)."""
+    limit = node_limit(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of nodes (1 to {limit})") from None
+    if not 1 <= count <= limit:
+        raise argparse.ArgumentTypeError(
+            f"{count} nodes: this machine holds 1 to {limit} ({NODE_MEMORY_GIB} GiB of its memory each, "
+            f"at most {MAX_NODES}); 3 give one node per zone"
+        )
+    return count
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bin/kube", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("up", help="start the node (a no-op when it is up)")
+    starter = sub.add_parser("up", help="start the cluster (a no-op when it is up)")
+    starter.add_argument(
+        "--nodes",
+        type=node_count,
+        default=None,
+        help=f"how many nodes, each in a zone of {', '.join(ZONES)} in turn (default 1; 3 for the prod shape)",
+    )
     sub.add_parser("down", help="stop it and remove everything it made")
     sub.add_parser("status", help="what runs; exit 1 unless all of it")
     loader = sub.add_parser(
         "load",
-        help="import docker-archive images into the node's containerd (default: every image this checkout built)",
+        help="import docker-archive images into every node's containerd (default: every image this checkout built)",
     )
     loader.add_argument("archives", nargs="*", type=Path)
     sub.add_parser("prometheus", help="run the Prometheus Operator and a Prometheus of every ServiceMonitor and rule")
@@ -540,7 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("needs root (network and mount namespaces, cgroups); run it with sudo")
     try:
         if args.command == "up":
-            return up(LAYOUT)
+            return up(LAYOUT, args.nodes)
         if args.command == "down":
             return down(LAYOUT)
         if args.command == "status":

@@ -15,9 +15,12 @@ ROOT = Path(__file__).resolve().parents[2]
 NETNS = "mm2-kube"
 NETNS_PATH = Path("/run/netns") / NETNS
 NODE_NAME = "mm2-kube"
-# Addresses that exist only inside the node's network namespace.
+# Addresses that exist only inside the nodes' network namespaces. The first node's: the control
+# plane and CoreDNS are there; node N has 10.200.0.N and the pod subnet 10.201.(N-1).0/24.
 NODE_IP = "10.200.0.1"
+NODE_NETWORK = "10.200.0.0/24"  # the nodes' own link (a bridge in the first node, nodes.py)
 POD_SUBNET = "10.201.0.0/24"
+CLUSTER_CIDR = "10.201.0.0/16"  # every node's pod subnet
 SERVICE_RANGE = "10.202.0.0/24"
 SERVICE_IP = "10.202.0.1"  # the `kubernetes` Service: the range's first address
 CLUSTER_DOMAIN = "cluster.local"
@@ -47,6 +50,66 @@ DAEMONS = (
 HOST_DAEMONS = ("forwarder", "nodeports")  # run in the host's namespaces (nodeports moves itself)
 KUBE_ROUTER_HEALTH_PORT = 20244  # inside the node, on its loopback
 UP_TIMEOUT = float(os.environ.get("MM2_KUBE_TIMEOUT", "180"))
+ZONE_LABEL = "topology.kubernetes.io/zone"
+ZONES = ("zone-a", "zone-b", "zone-c")  # node N is in ZONES[(N - 1) % 3]
+# The first node runs the control plane and the cluster's own services; every node runs these.
+NODE_DAEMONS = ("containerd", "kubelet", "kube-proxy", "kube-router")
+# What a node takes of this machine's memory: its daemons (about 0.3 GiB idle) and room for the
+# pods the scheduler gives it (a broker and a worker). `up --nodes` refuses more than fit.
+NODE_MEMORY_GIB = 4
+MAX_NODES = 9  # the zones' names and the nodes' addresses allow more; this machine does not
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of the cluster, by its place (1 is the first). Every name and address of it,
+    defined once: the first node keeps the one-node cluster's names."""
+
+    index: int
+
+    @property
+    def name(self) -> str:
+        return NODE_NAME if self.index == 1 else f"{NODE_NAME}-{self.index}"
+
+    @property
+    def netns(self) -> str:
+        return self.name
+
+    @property
+    def netns_path(self) -> Path:
+        return Path("/run/netns") / self.netns
+
+    @property
+    def ip(self) -> str:
+        return f"10.200.0.{self.index}"
+
+    @property
+    def pod_subnet(self) -> str:
+        return f"10.201.{self.index - 1}.0/24"
+
+    @property
+    def zone(self) -> str:
+        return ZONES[(self.index - 1) % len(ZONES)]
+
+    @property
+    def cgroup_root(self) -> str:
+        return CGROUP_ROOT if self.index == 1 else f"{CGROUP_ROOT}-{self.index}"
+
+    def daemon(self, name: str) -> str:
+        """The name of its instance of a NODE_DAEMONS daemon (pid file, log)."""
+        return name if self.index == 1 else f"{name}-{self.index}"
+
+
+FIRST = Node(1)
+
+
+def cluster_nodes(count: int) -> tuple[Node, ...]:
+    return tuple(Node(i) for i in range(1, count + 1))
+
+
+def node_limit(mem_total_bytes: int) -> int:
+    """How many nodes this machine holds: NODE_MEMORY_GIB of its memory each, at most MAX_NODES."""
+    return max(1, min(MAX_NODES, mem_total_bytes // (NODE_MEMORY_GIB * 2**30)))
 
 
 class KubeError(RuntimeError):
@@ -80,10 +143,6 @@ class Layout:
         return self.root / "run"
 
     @property
-    def mntns(self) -> Path:
-        return self.root / "mntns"
-
-    @property
     def volumes(self) -> Path:
         """The persistent volumes' folders (toolchain/kubernetes/provisioner.py)."""
         return self.root / "volumes"
@@ -94,12 +153,23 @@ class Layout:
         return self.root / "kubeconfig"
 
     @property
-    def containerd_socket(self) -> Path:
-        return self.root / "containerd" / "containerd.sock"
-
-    @property
     def api_socket(self) -> Path:
         return self.root / "run" / "api.sock"
+
+    def node_dir(self, node: Node) -> Path:
+        """Where a node keeps what is its own; the first node's is the state folder itself."""
+        return self.root if node.index == 1 else self.root / "nodes" / node.name
+
+    def node_mntns(self, node: Node) -> Path:
+        return self.node_dir(node) / "mntns"
+
+    def node_containerd_socket(self, node: Node) -> Path:
+        return self.node_dir(node) / "containerd" / "containerd.sock"
+
+    @property
+    def count_file(self) -> Path:
+        """How many nodes `up` started."""
+        return self.root / "node-count"
 
     def pidfile(self, name: str) -> Path:
         return self.run / f"{name}.pid"

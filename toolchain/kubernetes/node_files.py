@@ -10,29 +10,31 @@ import json
 import os
 import sys
 import tarfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from components.platform.image_layout import NO_PULLS_LABEL
 from toolchain.kubernetes.node_base import (
     API_PORT,
-    CGROUP_ROOT,
+    CLUSTER_CIDR,
     CLUSTER_DNS,
     CLUSTER_DOMAIN,
+    FIRST,
     KUBE_ROUTER_HEALTH_PORT,
     NETNS_PATH,
+    NODE_DAEMONS,
     NODE_IP,
     NODE_NAME,
     PAUSE_IMAGE,
-    POD_SUBNET,
     SERVICE_IP,
     SERVICE_RANGE,
-    STORAGE_CLASS,
+    ZONE_LABEL,
     Layout,
+    Node,
     run,
 )
-from toolchain.kubernetes.provisioner import PROVISIONER
+from toolchain.kubernetes.node_objects import ROLES
 
 # --- certificates and kubeconfigs ---------------------------------------------------------------
 
@@ -77,7 +79,7 @@ def issue(pki: Path, name: str, subject: str, sans: Iterable[str] = (), usage: s
     _openssl(*args)
 
 
-def make_pki(pki: Path) -> None:
+def make_pki(pki: Path, nodes: Sequence[Node] = (FIRST,)) -> None:
     pki.mkdir(parents=True, exist_ok=True)
     os.chmod(pki, 0o700)
     _openssl(
@@ -120,7 +122,8 @@ def make_pki(pki: Path) -> None:
     issue(pki, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client")
     issue(pki, "controller-manager", "/CN=system:kube-controller-manager")
     issue(pki, "scheduler", "/CN=system:kube-scheduler")
-    issue(pki, "kubelet", f"/O=system:nodes/CN=system:node:{NODE_NAME}")
+    for node in nodes:  # the Node authorizer knows a kubelet by its node's name
+        issue(pki, node.daemon("kubelet"), f"/O=system:nodes/CN=system:node:{node.name}")
     issue(pki, "kube-proxy", "/CN=system:kube-proxy")  # bound to system:node-proxier by Kubernetes itself
     for user, role in ROLES.items():  # bound to their roles by bin/kube up
         issue(pki, user, f"/CN={role['metadata']['name']}")
@@ -197,46 +200,69 @@ def pause_archive(pause_binary: Path, out: Path) -> None:
 # --- configuration files -------------------------------------------------------------------------
 
 
-def write_configs(lay: Layout) -> None:
+def write_configs(lay: Layout, nodes: Sequence[Node] = (FIRST,)) -> None:
     pki = lay.pki
     inside = f"https://127.0.0.1:{API_PORT}"
     (lay.root / "kubeconfig").write_text(kubeconfig(f"https://127.0.0.1:{lay.api_port}", pki, "admin"))
-    for user in ("controller-manager", "scheduler", "kubelet", "kube-proxy", *ROLES):
+    for user in ("controller-manager", "scheduler", *ROLES):
         (lay.root / f"{user}.kubeconfig").write_text(kubeconfig(inside, pki, user))
-    cni = lay.root / "cni"
+    (lay.root / "Corefile").write_text(corefile(lay))
+    # The resolver the kubelet hands on for names outside the cluster, which CoreDNS does not
+    # forward anyway: a server that cannot exist in the node's network, so such a lookup fails
+    # inside the node instead of asking the host's resolver, which may be off this machine.
+    (lay.root / "resolv.conf").write_text("nameserver 127.0.0.1\n")
+    for node in nodes:
+        _node_configs(lay, node)
+
+
+def _node_configs(lay: Layout, node: Node) -> None:
+    """What one node's containerd, kubelet, kube-proxy and kube-router read. They reach the API
+    server on the first node's address, over the nodes' link."""
+    pki, here = lay.pki, lay.node_dir(node)
+    here.mkdir(parents=True, exist_ok=True)
+    for user in ("kubelet", "kube-proxy", "kube-router"):
+        cert = node.daemon("kubelet") if user == "kubelet" else user
+        (here / f"{user}.kubeconfig").write_text(kubeconfig(f"https://{NODE_IP}:{API_PORT}", pki, cert))
+    cni = here / "cni"
     cni.mkdir(exist_ok=True)
-    (cni / "10-mm2-kube.conflist").write_text(
-        json.dumps(
-            {
-                "cniVersion": "1.0.0",
-                "name": "mm2-kube",
-                "plugins": [
-                    {
-                        "type": "bridge",
-                        "bridge": "mm2-pods",
-                        "isGateway": True,
-                        "ipMasq": False,
-                        "hairpinMode": True,
-                        "ipam": {
-                            "type": "host-local",
-                            "ranges": [[{"subnet": POD_SUBNET}]],
-                            "routes": [{"dst": "0.0.0.0/0"}],
-                        },
-                    }
-                ],
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    containerd = lay.root / "containerd"
+    (cni / "10-mm2-kube.conflist").write_text(json.dumps(_cni(node), indent=2) + "\n")
+    containerd = here / "containerd"
     containerd.mkdir(exist_ok=True)
-    (containerd / "config.toml").write_text(f"""version = 2
+    (containerd / "config.toml").write_text(_containerd_toml(containerd, lay.node_containerd_socket(node), cni))
+    (here / "kubelet").mkdir(exist_ok=True)
+    (here / "kubelet-config.json").write_text(json.dumps(_kubelet_config(lay, node), indent=2) + "\n")
+
+
+def _cni(node: Node) -> dict[str, Any]:
+    """The pods' bridge on this node, its subnet alone; the other nodes' subnets are routed over
+    the nodes' link (toolchain/kubernetes/node_net.py)."""
+    return {
+        "cniVersion": "1.0.0",
+        "name": "mm2-kube",
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": "mm2-pods",
+                "isGateway": True,
+                "ipMasq": False,
+                "hairpinMode": True,
+                "ipam": {
+                    "type": "host-local",
+                    "ranges": [[{"subnet": node.pod_subnet}]],
+                    "routes": [{"dst": "0.0.0.0/0"}],
+                },
+            }
+        ],
+    }
+
+
+def _containerd_toml(containerd: Path, socket: Path, cni: Path) -> str:
+    return f"""version = 2
 root = "{containerd}/root"
 state = "/run/containerd"
 
 [grpc]
-  address = "{lay.containerd_socket}"
+  address = "{socket}"
 
 [plugins."io.containerd.internal.v1.opt"]
   path = "{containerd}/opt"
@@ -260,57 +286,52 @@ state = "/run/containerd"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
-""")
-    (lay.root / "Corefile").write_text(corefile(lay))
-    kubelet = lay.root / "kubelet"
-    kubelet.mkdir(exist_ok=True)
-    # The resolver the kubelet hands on for names outside the cluster, which CoreDNS does not
-    # forward anyway: a server that cannot exist in the node's network, so such a lookup fails
-    # inside the node instead of asking the host's resolver, which may be off this machine.
-    (lay.root / "resolv.conf").write_text("nameserver 127.0.0.1\n")
-    (lay.root / "kubelet-config.json").write_text(
-        json.dumps(
-            {
-                "apiVersion": "kubelet.config.k8s.io/v1beta1",
-                "kind": "KubeletConfiguration",
-                "address": NODE_IP,
-                "port": 10250,
-                "readOnlyPort": 0,
-                "healthzBindAddress": "127.0.0.1",
-                "healthzPort": 10248,
-                "authentication": {
-                    "anonymous": {"enabled": False},
-                    "webhook": {"enabled": True},
-                    "x509": {"clientCAFile": str(pki / "ca.crt")},
-                },
-                "authorization": {"mode": "Webhook"},
-                "containerRuntimeEndpoint": f"unix://{lay.containerd_socket}",
-                "cgroupDriver": "cgroupfs",
-                "cgroupRoot": f"/{CGROUP_ROOT}",
-                "failCgroupV1": False,
-                "failSwapOn": False,
-                "resolvConf": str(lay.root / "resolv.conf"),
-                "volumePluginDir": str(kubelet / "volume-plugins"),
-                "podLogsDir": str(lay.root / "pod-logs"),
-                "clusterDomain": CLUSTER_DOMAIN,
-                "clusterDNS": [CLUSTER_DNS],
-                "registerNode": True,
-                "serializeImagePulls": False,
-                "rotateCertificates": False,
-                "serverTLSBootstrap": False,
-                # A shared disk fuller than the defaults allow (85%/10%) must not evict the pods, and no
-                # image may be garbage-collected: nothing here can pull it again.
-                "evictionHard": {"memory.available": "100Mi", "nodefs.available": "2%", "imagefs.available": "2%"},
-                "imageGCHighThresholdPercent": 100,
-                "imageGCLowThresholdPercent": 99,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+"""
 
 
-def daemon_argv(lay: Layout, name: str) -> list[str]:
+def _kubelet_config(lay: Layout, node: Node) -> dict[str, Any]:
+    pki = lay.pki
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "address": node.ip,
+        "port": 10250,
+        "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": 10248,
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": True},
+            "x509": {"clientCAFile": str(pki / "ca.crt")},
+        },
+        "authorization": {"mode": "Webhook"},
+        "containerRuntimeEndpoint": f"unix://{lay.node_containerd_socket(node)}",
+        "cgroupDriver": "cgroupfs",
+        "cgroupRoot": f"/{node.cgroup_root}",
+        "failCgroupV1": False,
+        "failSwapOn": False,
+        "resolvConf": str(lay.root / "resolv.conf"),
+        "volumePluginDir": str(lay.node_dir(node) / "kubelet" / "volume-plugins"),
+        "podLogsDir": str(lay.node_dir(node) / "pod-logs"),
+        "clusterDomain": CLUSTER_DOMAIN,
+        "clusterDNS": [CLUSTER_DNS],
+        "registerNode": True,
+        "serializeImagePulls": False,
+        "rotateCertificates": False,
+        "serverTLSBootstrap": False,
+        # A shared disk fuller than the defaults allow (85%/10%) must not evict the pods, and no
+        # image may be garbage-collected: nothing here can pull it again.
+        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "2%", "imagefs.available": "2%"},
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+    }
+
+
+def daemon_argv(lay: Layout, name: str, node: Node = FIRST) -> list[str]:
+    """The command line of a daemon: the control plane's on the first node; `node`'s own
+    instance of a NODE_DAEMONS one."""
+    if name in NODE_DAEMONS:
+        return _node_daemon_argv(lay, name, node)
     b, pki, r = lay.bin, lay.pki, lay.root
     if name == "forwarder":  # on the host: 127.0.0.1:<port> -> the UNIX socket the node listens on
         return ["socat", f"TCP-LISTEN:{lay.api_port},bind=127.0.0.1,fork,reuseaddr", f"UNIX-CONNECT:{lay.api_socket}"]
@@ -381,6 +402,20 @@ def daemon_argv(lay: Layout, name: str) -> list[str]:
             "--profiling=false",
             "--v=1",
         ]
+    if name == "coredns":
+        return [str(b / "coredns"), "-conf", str(r / "Corefile")]
+    if name == "nodeports":  # on the host: binds 127.0.0.1, then moves into the node's network
+        script = Path(__file__).with_name("nodeports.py")
+        first, last = lay.node_ports
+        return [sys.executable, str(script), str(NETNS_PATH), NODE_IP, str(first), str(last), str(r)]
+    if name == "provisioner":
+        script = Path(__file__).with_name("provisioner.py")
+        return [sys.executable, str(script), f"https://127.0.0.1:{API_PORT}", str(pki), NODE_NAME, str(lay.volumes)]
+    raise KeyError(name)
+
+
+def _node_daemon_argv(lay: Layout, name: str, node: Node) -> list[str]:
+    b, r = lay.bin, lay.node_dir(node)
     if name == "containerd":
         return ["containerd", f"--config={r / 'containerd' / 'config.toml'}"]
     if name == "kubelet":
@@ -389,18 +424,19 @@ def daemon_argv(lay: Layout, name: str) -> list[str]:
             f"--config={r / 'kubelet-config.json'}",
             f"--kubeconfig={r / 'kubelet.kubeconfig'}",
             f"--root-dir={r / 'kubelet'}",
-            f"--hostname-override={NODE_NAME}",
-            f"--node-ip={NODE_IP}",
+            f"--hostname-override={node.name}",
+            f"--node-ip={node.ip}",
             # No registry is reachable from the node: the program's preview names a missing image.
-            f"--node-labels={NO_PULLS_LABEL}=none",
+            # The zone label is one the kubelet may set on its own node (NodeRestriction allows it).
+            f"--node-labels={NO_PULLS_LABEL}=none,{ZONE_LABEL}={node.zone}",
             "--v=1",
         ]
     if name == "kube-proxy":
         return [
             str(b / "kube-proxy"),
             f"--kubeconfig={r / 'kube-proxy.kubeconfig'}",
-            f"--hostname-override={NODE_NAME}",
-            f"--cluster-cidr={POD_SUBNET}",
+            f"--hostname-override={node.name}",
+            f"--cluster-cidr={CLUSTER_CIDR}",
             "--proxy-mode=iptables",
             "--bind-address=0.0.0.0",
             "--metrics-bind-address=127.0.0.1:10249",
@@ -411,14 +447,12 @@ def daemon_argv(lay: Layout, name: str) -> list[str]:
             "--conntrack-tcp-timeout-close-wait=0",
             "--v=1",
         ]
-    if name == "coredns":
-        return [str(b / "coredns"), "-conf", str(r / "Corefile")]
     if name == "kube-router":  # NetworkPolicy, enforced with iptables and ipsets in the node
         first, last = lay.node_ports
         return [
             str(b / "kube-router"),
             f"--kubeconfig={r / 'kube-router.kubeconfig'}",
-            f"--hostname-override={NODE_NAME}",
+            f"--hostname-override={node.name}",
             "--run-firewall=true",
             "--run-router=false",
             "--run-service-proxy=false",
@@ -430,13 +464,6 @@ def daemon_argv(lay: Layout, name: str) -> list[str]:
             "--metrics-port=0",
             "--v=1",
         ]
-    if name == "nodeports":  # on the host: binds 127.0.0.1, then moves into the node's network
-        script = Path(__file__).with_name("nodeports.py")
-        first, last = lay.node_ports
-        return [sys.executable, str(script), str(NETNS_PATH), NODE_IP, str(first), str(last), str(r)]
-    if name == "provisioner":
-        script = Path(__file__).with_name("provisioner.py")
-        return [sys.executable, str(script), f"https://127.0.0.1:{API_PORT}", str(pki), NODE_NAME, str(lay.volumes)]
     raise KeyError(name)
 
 
@@ -457,77 +484,3 @@ def corefile(lay: Layout) -> str:
     loadbalance
 }}
 """
-
-
-def _cluster_role(user: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": user},
-        "rules": rules,
-    }
-
-
-def _rule(group: str, resources: list[str], verbs: list[str]) -> dict[str, Any]:
-    return {"apiGroups": [group], "resources": resources, "verbs": verbs}
-
-
-def _binding(role: dict[str, Any]) -> dict[str, Any]:
-    """The ClusterRoleBinding that gives `role` to the user of the same name."""
-    name = role["metadata"]["name"]
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}],
-    }
-
-
-# The node's own daemons that Kubernetes has no role for: their certificate's file name -> the
-# role given to the user of the role's name. CoreDNS reads what its kubernetes plugin serves; the
-# provisioner makes and removes volumes for claims.
-ROLES = {
-    "coredns": _cluster_role(
-        "system:coredns",
-        [
-            _rule("", ["endpoints", "services", "pods", "namespaces"], ["list", "watch"]),
-            _rule("discovery.k8s.io", ["endpointslices"], ["list", "watch"]),
-        ],
-    ),
-    # kube-router's network policy controller alone (no routing, no service proxy): it watches
-    # pods, namespaces and policies and reads the node and its Services' ranges.
-    "kube-router": _cluster_role(
-        "system:mm2-kube-router",
-        [
-            _rule("", ["nodes", "pods", "namespaces", "services", "endpoints"], ["get", "list", "watch"]),
-            _rule("networking.k8s.io", ["networkpolicies"], ["list", "watch"]),
-            _rule("discovery.k8s.io", ["endpointslices"], ["list", "watch"]),
-        ],
-    ),
-    "provisioner": _cluster_role(
-        "system:mm2-kube-provisioner",
-        [
-            _rule("", ["persistentvolumeclaims"], ["get", "list"]),
-            _rule("", ["persistentvolumes"], ["get", "list", "create", "delete"]),
-            _rule("storage.k8s.io", ["storageclasses"], ["get", "list"]),
-        ],
-    ),
-}
-STORAGE_CLASS_OBJECT = {
-    "apiVersion": "storage.k8s.io/v1",
-    "kind": "StorageClass",
-    "metadata": {
-        "name": STORAGE_CLASS,
-        "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
-    },
-    "provisioner": PROVISIONER,
-    "reclaimPolicy": "Delete",
-    "volumeBindingMode": "Immediate",
-}
-# (path of the collection, object) bin/kube up creates once the API server answers.
-BOOTSTRAP_OBJECTS = (
-    *(("/apis/rbac.authorization.k8s.io/v1/clusterroles", role) for role in ROLES.values()),
-    *(("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", _binding(role)) for role in ROLES.values()),
-    ("/apis/storage.k8s.io/v1/storageclasses", STORAGE_CLASS_OBJECT),
-)

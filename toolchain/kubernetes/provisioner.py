@@ -3,7 +3,8 @@
 bin/kube runs it as one of the node's daemons, inside the node's network namespace, talking to
 the API server as `system:mm2-kube-provisioner` (bound to PROVISIONER_ROLE by bin/kube up). For a
 claim of the node's default StorageClass it makes `<state>/volumes/pvc-<uid>` and a `local`
-PersistentVolume there, bound to the claim; the kubelet then gives the folder to the pod's
+PersistentVolume there, bound to the claim and to the node the scheduler chose for the claim's
+first pod (the first node when it chose none); the kubelet then gives the folder to the pod's
 fsGroup, as a cloud disk's CSI driver would (the in-tree host-path provisioner does not, so a
 non-root pod could not write to its volume). A released volume of reclaim policy Delete is
 removed with its folder; Retain keeps both. What kind's and k3s's local-path provisioners do,
@@ -26,6 +27,7 @@ from typing import Any
 
 PROVISIONER = "mm2-kube/local"
 POLL_S = 1.0
+SELECTED_NODE = "volume.kubernetes.io/selected-node"  # set by the scheduler on a claim that waited for its pod
 CLAIM_ANNOTATIONS = ("volume.kubernetes.io/storage-provisioner", "volume.beta.kubernetes.io/storage-provisioner")
 
 
@@ -50,8 +52,10 @@ class Api:
 
 
 def volume_for(claim: dict[str, Any], node: str, folder: Path, reclaim: str) -> dict[str, Any]:
-    """The PersistentVolume that serves `claim` from `folder` on `node` (pure)."""
+    """The PersistentVolume that serves `claim` from `folder` on the node the scheduler chose for
+    the claim's first pod, else on `node` (pure)."""
     meta, spec = claim["metadata"], claim["spec"]
+    node = (meta.get("annotations") or {}).get(SELECTED_NODE, node)
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolume",

@@ -29,9 +29,10 @@ from components.topology import Platform, Topology
 from components.topology.auto_restart import watched_connectors
 
 WHERE = "mm2-platform:kubernetes"
-# What a user on one machine can start: bin/kube's single-node cluster (docs/kubernetes.md).
+# What a user on one machine can start: bin/kube's cluster (docs/kubernetes.md).
 LOCAL_CLUSTER = (
-    "on this machine, `bin/kube up` starts a single-node cluster (context mm2-kube) and prints its kubeconfig"
+    "on this machine, `bin/kube up` starts a cluster (context mm2-kube; `--nodes 3` for three zones) "
+    "and prints its kubeconfig"
 )
 CONNECT_TIMEOUT_S = 3.0
 LOAD_IMAGES = "bin/bootstrap --images builds the project's images and `bin/kube load` loads them into bin/kube's node"

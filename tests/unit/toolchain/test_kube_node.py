@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import re
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from toolchain.kubernetes import node
+from toolchain.kubernetes import node, node_api, node_base
 
-NODE_RANGES = [ipaddress.ip_network(n) for n in (f"{node.NODE_IP}/32", node.POD_SUBNET, node.SERVICE_RANGE)]
+NODE_RANGES = [ipaddress.ip_network(n) for n in (node_base.NODE_NETWORK, node_base.CLUSTER_CIDR, node.SERVICE_RANGE)]
+THREE = node_base.cluster_nodes(3)
 
 
 def on_this_machine(address: str) -> bool:
@@ -29,9 +31,9 @@ def layout(tmp_path: Path) -> node.Layout:
     return lay
 
 
-def test_every_address_a_daemon_binds_or_dials_is_loopback_or_inside_the_node(layout: node.Layout) -> None:
-    node.write_configs(layout)
-    texts = [" ".join(node.daemon_argv(layout, d)) for d in node.DAEMONS]
+def test_every_address_a_daemon_binds_or_dials_is_loopback_or_inside_the_nodes(layout: node.Layout) -> None:
+    node.write_configs(layout, THREE)
+    texts = [" ".join(node.daemon_argv(layout, d, n)) for d in node.DAEMONS for n in THREE]
     texts += [p.read_text() for p in layout.root.rglob("*") if p.is_file()]
     addresses = {m for text in texts for m in re.findall(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])", text)}
     assert addresses, "no address found: the pattern is wrong"
@@ -115,15 +117,15 @@ def test_up_installs_the_fetched_crds_and_waits_until_each_is_established(
         done = {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
         return 200, json.dumps(answers[polls["n"] - 1] if polls["n"] <= len(answers) else done).encode()
 
-    monkeypatch.setattr(node, "api_create", create)
-    monkeypatch.setattr(node, "api_get", get)
+    monkeypatch.setattr(node_api, "api_create", create)
+    monkeypatch.setattr(node_api, "api_get", get)
     names = node.install_crds(layout)
     assert names == created == ["prometheusrules.monitoring.coreos.com", "servicemonitors.monitoring.coreos.com"]
     assert polls["n"] >= len(answers) + 1
 
 
 def test_without_fetched_crds_up_installs_none(layout: node.Layout, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(node, "api_create", lambda *a: pytest.fail("nothing to create"))
+    monkeypatch.setattr(node_api, "api_create", lambda *a: pytest.fail("nothing to create"))
     assert node.install_crds(layout) == []
 
 
@@ -135,3 +137,54 @@ def test_kube_router_runs_its_network_policy_controller_alone(layout: node.Layou
     assert f"--service-cluster-ip-range={node.SERVICE_RANGE}" in argv
     assert "--service-node-port-range=30000-30099" in argv
     assert "kube-router" not in node.HOST_DAEMONS  # inside the node's network namespace
+
+
+def test_each_node_has_its_own_address_subnet_zone_runtime_and_cgroup(layout: node.Layout) -> None:
+    node.write_configs(layout, THREE)
+    kubelets = [json.loads((layout.node_dir(n) / "kubelet-config.json").read_text()) for n in THREE]
+    assert [k["address"] for k in kubelets] == ["10.200.0.1", "10.200.0.2", "10.200.0.3"]
+    assert len({k["cgroupRoot"] for k in kubelets}) == len({k["containerRuntimeEndpoint"] for k in kubelets}) == 3
+    subnets = [ipaddress.ip_network(n.pod_subnet) for n in THREE]
+    assert all(s.subnet_of(ipaddress.ip_network(node_base.CLUSTER_CIDR)) for s in subnets)
+    assert not any(a.overlaps(b) for i, a in enumerate(subnets) for b in subnets[i + 1 :])
+    for n, subnet in zip(THREE, subnets, strict=True):
+        (bridge,) = json.loads((layout.node_dir(n) / "cni" / "10-mm2-kube.conflist").read_text())["plugins"]
+        assert bridge["ipam"]["ranges"] == [[{"subnet": str(subnet)}]]
+        kubelet = node.daemon_argv(layout, "kubelet", n)
+        assert f"--hostname-override={n.name}" in kubelet
+        labels = next(a for a in kubelet if a.startswith("--node-labels=")).split("=", 1)[1].split(",")
+        assert f"topology.kubernetes.io/zone={n.zone}" in labels
+    assert [n.zone for n in THREE] == ["zone-a", "zone-b", "zone-c"]
+    # The first node keeps the one-node cluster's names; every node's kubelet has a certificate of its name.
+    assert THREE[0].name == node.NODE_NAME and THREE[0].netns == node.NETNS
+    assert [n.daemon("kubelet") for n in THREE] == ["kubelet", "kubelet-2", "kubelet-3"]
+
+
+def test_the_other_nodes_reach_the_api_server_on_the_first_nodes_address(layout: node.Layout) -> None:
+    node.write_configs(layout, THREE)
+    for n in THREE:
+        for user in ("kubelet", "kube-proxy", "kube-router"):
+            config = json.loads((layout.node_dir(n) / f"{user}.kubeconfig").read_text())
+            assert config["clusters"][0]["cluster"]["server"] == f"https://{node.NODE_IP}:{node.API_PORT}"
+
+
+@pytest.mark.parametrize("given", ["0", "-1", "three", "10"])
+def test_a_node_count_out_of_range_is_refused_naming_the_limit(given: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        node.main(["up", "--nodes", given])
+    assert exit_.value.code == 2
+    limit = node_base.node_limit(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    assert f"1 to {limit}" in capsys.readouterr().err
+
+
+def test_an_unknown_flag_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        node.main(["up", "--zones", "3"])
+    assert "unrecognized arguments: --zones" in capsys.readouterr().err
+
+
+def test_the_node_limit_follows_memory() -> None:
+    gib = 2**30
+    assert node_base.node_limit(24 * gib) == 6
+    assert node_base.node_limit(2 * gib) == 1
+    assert node_base.node_limit(1024 * gib) == node_base.MAX_NODES

@@ -52,6 +52,14 @@ def test_the_volume_is_bound_to_the_claim_on_the_node(tmp_path: Path) -> None:
     assert term["matchExpressions"][0]["values"] == ["mm2-kube"]
 
 
+def test_a_claim_that_waited_for_its_pod_gets_its_volume_on_the_pods_node(tmp_path: Path) -> None:
+    waited = claim()
+    waited["metadata"]["annotations"][p.SELECTED_NODE] = "mm2-kube-3"
+    volume = p.volume_for(waited, "mm2-kube", tmp_path / "pvc-1234", "Delete")
+    (term,) = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+    assert term["matchExpressions"] == [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["mm2-kube-3"]}]
+
+
 def test_removes_only_its_released_volumes_whose_policy_says_delete(tmp_path: Path) -> None:
     volume = p.volume_for(claim(), "mm2-kube", tmp_path / "pvc-1234", "Delete")
     assert not p.released(volume | {"status": {"phase": "Bound"}})

@@ -103,8 +103,8 @@ def test_no_kubeconfig_at_all_is_one_problem(tmp_path: Path) -> None:
     problems = access_problems([Target(None, "k.context")], {"HOME": str(tmp_path)})
     assert problems == [
         f"k.context: the kubernetes platform needs a kubeconfig, and {tmp_path}/.kube/config does not exist. "
-        "Fix: export KUBECONFIG=FILE; on this machine, `bin/kube up` starts a single-node cluster "
-        "(context mm2-kube) and prints its kubeconfig."
+        "Fix: export KUBECONFIG=FILE; on this machine, `bin/kube up` starts a cluster "
+        "(context mm2-kube; `--nodes 3` for three zones) and prints its kubeconfig."
     ]
     assert access_problems([], {"HOME": str(tmp_path)}) == []
 
