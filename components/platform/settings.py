@@ -45,6 +45,9 @@ class Resources:
         return {"requests": {"cpu": self.cpu_request, "memory": self.memory_request}, "limits": limits}
 
 
+KUBERNETES_CONFIG = "mm2-platform:kubernetes"  # the stack config namespace of these settings
+
+
 @dataclass(frozen=True)
 class KafkaPodSettings:
     """Per Kafka cluster on Kubernetes. Secret names default to `<alias>-kafka-secrets|tls`."""
@@ -55,6 +58,9 @@ class KafkaPodSettings:
     heap: str = "2g"
     resources: Resources = Resources("1", "4Gi", None, "4Gi")
     zone_spread: str = "preferred"  # preferred | required
+    # The node label each broker's `broker.rack` is read from ("": one rack per cluster, its
+    # datacenter or alias; components/platform/kubernetes/rack.py).
+    zone_label: str = "topology.kubernetes.io/zone"
     secrets_secret: str | None = None
     tls_secret: str | None = None
     external_host: str | None = None  # e.g. "us-east-kafka-{ordinal}.kafka.example.com"
@@ -123,6 +129,16 @@ class KubernetesSettings:
     def group(self, name: str) -> ConnectPodSettings:
         return self.worker_groups.get(name, self.connect)
 
+    def cluster_key(self, alias: str, field: str) -> str:
+        """The full key of a cluster's setting: its own entry's, else the platform's default."""
+        where = f"clusters.{alias}" if alias in self.clusters else "kafka"
+        return f"{KUBERNETES_CONFIG}.{where}.{field}"
+
+    def group_key(self, name: str, field: str) -> str:
+        """The full key of a worker group's setting: its own entry's, else the platform's default."""
+        where = f"workerGroups.{name}" if name in self.worker_groups else "connect"
+        return f"{KUBERNETES_CONFIG}.{where}.{field}"
+
 
 @dataclass(frozen=True)
 class DockerSettings:
@@ -148,6 +164,7 @@ _KAFKA_FIELDS = {
     "heap": "heap",
     "resources": "resources",
     "zoneSpread": "zone_spread",
+    "zoneLabel": "zone_label",
     "secretsSecret": "secrets_secret",
     "tlsSecret": "tls_secret",
     "externalHost": "external_host",
@@ -229,6 +246,12 @@ def _kafka_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Kafka
     for key in ("image", "storage_size", "storage_class", "heap", "secrets_secret", "tls_secret", "context"):
         if key in values and values[key] is not None:
             values[key] = str(values[key])
+    if "zone_label" in values and not _LABEL_KEY.match(str(values["zone_label"] or "")):
+        problems.append(
+            f"{where}.zoneLabel: {values['zone_label']!r} is not a node label key; give one such as "
+            'topology.kubernetes.io/zone, or "" for one rack per cluster.'
+        )
+        values.pop("zone_label")
     if values.get("zone_spread", "preferred") not in ("preferred", "required"):
         problems.append(f"{where}.zoneSpread: must be preferred or required, got {values['zone_spread']!r}.")
         values.pop("zone_spread")
@@ -322,7 +345,7 @@ def kubernetes_settings(raw: Mapping[str, Any] | None) -> KubernetesSettings:
     and `clusters.<alias>` / `workerGroups.<name>` overrides of those defaults."""
     raw = dict(raw or {})
     problems: list[str] = []
-    where = "mm2-platform:kubernetes"
+    where = KUBERNETES_CONFIG
     for key in raw:
         if key not in _KUBERNETES_FIELDS:
             problems.append(f"{where}.{key}: unknown field. Known fields: {', '.join(_KUBERNETES_FIELDS)}.")
@@ -361,6 +384,8 @@ def kubernetes_settings(raw: Mapping[str, Any] | None) -> KubernetesSettings:
 
 _KUBERNETES_FIELDS = ("namespace", "renderDir", "readyTimeout", "kafka", "connect", "clusters", "workerGroups")
 _DURATION = re.compile(r"^[1-9][0-9]*[smh]$")
+# A label key (an optional DNS-subdomain prefix, then a name), or "" for none.
+_LABEL_KEY = re.compile(r"^(([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
 def _unknown(where: str, key: str, known: Iterable[str]) -> str:

@@ -180,3 +180,17 @@ def _secret(kubeconfig: str, name: str, files: dict[str, str]) -> None:
         *(f"--from-file={k}={v}" for k, v in files.items()),
     )
     assert made.returncode == 0, made.stderr
+
+
+def reported_after(events: Path, needle: str) -> float:
+    """Seconds from the engine's first event to the first diagnostic that contains `needle`."""
+    records = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+    start = min(r["timestamp"] for r in records)
+    said = [
+        r["timestamp"]
+        for r in records
+        if needle in ((r.get("diagnosticEvent") or {}).get("message") or "")
+        or needle in json.dumps(r.get("resOpFailedEvent") or {})
+    ]
+    assert said, f"no engine event says {needle!r}"
+    return float(min(said) - start)

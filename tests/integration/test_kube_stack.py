@@ -70,6 +70,7 @@ from tests.integration.kube import (
     kubectl,
     make_tls_secrets,
     node_lock,
+    reported_after,
     stack_config,
 )
 from tests.integration.streaming import streamed_during
@@ -78,6 +79,7 @@ from toolchain.kubernetes.prometheus import PROMETHEUS_SERVICE
 
 pytestmark = LANE
 RECORDS = 200
+RUNTIME_PROPS = "/opt/mm2/runtime/server.properties"  # what the broker started with (its start script writes it)
 PROMETHEUS_PROXY = f"/api/v1/namespaces/{MONITORING}/services/{PROMETHEUS_SERVICE}:web/proxy"
 
 
@@ -432,6 +434,9 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     ]
 
     restricted_is_enforced(node)  # so the nine pods above were admitted under "restricted"
+    for alias in EXTERNAL:  # each broker's rack is its node's zone, read by its init container
+        config = kubectl(node, "-n", NAMESPACE, "exec", f"{alias}-kafka-0", "-c", "kafka", "--", "cat", RUNTIME_PROPS)
+        assert "broker.rack=zone-a" in config.stdout.splitlines(), config.stdout + config.stderr
     outputs = stack.outputs()
     assert outputs["clusters"]["us"]["bootstrap"] == "127.0.0.1:30090"
     written = {}
@@ -550,20 +555,40 @@ def test_a_missing_image_is_named_at_preview_and_up_reports_it_within_the_bound(
         kubectl(node, "delete", "namespace", namespace, "--wait=false")
 
 
-def test_a_stack_larger_than_the_node_is_warned_at_preview(node: str, tmp_path: Path) -> None:
-    """Three brokers (one per host) on the one node: the preview says so, naming the node count,
-    instead of `up` waiting on Pending pods until readyTimeout. (`up` itself still names only
-    the pods' readiness, not the scheduler's reason: pulumi-kubernetes leaves Pending pods out of
-    its error.)"""
-    config = one_cluster_config("mm2-big")
+def test_a_stack_larger_than_the_node_is_warned_at_preview_and_up_names_the_scheduler_reason(
+    node: str, tmp_path: Path
+) -> None:
+    """Three brokers (one per host) on the one node: the preview says so, naming the node count;
+    `up` anyway reports the pods the scheduler cannot place with its reason and the setting to
+    change as soon as the reason has lasted (components/platform/kubernetes/pod_watch.py), well
+    before readyTimeout, where pulumi-kubernetes names only the pods' readiness."""
+    namespace = "mm2-big"
+    config = one_cluster_config(namespace)
     config["config"]["mm2:clusters"]["bad"]["brokers"] = 3
+    config["config"]["mm2-platform:kubernetes"]["readyTimeout"] = "90s"
     stack = TestStack(tmp_path / "big", config)
     stack.env["KUBECONFIG"] = node
     stack.init()
+    assert kubectl(node, "create", "namespace", namespace).returncode == 0
     try:
         previewed = stack.pulumi("preview")
         text = " ".join((previewed.stdout + previewed.stderr).split())  # the CLI wraps long lines
         assert "3 broker(s) of bad need 3 nodes (one broker per host, required anti-affinity)" in text, text[-3000:]
         assert "context 'mm2-kube' (1 schedulable node(s)) has 1: 2 would stay Pending" in text, text[-3000:]
+
+        events = tmp_path / "events.jsonl"
+        failed = stack.pulumi("up", "--yes", "--skip-preview", f"--event-log={events}", check=False, timeout=600)
+        text = " ".join((failed.stdout + failed.stderr).split())
+        assert failed.returncode != 0
+        reason = (
+            r"the brokers of bad: pod bad-kafka-[12] cannot be scheduled: 0/1 nodes are available: "
+            r"1 node\(s\) didn't match pod anti-affinity rules\. Fix: each pod needs a node of its own: "
+            r"lower mm2:clusters\.bad\.brokers, or add nodes"
+        )
+        assert re.search(reason, text), text[-4000:]
+        said = reported_after(events, "cannot be scheduled")
+        print(f"\nthe scheduler's reason reported {said:.0f}s into up (readyTimeout 90s)")
+        assert said < 60, f"reported {said:.0f}s into up, not before readyTimeout"
     finally:
         stack.destroy()
+        kubectl(node, "delete", "namespace", namespace, "--wait=false")

@@ -92,7 +92,8 @@ def _user() -> str:
 
 
 def jre_base(suite: str) -> Base:
-    return Base("jre", suite, ("openjdk-17-jre-headless",))
+    # curl: the brokers' init container asks the API server for its node's zone (rack.py).
+    return Base("jre", suite, ("openjdk-17-jre-headless", "curl"))
 
 
 def python_base(suite: str) -> Base:

@@ -24,11 +24,11 @@ from components.platform.image_layout import NO_PULLS_LABEL
 from components.platform.kubernetes.api import Unsupported, entry, get_json
 from components.platform.kubernetes.capacity import capacity_warnings, demands
 from components.platform.lag_exporter import lag_flows
-from components.platform.settings import KubernetesSettings
+from components.platform.settings import KUBERNETES_CONFIG, KubernetesSettings
 from components.topology import Platform, Topology
 from components.topology.auto_restart import watched_connectors
 
-WHERE = "mm2-platform:kubernetes"
+WHERE = KUBERNETES_CONFIG
 # What a user on one machine can start: bin/kube's cluster (docs/kubernetes.md).
 LOCAL_CLUSTER = (
     "on this machine, `bin/kube up` starts a cluster (context mm2-kube; `--nodes 3` for three zones) "

@@ -22,7 +22,6 @@ from components.platform.settings import KubernetesSettings, Resources
 from components.topology import Platform, Topology
 from components.topology.auto_restart import watched_connectors
 
-WHERE = "mm2-platform:kubernetes"
 _QUANTITY = re.compile(r"^([0-9.]+)([a-zA-Z]*)$")
 _SUFFIXES = {
     **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
@@ -66,16 +65,14 @@ def demands(topology: Topology, settings: KubernetesSettings, context: str | Non
     for alias, cluster in topology.clusters.items():
         pod = settings.cluster(alias)
         if cluster.platform is Platform.KUBERNETES and pod.context == context:
-            key = f"{WHERE}.clusters.{alias}.resources" if alias in settings.clusters else f"{WHERE}.kafka.resources"
             what = f"{cluster.brokers} broker(s) of {alias}"
+            key = settings.cluster_key(alias, "resources")
             found.append(_demand(key, what, cluster.brokers, _requests(pod.resources), one_per_node=True))
     for name, group in topology.worker_groups.items():
         workers = settings.group(name)
         if group.platform is not Platform.KUBERNETES or workers.context != context:
             continue
-        key = (
-            f"{WHERE}.workerGroups.{name}.resources" if name in settings.worker_groups else f"{WHERE}.connect.resources"
-        )
+        key = settings.group_key(name, "resources")
         found.append(_demand(key, f"{group.workers} worker(s) of {name}", group.workers, _requests(workers.resources)))
         if watched_connectors(topology, name):
             found.append(_demand("(fixed)", f"the watcher of {name}", 1, WATCHER_REQUESTS))

@@ -15,6 +15,7 @@ referenced only and must exist. TLS stores are always referenced (cert-manager c
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,8 @@ from components.platform.kubernetes.connect_objects import ConnectObjects, conne
 from components.platform.kubernetes.fixed_fields import shape_inputs
 from components.platform.kubernetes.kafka_objects import KafkaObjects, kafka_objects
 from components.platform.kubernetes.names import connect_secret_names, kafka_secret_names
+from components.platform.kubernetes.pod_watch import PodsScheduled
+from components.platform.kubernetes.scheduling import stamped
 from components.platform.kubernetes.shape_guard import StatefulSetShape
 from components.platform.secret_files import (
     REST_USERS_KEY,
@@ -102,11 +105,54 @@ def register(obj: Mapping[str, Any], resource_name: str, opts: pulumi.ResourceOp
         return k8s.policy.v1.PodDisruptionBudget(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
     if kind == "NetworkPolicy":
         return k8s.networking.v1.NetworkPolicy(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
+    if kind == "ServiceAccount":
+        return k8s.core.v1.ServiceAccount(
+            resource_name,
+            metadata=metadata,
+            automount_service_account_token=obj.get("automountServiceAccountToken"),
+            opts=opts,
+        )
+    if kind == "ClusterRole":
+        return k8s.rbac.v1.ClusterRole(resource_name, metadata=metadata, rules=obj["rules"], opts=opts)
+    if kind == "ClusterRoleBinding":
+        return k8s.rbac.v1.ClusterRoleBinding(
+            resource_name, metadata=metadata, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts
+        )
     if kind == "PersistentVolumeClaim":
         return k8s.core.v1.PersistentVolumeClaim(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
     return k8s.apiextensions.CustomResource(
         resource_name, api_version=obj["apiVersion"], kind=kind, metadata=metadata, spec=obj["spec"], opts=opts
     )
+
+
+def _placement(
+    resource_name: str,
+    workload: Mapping[str, Any],
+    digest: str,
+    names: tuple[str, str, str],
+    context: str | None,
+    settings: KubernetesSettings,
+    opts: pulumi.ResourceOptions,
+) -> list[pulumi.Resource]:
+    """The watch on a workload's pods being placed (pod_watch.py), beside the workload; none when
+    the objects are only rendered to files. `names`: what the pods are, the setting of their
+    requests, the setting of their count."""
+    if settings.render_dir:
+        return []
+    what, resources_key, count_key = names
+    props = {
+        "name": workload["metadata"]["name"],
+        "namespace": settings.namespace,
+        "selector": dict(workload["spec"]["selector"]["matchLabels"]),
+        "replicas": int(workload["spec"]["replicas"]),
+        "template": digest,
+        "what": what,
+        "resources_key": resources_key,
+        "count_key": count_key,
+        "context": context or "",
+        "bound": settings.ready_timeout,
+    }
+    return [PodsScheduled(resource_name, props, opts)]
 
 
 def _secret(
@@ -151,6 +197,8 @@ def deploy_kafka_kubernetes(
     pod = settings.cluster(cluster.alias)
     cluster_id = kraft_cluster_id(stack or pulumi.get_stack(), cluster.alias)
     objects = kafka_objects(cluster, settings, cluster_id)
+    stateful_set, digest = stamped(objects.stateful_set)
+    objects = dataclasses.replace(objects, stateful_set=stateful_set)
     child = _child_opts(parent, name, pod.context, settings, opts)
     resources: list[pulumi.Resource] = []
 
@@ -163,6 +211,9 @@ def deploy_kafka_kubernetes(
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(resources)))
     config = register(objects.config_map, f"{name}-config", child)
     resources.append(config)
+    # The brokers' ServiceAccount and its role to read their node's zone, before their pods.
+    readers = [register(obj, f"{name}-{obj['kind'].lower()}", child) for obj in objects.node_reader]
+    resources += readers
     resources.append(register(objects.headless_service, f"{name}-brokers", child))
     resources.append(register(objects.bootstrap_service, f"{name}-bootstrap", child))
     shape = StatefulSetShape(
@@ -174,8 +225,14 @@ def deploy_kafka_kubernetes(
         register(
             objects.stateful_set,
             f"{name}-statefulset",
-            pulumi.ResourceOptions.merge(pod_opts, pulumi.ResourceOptions(depends_on=[config, shape])),
+            pulumi.ResourceOptions.merge(pod_opts, pulumi.ResourceOptions(depends_on=[config, shape, *readers])),
         )
+    )
+    brokers = (f"the brokers of {cluster.alias}", settings.cluster_key(cluster.alias, "resources"))
+    brokers_key = f"mm2:clusters.{cluster.alias}.brokers"
+    watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=[config, shape, *resources])
+    resources += _placement(
+        f"{name}-placement", stateful_set, digest, (*brokers, brokers_key), pod.context, settings, watch_opts
     )
     resources.append(register(objects.pod_disruption_budget, f"{name}-pdb", child))
     resources.append(register(objects.network_policy, f"{name}-netpol", child))
@@ -209,6 +266,8 @@ def deploy_connect_kubernetes(
     settings = settings or KubernetesSettings()
     pod = settings.group(group.name)
     objects = connect_objects(group, topology, settings)
+    deployment, digest = stamped(objects.deployment)
+    objects = dataclasses.replace(objects, deployment=deployment)
     child = _child_opts(parent, name, pod.context, settings, opts)
     resources: list[pulumi.Resource] = []
 
@@ -228,6 +287,12 @@ def deploy_connect_kubernetes(
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, config]))
     resources.append(config)
     resources.append(register(objects.deployment, f"{name}-deployment", pod_opts))
+    workers = (f"the workers of {group.name}", settings.group_key(group.name, "resources"))
+    watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
+    workers_key = f"mm2:workerGroups.{group.name}.workers"
+    resources += _placement(
+        f"{name}-placement", deployment, digest, (*workers, workers_key), pod.context, settings, watch_opts
+    )
     resources.append(register(objects.service, f"{name}-api", child))
     if objects.metrics_service is not None:
         resources.append(register(objects.metrics_service, f"{name}-metrics", child))

@@ -29,11 +29,9 @@ from components.platform.image_layout import (
     BROKER_SECRETS_FILE,
     BROKER_TLS_DIR,
     CONFIG_DIR,
-    PODINFO_DIR,
     RUNTIME_DIR,
 )
 from components.platform.kubernetes.metadata import (
-    ZONE_LABEL,
     Labelled,
     config_hash,
     container_security,
@@ -43,6 +41,7 @@ from components.platform.kubernetes.metadata import (
     zone_spread,
 )
 from components.platform.kubernetes.names import KafkaNames, kafka_secret_names
+from components.platform.kubernetes.rack import RACK_FILE, node_reader_objects, rack_init_container, token_volume
 from components.platform.secret_files import SECRETS_KEY
 from components.platform.settings import KafkaPodSettings, KubernetesSettings
 from components.topology.model import Cluster, Platform
@@ -68,9 +67,12 @@ class KafkaObjects:
     pod_disruption_budget: dict[str, Any]
     network_policy: dict[str, Any]
     external_services: tuple[dict[str, Any], ...] = ()
+    # The brokers' ServiceAccount and its role to read their nodes' zones (rack.py); none without zoneLabel.
+    node_reader: tuple[dict[str, Any], ...] = ()
 
     def all(self) -> tuple[dict[str, Any], ...]:
         return (
+            *self.node_reader,
             self.config_map,
             self.headless_service,
             self.bootstrap_service,
@@ -88,6 +90,7 @@ class _Broker(Labelled):
     cluster: Cluster
     pod: KafkaPodSettings
     names: KafkaNames
+    zone_label_key: str = ""  # the full key of the setting of the label broker.rack is read from
 
 
 def kafka_objects(cluster: Cluster, settings: KubernetesSettings, cluster_id: str) -> KafkaObjects:
@@ -105,6 +108,7 @@ def kafka_objects(cluster: Cluster, settings: KubernetesSettings, cluster_id: st
         cluster=cluster,
         pod=pod,
         names=KafkaNames(cluster.alias),
+        zone_label_key=settings.cluster_key(cluster.alias, "zoneLabel"),
     )
     data = _config_data(broker, cluster_id)
     return KafkaObjects(
@@ -120,6 +124,9 @@ def kafka_objects(cluster: Cluster, settings: KubernetesSettings, cluster_id: st
         pod_disruption_budget=_pod_disruption_budget(broker),
         network_policy=_network_policy(broker),
         external_services=_external_services(broker),
+        node_reader=node_reader_objects(broker.names.statefulset, broker.namespace, broker.labels)
+        if pod.zone_label
+        else (),
     )
 
 
@@ -128,15 +135,11 @@ def _config_data(broker: _Broker, cluster_id: str) -> dict[str, str]:
     pod's node id, advertised listeners and rack."""
     cluster = broker.cluster
     network = kubernetes_broker_network(cluster, broker.namespace, broker.pod)
-    preamble = (
-        'ORDINAL="${HOSTNAME##*-}"\n'
-        'RACK=""\n'
-        f"if [ -f {PODINFO_DIR}/labels ]; then\n"
-        f'  RACK="$(sed -n \'s|^{ZONE_LABEL}="\\(.*\\)"$|\\1|p\' {PODINFO_DIR}/labels)"\n'
-        "fi\n"
-        # Without the zone label on the pod, every broker shares one rack: no worse than no rack.
-        f'RACK="${{RACK:-{cluster.datacenter or cluster.alias}}}"\n'
-    )
+    # The node's zone, written by the rack init container (rack.py); without a zoneLabel, one
+    # rack for the whole cluster.
+    rack = f'"$(cat {RACK_FILE})"' if broker.pod.zone_label else f'"{cluster.datacenter or cluster.alias}"'
+    preamble = f'ORDINAL="${{HOSTNAME##*-}}"\nRACK={rack}\n'
+
     script = broker_start_script(
         cluster,
         cluster_id,
@@ -189,16 +192,13 @@ def _storage(broker: _Broker) -> tuple[list[dict[str, Any]], list[dict[str, Any]
         {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
         {"name": "data", "mountPath": BROKER_DATA_DIR},
         {"name": "runtime", "mountPath": RUNTIME_DIR},
-        {"name": "podinfo", "mountPath": PODINFO_DIR, "readOnly": True},
     ]
     volumes: list[dict[str, Any]] = [
         {"name": "config", "configMap": {"name": broker.names.config, "defaultMode": 0o555}},
         {"name": "runtime", "emptyDir": {}},
-        {
-            "name": "podinfo",
-            "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]},
-        },
     ]
+    if broker.pod.zone_label:
+        volumes.append(token_volume())
     secrets_secret, tls_secret = kafka_secret_names(broker.cluster, broker.pod)
     if container_broker_secret_keys(broker.cluster):
         mounts.append({"name": "secrets", "mountPath": posixpath.dirname(BROKER_SECRETS_FILE), "readOnly": True})
@@ -303,6 +303,7 @@ def _stateful_set(broker: _Broker, data: dict[str, str]) -> dict[str, Any]:
                         }
                     },
                     "topologySpreadConstraints": zone_spread(broker.selector, pod.zone_spread == "required"),
+                    **_rack_reader(broker),
                     "containers": [_container(broker, mounts)],
                     "volumes": volumes,
                 },
@@ -316,6 +317,18 @@ def _stateful_set(broker: _Broker, data: dict[str, str]) -> dict[str, Any]:
                 else {}
             ),
         },
+    }
+
+
+def _rack_reader(broker: _Broker) -> dict[str, Any]:
+    """The pod spec's fields that read the node's zone before the broker starts (rack.py)."""
+    if not broker.pod.zone_label:
+        return {}
+    setting = broker.zone_label_key
+    return {
+        "serviceAccountName": broker.names.statefulset,
+        "automountServiceAccountToken": False,
+        "initContainers": [rack_init_container(broker.pod.image, broker.pod.zone_label, setting)],
     }
 
 

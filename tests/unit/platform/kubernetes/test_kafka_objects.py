@@ -26,7 +26,8 @@ def test_services_names_ports_and_headless_publishes_not_ready() -> None:
     assert {p["port"] for p in headless["spec"]["ports"]} == {9092, 9093}
     assert objs.stateful_set["spec"]["serviceName"] == "a-kafka-brokers"
     for obj in objs.all():
-        assert obj["metadata"]["namespace"] == "kafka"
+        cluster_wide = obj["kind"] in ("ClusterRole", "ClusterRoleBinding")
+        assert obj["metadata"].get("namespace") == (None if cluster_wide else "kafka")
 
 
 def test_statefulset_replicas_storage_probes_resources_and_image() -> None:
@@ -86,15 +87,32 @@ def test_brokers_spread_over_hosts_and_zones() -> None:
     assert strict["whenUnsatisfiable"] == "DoNotSchedule"
 
 
-def test_rack_comes_from_the_zone_label_through_the_downward_api() -> None:
+def test_rack_comes_from_the_nodes_zone_read_by_an_init_container() -> None:
     objs = kafka()
-    volumes = objs.stateful_set["spec"]["template"]["spec"]["volumes"]
-    podinfo = next(v for v in volumes if v["name"] == "podinfo")
-    assert podinfo["downwardAPI"]["items"] == [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]
+    pod = objs.stateful_set["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "a-kafka" and pod["automountServiceAccountToken"] is False
+    [init] = pod["initContainers"]
+    assert init["image"] == pod["containers"][0]["image"]  # the broker's own image: nothing else to load
+    assert init["env"] == [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+    assert {m["name"] for m in init["volumeMounts"]} == {"runtime", "node-reader"}
+    # Only the init container gets the token: the broker's container mounts no API credentials.
+    assert "node-reader" not in {m["name"] for m in pod["containers"][0]["volumeMounts"]}
     script = objs.config_map["data"]["start.sh"]
-    assert "topology.kubernetes.io/zone" in script
+    assert 'RACK="$(cat /opt/mm2/runtime/rack)"' in script
     assert 'echo "broker.rack=${RACK}"' in script
-    assert 'RACK="${RACK:-dc-a}"' in script  # falls back to the datacenter
+    account, role, binding = objs.node_reader
+    assert (account["kind"], account["metadata"]["namespace"]) == ("ServiceAccount", "kafka")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"] == "kafka-a-kafka-nodes"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "a-kafka", "namespace": "kafka"}]
+    assert objs.all()[:3] == objs.node_reader
+
+
+def test_without_a_zone_label_every_broker_of_a_cluster_shares_its_datacenter_as_rack() -> None:
+    objs = kafka("a", kubernetes_settings({"kafka": {"zoneLabel": ""}}))
+    pod = objs.stateful_set["spec"]["template"]["spec"]
+    assert "initContainers" not in pod and "serviceAccountName" not in pod and objs.node_reader == ()
+    assert 'RACK="dc-a"' in objs.config_map["data"]["start.sh"]
 
 
 def test_broker_properties_listeners_quorum_and_security() -> None:

@@ -1,0 +1,100 @@
+"""The dynamic resource that watches a workload's pods being placed while `up` creates or changes
+it (type `pulumi-python:dynamic/kubernetes:PodsScheduled`), so a pod the scheduler cannot place
+fails `up` at once with the scheduler's reason and the settings to change, instead of the
+provider's "timed out waiting to be Ready" after readyTimeout. The reasons are read by the pure
+components/platform/kubernetes/scheduling.py.
+
+It runs beside the StatefulSet or Deployment (both wait for the same ConfigMap) whenever the pod
+template changes: it polls the workload's pods until every one of them is on a node, or until a
+pod has been unplaceable for a lasting reason for LASTING_S (then it fails naming it), or until
+readyTimeout (then it leaves the verdict to the workload's own wait). It reads the API as the
+kubeconfig's user (components/platform/kubernetes/api.py); a kubeconfig it cannot speak for
+(an exec plugin) leaves the watch out, never the deploy.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
+
+from components.platform.kubernetes.access import kubeconfig_paths, merged
+from components.platform.kubernetes.api import Unsupported, get_json
+from components.platform.kubernetes.scheduling import LASTING_S, Workload, of_template, report, scheduled, unplaced
+from components.rpc_values import Refused
+
+POLL_S = 2.0
+
+
+def _seconds(duration: str) -> float:
+    return float(duration[:-1]) * {"s": 1, "m": 60, "h": 3600}[duration[-1]]
+
+
+class _Pods:
+    """The workload's pods, read through the kubeconfig the kubernetes provider reads."""
+
+    def __init__(self, props: Mapping[str, Any]) -> None:
+        paths = [p for p in kubeconfig_paths(os.environ) if p.is_file()]
+        self.config = merged([yaml.safe_load(p.read_text()) or {} for p in paths])
+        self.base = paths[0].parent if paths else Path.cwd()
+        self.context = str(props.get("context") or self.config.get("current-context") or "")
+        selector = ",".join(f"{k}={v}" for k, v in sorted(props["selector"].items()))
+        self.path = f"/api/v1/namespaces/{props['namespace']}/pods?labelSelector={urllib.parse.quote(selector)}"
+
+    def list(self) -> list[dict[str, Any]]:
+        return list(get_json(self.config, self.context, self.path, self.base).get("items") or [])
+
+
+def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotonic, pause: Any = time.sleep) -> str:
+    """Poll until placed; raise Refused with the report of a lasting problem. What it saw, in a word."""
+    try:
+        source = pods or _Pods(props)
+    except (OSError, yaml.YAMLError):
+        return "unread"
+    workload = Workload(props["what"], props["resources_key"], props["count_key"])
+    deadline = clock() + _seconds(props["bound"])
+    first_seen: dict[tuple[str, str], float] = {}
+    while clock() < deadline:
+        try:
+            found = source.list()
+        except Unsupported:
+            return "unread"
+        except (OSError, ValueError):
+            found = None  # the API server restarting: asked again at the next poll
+        if found is not None:
+            if len(of_template(found, props["template"])) >= int(props["replicas"]) and scheduled(found) == len(found):
+                return "placed"
+            now = clock()
+            problems = unplaced(found)
+            for problem in problems:
+                since = first_seen.setdefault((problem.pod, problem.message.split(" preemption:")[0]), now)
+                if now - since >= LASTING_S:
+                    raise Refused(report(workload, problem))
+            keys = {(p.pod, p.message.split(" preemption:")[0]) for p in problems}
+            first_seen = {k: v for k, v in first_seen.items() if k in keys}
+        pause(POLL_S)  # the poll's interval: the condition is the pods' placement, read above
+    return "waited"
+
+
+class PodsScheduledProvider(ResourceProvider):  # type: ignore[misc]
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(id_=f"{props['namespace']}/{props['name']}", outs={**props, "seen": watch(props)})
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = any(olds.get(key) != value for key, value in news.items())
+        return DiffResult(changes=changed, replaces=[], stables=[], delete_before_replace=False)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs={**news, "seen": watch(news)})
+
+
+class PodsScheduled(Resource, module="kubernetes", name="PodsScheduled"):  # type: ignore[misc]
+    def __init__(self, name: str, props: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(PodsScheduledProvider(), name, dict(props), opts)

@@ -1,0 +1,115 @@
+"""Why a workload's pods are not placed, read from what the scheduler wrote on them: pure, no I/O
+(the watch that polls the pods is components/platform/kubernetes/pod_watch.py).
+
+The scheduler marks a pod it cannot place `PodScheduled=False, reason Unschedulable` with a
+message such as "0/1 nodes are available: 1 Insufficient cpu. preemption: ...". Some reasons last
+until someone changes the stack or the cluster (too little CPU or memory, anti-affinity with more
+pods than nodes, a node selector no node matches, a taint); others pass by themselves (a claim
+whose volume is being made, a node not Ready yet). Only a lasting reason, seen on the same pod for
+LASTING_S, is reported: a pod of the previous version still terminating holds its CPU for a while.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+LASTING_S = 20.0
+# On a workload's pod template: the digest of the template itself, so a watch tells the pods of
+# this version from those of the one before (a rolling change keeps both for a while).
+TEMPLATE_ANNOTATION = "mm2-iac.dev/template"
+# Phrases of kube-scheduler's filter messages that no waiting fixes (its plugins' own wording).
+LASTING = (
+    "Insufficient ",
+    "didn't match pod anti-affinity rules",
+    "didn't match pod affinity rules",
+    "didn't match Pod's node affinity/selector",
+    "untolerated taint",
+    "Too many pods",
+    "didn't have free ports",
+    "didn't match pod topology spread constraints",
+)
+# Taints a node carries while it is not Ready: they pass when it is.
+PASSING_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+@dataclass(frozen=True)
+class Unplaced:
+    """A pod the scheduler reported it cannot place, and why."""
+
+    pod: str
+    message: str
+
+
+def unplaced(pods: Sequence[Mapping[str, Any]]) -> list[Unplaced]:
+    """Every pod of `pods` (API Pod objects) that the scheduler marked Unschedulable for a lasting reason."""
+    found = []
+    for pod in pods:
+        for condition in (pod.get("status") or {}).get("conditions") or []:
+            if (
+                condition.get("type") == "PodScheduled"
+                and condition.get("status") == "False"
+                and condition.get("reason") == "Unschedulable"
+                and lasting(str(condition.get("message") or ""))
+            ):
+                found.append(Unplaced(pod["metadata"]["name"], str(condition["message"])))
+    return found
+
+
+def lasting(message: str) -> bool:
+    """Whether the scheduler's message names a reason that no waiting fixes."""
+    reasons = message.split("preemption:")[0]  # what follows repeats the reasons for preemption
+    if any(taint in reasons for taint in PASSING_TAINTS) and "Insufficient " not in reasons:
+        return False
+    return any(phrase in reasons for phrase in LASTING)
+
+
+def scheduled(pods: Sequence[Mapping[str, Any]]) -> int:
+    """How many of `pods` are placed on a node."""
+    return sum(1 for pod in pods if (pod.get("spec") or {}).get("nodeName"))
+
+
+def stamped(workload: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """The workload (a StatefulSet or Deployment manifest) with its pod template's digest as the
+    template's TEMPLATE_ANNOTATION, and the digest."""
+    out = copy.deepcopy(dict(workload))
+    template = out["spec"]["template"]
+    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:16]
+    template.setdefault("metadata", {}).setdefault("annotations", {})[TEMPLATE_ANNOTATION] = digest
+    return out, digest
+
+
+def of_template(pods: Sequence[Mapping[str, Any]], digest: str) -> list[Mapping[str, Any]]:
+    """The pods made from the template of `digest`."""
+    return [p for p in pods if ((p.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_ANNOTATION) == digest]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a watch needs to name a workload's problem: its pods, who it is, and the settings."""
+
+    what: str  # "the brokers of us"
+    resources_key: str  # the setting of its requests
+    count_key: str  # the setting of how many pods
+
+
+def report(workload: Workload, problem: Unplaced) -> str:
+    """One message: the workload, the pod, the scheduler's reason, and the settings to change."""
+    reason = problem.message.split(" preemption:")[0].strip()
+    fixes = []
+    if "Insufficient cpu" in reason or "Insufficient memory" in reason:
+        fixes.append(f"lower {workload.resources_key} (requests), or add nodes with room")
+    if "anti-affinity" in reason:
+        fixes.append(f"each pod needs a node of its own: lower {workload.count_key}, or add nodes")
+    if "node affinity/selector" in reason or "taint" in reason:
+        fixes.append("label or untaint a node for it")
+    if not fixes:
+        fixes.append(f"change {workload.count_key} or {workload.resources_key}, or the cluster's nodes")
+    return (
+        f"{workload.what}: pod {problem.pod} cannot be scheduled: {reason} "
+        f"Fix: {'; '.join(fixes)}. (kubectl describe pod {problem.pod} shows the scheduler's events.)"
+    )

@@ -1,0 +1,89 @@
+"""The watch on a workload's pods being placed, with the pods and the clock given
+(components/platform/kubernetes/pod_watch.py): it stops when every pod of this version is
+placed, fails naming a lasting reason only once it has lasted, and leaves the rest to the
+workload's own wait."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.platform.kubernetes.pod_watch import POLL_S, watch
+from components.platform.kubernetes.scheduling import LASTING_S
+from components.rpc_values import Refused
+from tests.unit.platform.kubernetes.test_scheduling import CLAIM, CPU, pod
+
+PROPS = {
+    "name": "us-kafka",
+    "namespace": "mm2",
+    "selector": {"app": "kafka"},
+    "replicas": 2,
+    "template": "d1",
+    "what": "the brokers of us",
+    "resources_key": "mm2-platform:kubernetes.kafka.resources",
+    "count_key": "mm2:clusters.us.brokers",
+    "context": "",
+    "bound": "1m",
+}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def pause(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class Pods:
+    """What the API answers at each poll (the last answer repeats)."""
+
+    def __init__(self, *answers: list[dict[str, Any]] | Exception) -> None:
+        self.answers = list(answers)
+        self.polls = 0
+
+    def list(self) -> list[dict[str, Any]]:
+        answer = self.answers[min(self.polls, len(self.answers) - 1)]
+        self.polls += 1
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def run(pods: Pods, props: dict[str, Any] = PROPS) -> tuple[str, float]:
+    clock = Clock()
+    return watch(props, pods, clock, clock.pause), clock.now
+
+
+def test_placed_once_every_pod_of_this_version_is_on_a_node() -> None:
+    old = [pod("us-kafka-0", node="n1", digest="d0"), pod("us-kafka-1", node="n1", digest="d0")]
+    rolling = [pod("us-kafka-0", node="n1", digest="d0"), pod("us-kafka-1", CLAIM, digest="d1")]
+    done = [pod("us-kafka-0", node="n1", digest="d1"), pod("us-kafka-1", node="n1", digest="d1")]
+    pods = Pods([], old, rolling, OSError("API server restarting"), done)
+    assert run(pods) == ("placed", 4 * POLL_S)
+
+
+def test_a_lasting_reason_fails_with_the_report_once_it_has_lasted() -> None:
+    pods = Pods([pod("us-kafka-0", node="n1", digest="d1"), pod("us-kafka-1", CPU, digest="d1")])
+    clock = Clock()
+    with pytest.raises(Refused) as refused:
+        watch(PROPS, pods, clock, clock.pause)
+    assert LASTING_S <= clock.now < LASTING_S + 2 * POLL_S
+    assert str(refused.value).startswith("the brokers of us: pod us-kafka-1 cannot be scheduled: 0/1 nodes")
+    assert "Fix: lower mm2-platform:kubernetes.kafka.resources (requests)" in str(refused.value)
+
+
+def test_a_reason_that_clears_before_it_lasts_is_not_reported() -> None:
+    brief = [pod("us-kafka-0", node="n1", digest="d1"), pod("us-kafka-1", CPU, digest="d1")]
+    done = [pod("us-kafka-0", node="n1", digest="d1"), pod("us-kafka-1", node="n2", digest="d1")]
+    polls = int(LASTING_S / POLL_S) - 1
+    assert run(Pods(*([brief] * polls), done)) == ("placed", polls * POLL_S)
+
+
+def test_a_passing_reason_is_left_to_the_workloads_own_wait_at_the_bound() -> None:
+    waiting = [pod("us-kafka-0", node="n1", digest="d1"), pod("us-kafka-1", CLAIM, digest="d1")]
+    assert run(Pods(waiting)) == ("waited", 60.0)
