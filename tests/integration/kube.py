@@ -8,6 +8,8 @@ import fcntl
 import json
 import os
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -182,15 +184,36 @@ def _secret(kubeconfig: str, name: str, files: dict[str, str]) -> None:
     assert made.returncode == 0, made.stderr
 
 
-def reported_after(events: Path, needle: str) -> float:
-    """Seconds from the engine's first event to the first diagnostic that contains `needle`."""
-    records = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
-    start = min(r["timestamp"] for r in records)
-    said = [
-        r["timestamp"]
-        for r in records
-        if needle in ((r.get("diagnosticEvent") or {}).get("message") or "")
-        or needle in json.dumps(r.get("resOpFailedEvent") or {})
-    ]
-    assert said, f"no engine event says {needle!r}"
-    return float(min(said) - start)
+def up_streamed(stack: Any, timeout: float = 600) -> tuple[int, list[tuple[float, str]]]:
+    """`pulumi up` on a TestStack with each line of its output timed (seconds since the start),
+    to tell when the engine showed what; (exit code, lines)."""
+    cmd = ["pulumi", "up", "--yes", "--skip-preview", "--stack", stack.name, "--non-interactive"]
+    cmd += ["--config-file", str(stack.config_file)]
+    started = time.monotonic()
+    process = subprocess.Popen(
+        cmd, cwd=stack.root, env=stack.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines: list[tuple[float, str]] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append((time.monotonic() - started, line))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        code = process.wait(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        reader.join(timeout=10)
+    return code, lines
+
+
+def first_said(lines: list[tuple[float, str]], needle: str) -> float:
+    """When the output first showed `needle` (seconds into the command)."""
+    said = [t for t, line in lines if needle in line]
+    assert said, f"the output never says {needle!r}: " + "".join(line for _, line in lines)[-4000:]
+    return said[0]

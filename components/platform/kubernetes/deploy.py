@@ -29,7 +29,7 @@ from components.platform.kubernetes.connect_objects import ConnectObjects, conne
 from components.platform.kubernetes.fixed_fields import shape_inputs
 from components.platform.kubernetes.kafka_objects import KafkaObjects, kafka_objects
 from components.platform.kubernetes.names import connect_secret_names, kafka_secret_names
-from components.platform.kubernetes.pod_watch import PodsScheduled
+from components.platform.kubernetes.pod_watch import PodsStarted
 from components.platform.kubernetes.scheduling import stamped
 from components.platform.kubernetes.shape_guard import StatefulSetShape
 from components.platform.secret_files import (
@@ -125,21 +125,21 @@ def register(obj: Mapping[str, Any], resource_name: str, opts: pulumi.ResourceOp
     )
 
 
-def _placement(
+def _start_watch(
     resource_name: str,
     workload: Mapping[str, Any],
     digest: str,
-    names: tuple[str, str, str],
+    names: tuple[str, str, str, str],
     context: str | None,
     settings: KubernetesSettings,
     opts: pulumi.ResourceOptions,
 ) -> list[pulumi.Resource]:
-    """The watch on a workload's pods being placed (pod_watch.py), beside the workload; none when
-    the objects are only rendered to files. `names`: what the pods are, the setting of their
-    requests, the setting of their count."""
+    """The watch on a workload's pods starting (pod_watch.py), beside the workload; none when the
+    objects are only rendered to files. `names`: what the pods are, the settings of their
+    requests, of their count and of their image."""
     if settings.render_dir:
         return []
-    what, resources_key, count_key = names
+    what, resources_key, count_key, image_key = names
     props = {
         "name": workload["metadata"]["name"],
         "namespace": settings.namespace,
@@ -149,10 +149,11 @@ def _placement(
         "what": what,
         "resources_key": resources_key,
         "count_key": count_key,
+        "image_key": image_key,
         "context": context or "",
         "bound": settings.ready_timeout,
     }
-    return [PodsScheduled(resource_name, props, opts)]
+    return [PodsStarted(resource_name, props, opts)]
 
 
 def _secret(
@@ -231,9 +232,8 @@ def deploy_kafka_kubernetes(
     brokers = (f"the brokers of {cluster.alias}", settings.cluster_key(cluster.alias, "resources"))
     brokers_key = f"mm2:clusters.{cluster.alias}.brokers"
     watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=[config, shape, *resources])
-    resources += _placement(
-        f"{name}-placement", stateful_set, digest, (*brokers, brokers_key), pod.context, settings, watch_opts
-    )
+    names = (*brokers, brokers_key, settings.cluster_key(cluster.alias, "image"))
+    resources += _start_watch(f"{name}-pods-started", stateful_set, digest, names, pod.context, settings, watch_opts)
     resources.append(register(objects.pod_disruption_budget, f"{name}-pdb", child))
     resources.append(register(objects.network_policy, f"{name}-netpol", child))
     for obj in objects.external_services:
@@ -290,9 +290,8 @@ def deploy_connect_kubernetes(
     workers = (f"the workers of {group.name}", settings.group_key(group.name, "resources"))
     watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
     workers_key = f"mm2:workerGroups.{group.name}.workers"
-    resources += _placement(
-        f"{name}-placement", deployment, digest, (*workers, workers_key), pod.context, settings, watch_opts
-    )
+    names = (*workers, workers_key, settings.group_key(group.name, "image"))
+    resources += _start_watch(f"{name}-pods-started", deployment, digest, names, pod.context, settings, watch_opts)
     resources.append(register(objects.service, f"{name}-api", child))
     if objects.metrics_service is not None:
         resources.append(register(objects.metrics_service, f"{name}-metrics", child))

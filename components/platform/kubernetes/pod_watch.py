@@ -1,13 +1,14 @@
-"""The dynamic resource that watches a workload's pods being placed while `up` creates or changes
-it (type `pulumi-python:dynamic/kubernetes:PodsScheduled`), so a pod the scheduler cannot place
-fails `up` at once with the scheduler's reason and the settings to change, instead of the
-provider's "timed out waiting to be Ready" after readyTimeout. The reasons are read by the pure
-components/platform/kubernetes/scheduling.py.
+"""The dynamic resource that watches a workload's pods start while `up` creates or changes it
+(type `pulumi-python:dynamic/kubernetes:PodsStarted`), so a pod the scheduler cannot place, or
+whose image or init container fails, fails `up` at once with the scheduler's or kubelet's reason
+and the settings to change, instead of the provider's "timed out waiting to be Ready" after
+readyTimeout. The reasons are read by the pure components/platform/kubernetes/scheduling.py.
 
 It runs beside the StatefulSet or Deployment (both wait for the same ConfigMap) whenever the pod
-template changes: it polls the workload's pods until every one of them is on a node, or until a
-pod has been unplaceable for a lasting reason for LASTING_S (then it fails naming it), or until
-readyTimeout (then it leaves the verdict to the workload's own wait). It reads the API as the
+template changes: it polls the workload's pods until every pod of this version runs its
+containers, or until a pod has had a lasting problem for LASTING_S (then it fails naming it), or
+until readyTimeout (then it leaves the verdict to the workload's own wait). Readiness stays the
+provider's to wait for. It reads the API as the
 kubeconfig's user (components/platform/kubernetes/api.py); a kubeconfig it cannot speak for
 (an exec plugin) leaves the watch out, never the deploy.
 """
@@ -27,7 +28,16 @@ from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider,
 
 from components.platform.kubernetes.access import kubeconfig_paths, merged
 from components.platform.kubernetes.api import Unsupported, get_json
-from components.platform.kubernetes.scheduling import LASTING_S, Workload, of_template, report, scheduled, unplaced
+from components.platform.kubernetes.scheduling import (
+    LASTING_S,
+    Unplaced,
+    Workload,
+    of_template,
+    report,
+    started,
+    unplaced,
+    unstarted,
+)
 from components.rpc_values import Refused
 
 POLL_S = 2.0
@@ -53,12 +63,13 @@ class _Pods:
 
 
 def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotonic, pause: Any = time.sleep) -> str:
-    """Poll until placed; raise Refused with the report of a lasting problem. What it saw, in a word."""
+    """Poll until the pods of this version run; raise Refused with the report of a lasting
+    problem. What it saw, in a word."""
     try:
         source = pods or _Pods(props)
     except (OSError, yaml.YAMLError):
         return "unread"
-    workload = Workload(props["what"], props["resources_key"], props["count_key"])
+    workload = Workload(props["what"], props["resources_key"], props["count_key"], props.get("image_key", ""))
     deadline = clock() + _seconds(props["bound"])
     first_seen: dict[tuple[str, str], float] = {}
     while clock() < deadline:
@@ -69,21 +80,25 @@ def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotoni
         except (OSError, ValueError):
             found = None  # the API server restarting: asked again at the next poll
         if found is not None:
-            if len(of_template(found, props["template"])) >= int(props["replicas"]) and scheduled(found) == len(found):
-                return "placed"
-            now = clock()
-            problems = unplaced(found)
-            for problem in problems:
-                since = first_seen.setdefault((problem.pod, problem.message.split(" preemption:")[0]), now)
-                if now - since >= LASTING_S:
-                    raise Refused(report(workload, problem))
-            keys = {(p.pod, p.message.split(" preemption:")[0]) for p in problems}
-            first_seen = {k: v for k, v in first_seen.items() if k in keys}
-        pause(POLL_S)  # the poll's interval: the condition is the pods' placement, read above
+            current = of_template(found, props["template"])
+            if len(current) >= int(props["replicas"]) and all(started(p) for p in current):
+                return "started"
+            first_seen = _lasted(workload, unplaced(found) + unstarted(current), first_seen, clock())
+        pause(POLL_S)  # the poll's interval: the condition is the pods' state, read above
     return "waited"
 
 
-class PodsScheduledProvider(ResourceProvider):  # type: ignore[misc]
+def _lasted(workload: Workload, problems: list[Unplaced], seen: dict[tuple[str, str], float], now: float) -> dict:
+    """The problems' first sightings, kept for those still seen; Refused for one seen LASTING_S."""
+    keys = {(p.pod, p.message.split(" preemption:")[0]): p for p in problems}
+    kept = {key: seen.get(key, now) for key in keys}
+    for key, since in kept.items():
+        if now - since >= LASTING_S:
+            raise Refused(report(workload, keys[key]))
+    return kept
+
+
+class PodsStartedProvider(ResourceProvider):  # type: ignore[misc]
     def create(self, props: dict[str, Any]) -> CreateResult:
         return CreateResult(id_=f"{props['namespace']}/{props['name']}", outs={**props, "seen": watch(props)})
 
@@ -95,6 +110,6 @@ class PodsScheduledProvider(ResourceProvider):  # type: ignore[misc]
         return UpdateResult(outs={**news, "seen": watch(news)})
 
 
-class PodsScheduled(Resource, module="kubernetes", name="PodsScheduled"):  # type: ignore[misc]
+class PodsStarted(Resource, module="kubernetes", name="PodsStarted"):  # type: ignore[misc]
     def __init__(self, name: str, props: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(PodsScheduledProvider(), name, dict(props), opts)
+        super().__init__(PodsStartedProvider(), name, dict(props), opts)

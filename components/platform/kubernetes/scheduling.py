@@ -1,5 +1,6 @@
-"""Why a workload's pods are not placed, read from what the scheduler wrote on them: pure, no I/O
-(the watch that polls the pods is components/platform/kubernetes/pod_watch.py).
+"""Why a workload's pods are not placed or do not start, read from what the scheduler and the
+kubelet wrote on them: pure, no I/O (the watch that polls the pods is
+components/platform/kubernetes/pod_watch.py).
 
 The scheduler marks a pod it cannot place `PodScheduled=False, reason Unschedulable` with a
 message such as "0/1 nodes are available: 1 Insufficient cpu. preemption: ...". Some reasons last
@@ -7,6 +8,8 @@ until someone changes the stack or the cluster (too little CPU or memory, anti-a
 pods than nodes, a node selector no node matches, a taint); others pass by themselves (a claim
 whose volume is being made, a node not Ready yet). Only a lasting reason, seen on the same pod for
 LASTING_S, is reported: a pod of the previous version still terminating holds its CPU for a while.
+Likewise a placed pod whose container waits on an image it cannot get, or whose init container
+keeps failing (the brokers' rack reader on a node without a zone, rack.py).
 """
 
 from __future__ import annotations
@@ -33,6 +36,16 @@ LASTING = (
     "didn't have free ports",
     "didn't match pod topology spread constraints",
 )
+# Why a placed pod's container waits, that no waiting fixes (the kubelet's reasons).
+STUCK_WAITING = (
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "ErrImageNeverPull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+)
+UNPLACED = "cannot be scheduled"
+UNSTARTED = "cannot start"
 # Taints a node carries while it is not Ready: they pass when it is.
 PASSING_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
@@ -43,6 +56,7 @@ class Unplaced:
 
     pod: str
     message: str
+    why: str = UNPLACED
 
 
 def unplaced(pods: Sequence[Mapping[str, Any]]) -> list[Unplaced]:
@@ -66,6 +80,34 @@ def lasting(message: str) -> bool:
     if any(taint in reasons for taint in PASSING_TAINTS) and "Insufficient " not in reasons:
         return False
     return any(phrase in reasons for phrase in LASTING)
+
+
+def unstarted(pods: Sequence[Mapping[str, Any]]) -> list[Unplaced]:
+    """Every placed pod of `pods` whose container waits for a reason in STUCK_WAITING, or whose
+    init container keeps failing (with the message it ended with)."""
+    found = []
+    for pod in pods:
+        status = pod.get("status") or {}
+        for kind, key in (("init container", "initContainerStatuses"), ("container", "containerStatuses")):
+            for container in status.get(key) or []:
+                waiting = (container.get("state") or {}).get("waiting") or {}
+                reason = str(waiting.get("reason") or "")
+                if reason in STUCK_WAITING:
+                    said = f"{kind} {container['name']}: {reason}: {waiting.get('message') or ''}"
+                elif kind == "init container" and reason == "CrashLoopBackOff":
+                    ended = (container.get("lastState") or {}).get("terminated") or {}
+                    said = f"{kind} {container['name']} fails: {ended.get('message') or ended.get('exitCode')}"
+                else:
+                    continue
+                found.append(Unplaced(pod["metadata"]["name"], said.strip(), UNSTARTED))
+    return found
+
+
+def started(pod: Mapping[str, Any]) -> bool:
+    """Whether every container of `pod` runs (its init containers done)."""
+    wanted = len((pod.get("spec") or {}).get("containers") or [])
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return len(statuses) >= wanted and all("running" in (c.get("state") or {}) for c in statuses)
 
 
 def scheduled(pods: Sequence[Mapping[str, Any]]) -> int:
@@ -95,10 +137,13 @@ class Workload:
     what: str  # "the brokers of us"
     resources_key: str  # the setting of its requests
     count_key: str  # the setting of how many pods
+    image_key: str = ""  # the setting of its image
 
 
 def report(workload: Workload, problem: Unplaced) -> str:
     """One message: the workload, the pod, the scheduler's reason, and the settings to change."""
+    if problem.why == UNSTARTED:
+        return _report_unstarted(workload, problem)
     reason = problem.message.split(" preemption:")[0].strip()
     fixes = []
     if "Insufficient cpu" in reason or "Insufficient memory" in reason:
@@ -110,6 +155,20 @@ def report(workload: Workload, problem: Unplaced) -> str:
     if not fixes:
         fixes.append(f"change {workload.count_key} or {workload.resources_key}, or the cluster's nodes")
     return (
-        f"{workload.what}: pod {problem.pod} cannot be scheduled: {reason} "
+        f"{workload.what}: pod {problem.pod} {UNPLACED}: {reason} "
         f"Fix: {'; '.join(fixes)}. (kubectl describe pod {problem.pod} shows the scheduler's events.)"
     )
+
+
+def _report_unstarted(workload: Workload, problem: Unplaced) -> str:
+    said = f"{workload.what}: pod {problem.pod} {UNSTARTED}: {problem.message}"
+    if "Fix:" in problem.message:  # the container's own message names it (the rack reader's does)
+        return said
+    if "image" in problem.message.lower():
+        fix = (
+            f"Fix: check {workload.image_key} and that the nodes can pull it (on bin/kube's nodes: "
+            "bin/bootstrap --images, then bin/kube load)."
+        )
+    else:
+        fix = "Fix: check the Secrets and ConfigMaps the pod mounts."
+    return f"{said.rstrip('.')}. {fix} (kubectl describe pod {problem.pod} shows the kubelet's events.)"

@@ -34,7 +34,7 @@ def test_kafka_kubernetes_graph(monitor: RecordingMonitor) -> Any:
             "kafka-a-bootstrap": "kubernetes:core/v1:Service",
             "kafka-a-statefulset": "kubernetes:apps/v1:StatefulSet",
             "kafka-a-statefulset-shape": "pulumi-python:dynamic/kubernetes:StatefulSetShape",
-            "kafka-a-placement": "pulumi-python:dynamic/kubernetes:PodsScheduled",
+            "kafka-a-pods-started": "pulumi-python:dynamic/kubernetes:PodsStarted",
             "kafka-a-pdb": "kubernetes:policy/v1:PodDisruptionBudget",
             "kafka-a-netpol": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
         }
@@ -47,17 +47,18 @@ def test_kafka_kubernetes_graph(monitor: RecordingMonitor) -> Any:
         state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
         assert state["kafka-a-bootstrap"]["metadata"]["name"] == "a-kafka-bootstrap"
         assert state["kafka-a-statefulset"]["spec"]["replicas"] == 3
-        # The watch on the brokers' placement starts with the StatefulSet (both wait for the
+        # The watch on the brokers' pods starts with the StatefulSet (both wait for the
         # ConfigMap) and knows its pods by the digest stamped on their template.
-        watch = state["kafka-a-placement"]
+        watch = state["kafka-a-pods-started"]
         template = state["kafka-a-statefulset"]["spec"]["template"]["metadata"]["annotations"]
         assert watch["template"] == template["mm2-iac.dev/template"] and len(watch["template"]) == 16
         assert watch["selector"] == state["kafka-a-statefulset"]["spec"]["selector"]["matchLabels"]
         assert (watch["replicas"], watch["bound"]) == (3, "5m")
         assert watch["resources_key"] == "mm2-platform:kubernetes.kafka.resources"
         assert watch["count_key"] == "mm2:clusters.a.brokers"
-        assert urn_of(monitor, "kafka-a-config") in r["kafka-a-placement"].dependencies
-        assert urn_of(monitor, "kafka-a-placement") not in r["kafka-a-statefulset"].dependencies
+        assert watch["image_key"] == "mm2-platform:kubernetes.kafka.image"
+        assert urn_of(monitor, "kafka-a-config") in r["kafka-a-pods-started"].dependencies
+        assert urn_of(monitor, "kafka-a-pods-started") not in r["kafka-a-statefulset"].dependencies
 
     return settle([out.bootstrap], out.resources).apply(check)
 
@@ -112,7 +113,7 @@ def test_connect_kubernetes_graph(monitor: RecordingMonitor) -> Any:
             "connect-mm2-rest-users": "kubernetes:core/v1:Secret",
             "connect-mm2-config": "kubernetes:core/v1:ConfigMap",
             "connect-mm2-deployment": "kubernetes:apps/v1:Deployment",
-            "connect-mm2-placement": "pulumi-python:dynamic/kubernetes:PodsScheduled",
+            "connect-mm2-pods-started": "pulumi-python:dynamic/kubernetes:PodsStarted",
             "connect-mm2-api": "kubernetes:core/v1:Service",
             "connect-mm2-metrics": "kubernetes:core/v1:Service",
             "connect-mm2-pdb": "kubernetes:policy/v1:PodDisruptionBudget",

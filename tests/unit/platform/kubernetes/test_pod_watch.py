@@ -1,7 +1,7 @@
-"""The watch on a workload's pods being placed, with the pods and the clock given
-(components/platform/kubernetes/pod_watch.py): it stops when every pod of this version is
-placed, fails naming a lasting reason only once it has lasted, and leaves the rest to the
-workload's own wait."""
+"""The watch on a workload's pods starting, with the pods and the clock given
+(components/platform/kubernetes/pod_watch.py): it stops when every pod of this version runs,
+fails naming a lasting reason only once it has lasted, and leaves the rest to the workload's own
+wait."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from components.platform.kubernetes.pod_watch import POLL_S, watch
 from components.platform.kubernetes.scheduling import LASTING_S
 from components.rpc_values import Refused
-from tests.unit.platform.kubernetes.test_scheduling import CLAIM, CPU, pod
+from tests.unit.platform.kubernetes.test_scheduling import CLAIM, CPU, PULL, RACK_FAILS, pod
 
 PROPS = {
     "name": "us-kafka",
@@ -59,12 +59,14 @@ def run(pods: Pods, props: dict[str, Any] = PROPS) -> tuple[str, float]:
     return watch(props, pods, clock, clock.pause), clock.now
 
 
-def test_placed_once_every_pod_of_this_version_is_on_a_node() -> None:
+def test_done_once_every_pod_of_this_version_runs() -> None:
     old = [pod("us-kafka-0", node="n1", digest="d0"), pod("us-kafka-1", node="n1", digest="d0")]
     rolling = [pod("us-kafka-0", node="n1", digest="d0"), pod("us-kafka-1", CLAIM, digest="d1")]
+    creating = {"waiting": {"reason": "ContainerCreating"}}
+    starting = [pod("us-kafka-0", node="n1", digest="d1"), pod("us-kafka-1", node="n1", digest="d1", state=creating)]
     done = [pod("us-kafka-0", node="n1", digest="d1"), pod("us-kafka-1", node="n1", digest="d1")]
-    pods = Pods([], old, rolling, OSError("API server restarting"), done)
-    assert run(pods) == ("placed", 4 * POLL_S)
+    pods = Pods([], old, rolling, OSError("API server restarting"), starting, done)
+    assert run(pods) == ("started", 5 * POLL_S)
 
 
 def test_a_lasting_reason_fails_with_the_report_once_it_has_lasted() -> None:
@@ -81,9 +83,25 @@ def test_a_reason_that_clears_before_it_lasts_is_not_reported() -> None:
     brief = [pod("us-kafka-0", node="n1", digest="d1"), pod("us-kafka-1", CPU, digest="d1")]
     done = [pod("us-kafka-0", node="n1", digest="d1"), pod("us-kafka-1", node="n2", digest="d1")]
     polls = int(LASTING_S / POLL_S) - 1
-    assert run(Pods(*([brief] * polls), done)) == ("placed", polls * POLL_S)
+    assert run(Pods(*([brief] * polls), done)) == ("started", polls * POLL_S)
 
 
 def test_a_passing_reason_is_left_to_the_workloads_own_wait_at_the_bound() -> None:
     waiting = [pod("us-kafka-0", node="n1", digest="d1"), pod("us-kafka-1", CLAIM, digest="d1")]
     assert run(Pods(waiting)) == ("waited", 60.0)
+
+
+@pytest.mark.parametrize(
+    ("init", "said"), [({"state": PULL}, "ErrImageNeverPull"), (RACK_FAILS, "rack: node n2 has no label z")]
+)
+def test_a_pod_whose_image_or_init_container_fails_fails_the_watch_naming_it(init: dict[str, Any], said: str) -> None:
+    waiting = {"waiting": {"reason": "PodInitializing"}}
+    stuck = [
+        pod("us-kafka-0", node="n1", digest="d1"),
+        pod("us-kafka-1", node="n1", digest="d1", state=waiting, init=init),
+    ]
+    clock = Clock()
+    with pytest.raises(Refused) as refused:
+        watch(PROPS, Pods(stuck), clock, clock.pause)
+    assert str(refused.value).startswith("the brokers of us: pod us-kafka-1 cannot start: init container rack")
+    assert said in str(refused.value)

@@ -16,7 +16,9 @@ from components.platform.kubernetes.scheduling import (
     report,
     scheduled,
     stamped,
+    started,
     unplaced,
+    unstarted,
 )
 
 # kube-scheduler 1.34's own messages, as `kubectl get pod -o yaml` shows them.
@@ -32,15 +34,36 @@ CLAIM = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClai
 NOT_READY = "0/3 nodes are available: 3 node(s) had untolerated taint {node.kubernetes.io/not-ready: }."
 
 
-def pod(name: str, message: str | None = None, node: str | None = None, digest: str = "") -> dict[str, Any]:
+def pod(
+    name: str,
+    message: str | None = None,
+    node: str | None = None,
+    digest: str = "",
+    state: dict[str, Any] | None = None,
+    init: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A pod as the API shows it: unschedulable with `message`, or on `node` with its container
+    in `state` (default running) and its init container's status `init`."""
     conditions = []
     if message is not None:
         conditions.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message})
+    status: dict[str, Any] = {"conditions": conditions}
+    if node:
+        status["containerStatuses"] = [{"name": "kafka", "state": state or {"running": {}}}]
+        if init is not None:
+            status["initContainerStatuses"] = [{"name": "rack", **init}]
     return {
         "metadata": {"name": name, "annotations": {TEMPLATE_ANNOTATION: digest} if digest else {}},
-        "spec": {"nodeName": node} if node else {},
-        "status": {"conditions": conditions},
+        "spec": {"containers": [{"name": "kafka"}], **({"nodeName": node} if node else {})},
+        "status": status,
     }
+
+
+PULL = {"waiting": {"reason": "ErrImageNeverPull", "message": 'Container image "mm2-iac/kafka:absent" is not present'}}
+RACK_FAILS = {
+    "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s restarting failed container"}},
+    "lastState": {"terminated": {"exitCode": 1, "message": "rack: node n2 has no label z. Fix: label the node."}},
+}
 
 
 @pytest.mark.parametrize(("message", "expected"), [(CPU, True), (ANTI, True), (CLAIM, False), (NOT_READY, False)])
@@ -74,3 +97,23 @@ def test_the_stamp_is_the_templates_digest_and_tells_the_pods_of_this_version() 
     assert stamped(changed)[1] != digest
     pods = [pod("new", node="n", digest=digest), pod("old", node="n", digest="0" * 16)]
     assert [p["metadata"]["name"] for p in of_template(pods, digest)] == ["new"]
+
+
+def test_a_placed_pod_whose_image_or_init_container_fails_cannot_start() -> None:
+    pods = [
+        pod("a-0", node="n1"),
+        pod("a-1", node="n1", state={"waiting": {"reason": "ContainerCreating"}}),
+        pod("a-2", node="n1", state={"waiting": {"reason": "PodInitializing"}}, init={"state": PULL}),
+        pod("a-3", node="n1", state={"waiting": {"reason": "PodInitializing"}}, init=RACK_FAILS),
+    ]
+    assert [started(p) for p in pods] == [True, False, False, False]
+    found = unstarted(pods)
+    assert [(u.pod, u.why) for u in found] == [("a-2", "cannot start"), ("a-3", "cannot start")]
+    assert found[0].message.startswith("init container rack: ErrImageNeverPull: Container image")
+    workload = Workload("the brokers of us", "r", "c", "mm2-platform:kubernetes.kafka.image")
+    pulled = report(workload, found[0])
+    assert "the brokers of us: pod a-2 cannot start: init container rack: ErrImageNeverPull" in pulled
+    assert "Fix: check mm2-platform:kubernetes.kafka.image and that the nodes can pull it" in pulled
+    # The rack reader's own message names the fix: it is shown as it is.
+    rack = report(workload, found[1])
+    assert rack.endswith("init container rack fails: rack: node n2 has no label z. Fix: label the node.")
