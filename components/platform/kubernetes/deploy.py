@@ -209,7 +209,8 @@ def deploy_kafka_kubernetes(
         text = pulumi.Output.from_input(secret_values).apply(lambda v: secrets_file_text(keys, v))
         resources.append(_secret(f"{name}-secrets", secret_name, settings.namespace, SECRETS_KEY, text, child))
     # Pods must not start before their Secret exists, or they crash-loop on the missing mount.
-    pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(resources)))
+    secret_resources = list(resources)
+    pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=secret_resources))
     config = register(objects.config_map, f"{name}-config", child)
     resources.append(config)
     # The brokers' ServiceAccount and its role to read their node's zone, before their pods.
@@ -231,7 +232,8 @@ def deploy_kafka_kubernetes(
     )
     brokers = (f"the brokers of {cluster.alias}", settings.cluster_key(cluster.alias, "resources"))
     brokers_key = f"mm2:clusters.{cluster.alias}.brokers"
-    watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=[config, shape, *resources])
+    # What the pods wait for, not the StatefulSet itself: the watch runs while it is created.
+    watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=[config, shape, *readers, *secret_resources])
     names = (*brokers, brokers_key, settings.cluster_key(cluster.alias, "image"))
     resources += _start_watch(f"{name}-pods-started", stateful_set, digest, names, pod.context, settings, watch_opts)
     resources.append(register(objects.pod_disruption_budget, f"{name}-pdb", child))

@@ -59,6 +59,7 @@ def test_kafka_kubernetes_graph(monitor: RecordingMonitor) -> Any:
         assert watch["image_key"] == "mm2-platform:kubernetes.kafka.image"
         assert urn_of(monitor, "kafka-a-config") in r["kafka-a-pods-started"].dependencies
         assert urn_of(monitor, "kafka-a-pods-started") not in r["kafka-a-statefulset"].dependencies
+        assert urn_of(monitor, "kafka-a-statefulset") not in r["kafka-a-pods-started"].dependencies
 
     return settle([out.bootstrap], out.resources).apply(check)
 
@@ -124,6 +125,9 @@ def test_connect_kubernetes_graph(monitor: RecordingMonitor) -> Any:
         assert {
             urn_of(monitor, n) for n in ("connect-mm2-secrets", "connect-mm2-rest-users", "connect-mm2-config")
         } <= deps
+        # The start watch waits for what the pods need, not for the Deployment it watches.
+        watch = set(r["connect-mm2-pods-started"].dependencies)
+        assert urn_of(monitor, "connect-mm2-config") in watch and urn_of(monitor, "connect-mm2-deployment") not in watch
         assert r["connect-mm2-secrets"].secret_paths and r["connect-mm2-rest-users"].secret_paths
         assert r["connect-mm2-config"].secret_paths == []
 
