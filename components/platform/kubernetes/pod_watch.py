@@ -41,6 +41,7 @@ from components.platform.kubernetes.scheduling import (
 from components.rpc_values import Refused
 
 POLL_S = 2.0
+Sightings = dict[tuple[str, str, str], float]  # (pod, why, subject) -> when first seen
 
 
 def _seconds(duration: str) -> float:
@@ -71,7 +72,7 @@ def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotoni
         return "unread"
     workload = Workload(props["what"], props["resources_key"], props["count_key"], props.get("image_key", ""))
     deadline = clock() + _seconds(props["bound"])
-    first_seen: dict[tuple[str, str], float] = {}
+    first_seen: Sightings = {}
     while clock() < deadline:
         try:
             found = source.list()
@@ -88,9 +89,11 @@ def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotoni
     return "waited"
 
 
-def _lasted(workload: Workload, problems: list[Unplaced], seen: dict[tuple[str, str], float], now: float) -> dict:
+def _lasted(workload: Workload, problems: list[Unplaced], seen: Sightings, now: float) -> Sightings:
     """The problems' first sightings, kept for those still seen; Refused for one seen LASTING_S."""
-    keys = {(p.pod, p.message.split(" preemption:")[0]): p for p in problems}
+    # A problem is the same while its pod, kind and subject are: the kubelet's reason flips
+    # between ErrImagePull and ImagePullBackOff, and its message with it.
+    keys = {(p.pod, p.why, p.message.split(":")[0]): p for p in problems}
     kept = {key: seen.get(key, now) for key in keys}
     for key, since in kept.items():
         if now - since >= LASTING_S:

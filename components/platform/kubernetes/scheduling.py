@@ -74,9 +74,16 @@ def unplaced(pods: Sequence[Mapping[str, Any]]) -> list[Unplaced]:
     return found
 
 
+def scheduler_reasons(message: str) -> str:
+    """The scheduler's reasons alone: "0/1 nodes are available: 1 Insufficient cpu." without what
+    follows (what its other plugins add, then the same again for preemption)."""
+    head, dot, _ = message.partition(". ")
+    return (head + dot).strip() if dot else message.split("preemption:")[0].strip()
+
+
 def lasting(message: str) -> bool:
     """Whether the scheduler's message names a reason that no waiting fixes."""
-    reasons = message.split("preemption:")[0]  # what follows repeats the reasons for preemption
+    reasons = scheduler_reasons(message)
     if any(taint in reasons for taint in PASSING_TAINTS) and "Insufficient " not in reasons:
         return False
     return any(phrase in reasons for phrase in LASTING)
@@ -144,7 +151,7 @@ def report(workload: Workload, problem: Unplaced) -> str:
     """One message: the workload, the pod, the scheduler's reason, and the settings to change."""
     if problem.why == UNSTARTED:
         return _report_unstarted(workload, problem)
-    reason = problem.message.split(" preemption:")[0].strip()
+    reason = scheduler_reasons(problem.message)
     fixes = []
     if "Insufficient cpu" in reason or "Insufficient memory" in reason:
         fixes.append(f"lower {workload.resources_key} (requests), or add nodes with room")

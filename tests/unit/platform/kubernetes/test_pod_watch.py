@@ -105,3 +105,17 @@ def test_a_pod_whose_image_or_init_container_fails_fails_the_watch_naming_it(ini
         watch(PROPS, Pods(stuck), clock, clock.pause)
     assert str(refused.value).startswith("the brokers of us: pod us-kafka-1 cannot start: init container rack")
     assert said in str(refused.value)
+
+
+def test_a_pull_that_flips_between_its_two_reasons_is_one_problem() -> None:
+    waiting = {"waiting": {"reason": "PodInitializing"}}
+    backoff = {"waiting": {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "mm2-iac/kafka:absent"'}}
+    pulling = {"waiting": {"reason": "ErrImagePull", "message": 'failed to pull "mm2-iac/kafka:absent"'}}
+    flips = [
+        [pod("us-kafka-0", node="n1", digest="d1", state=waiting, init={"state": reason})]
+        for reason in (pulling, backoff) * int(LASTING_S)
+    ]
+    clock = Clock()
+    with pytest.raises(Refused):
+        watch({**PROPS, "replicas": 1}, Pods(*flips), clock, clock.pause)
+    assert clock.now < LASTING_S + 2 * POLL_S

@@ -27,8 +27,8 @@ CPU = (
     "1 No preemption victims found for incoming pod."
 )
 ANTI = (
-    "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules. preemption: 0/1 nodes are "
-    "available: 1 No preemption victims found for incoming pod."
+    "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules. no new claims to deallocate, "
+    "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 )
 CLAIM = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: not eligible."
 NOT_READY = "0/3 nodes are available: 3 node(s) had untolerated taint {node.kubernetes.io/not-ready: }."
@@ -84,6 +84,7 @@ def test_the_report_names_the_workload_the_reason_and_the_settings() -> None:
     assert "Insufficient cpu." in text and "preemption" not in text
     assert "lower mm2-platform:kubernetes.kafka.resources (requests)" in text
     anti = report(workload, Unplaced("us-kafka-1", ANTI))
+    assert "cannot be scheduled: 0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules. Fix:" in anti
     assert "lower mm2:clusters.us.brokers, or add nodes" in anti
 
 
