@@ -150,6 +150,14 @@ def kubeconfig_paths(environ: Mapping[str, str]) -> list[Path]:
     return [Path(environ.get("HOME", str(Path.home()))) / ".kube" / "config"]
 
 
+def read_kubeconfig(environ: Mapping[str, str]) -> tuple[dict[str, Any], Path]:
+    """The kubeconfig files the provider reads, merged, and the folder their relative paths start
+    from (the first file's). OSError or yaml.YAMLError when one cannot be read."""
+    present = [p for p in kubeconfig_paths(environ) if p.is_file()]
+    config = merged([yaml.safe_load(p.read_text()) or {} for p in present])
+    return config, present[0].parent if present else Path.cwd()
+
+
 def _answers(server: Server) -> str | None:
     """None when the API server accepts a connection, else why not."""
     try:
@@ -218,9 +226,8 @@ def capacity_notes(
     """`capacity.capacity_warnings` for each context the stack deploys to whose nodes the API
     server lists; nothing where the kubeconfig or the nodes cannot be read (access_problems says
     why at the same preview)."""
-    present = [p for p in kubeconfig_paths(environ) if p.is_file()]
     try:
-        config = merged([yaml.safe_load(p.read_text()) or {} for p in present])
+        config, base = read_kubeconfig(environ)
     except (OSError, yaml.YAMLError):
         return []
     notes: list[str] = []
@@ -229,7 +236,7 @@ def capacity_notes(
         if isinstance(server, str):
             continue
         try:
-            nodes = get_json(config, server.context, "/api/v1/nodes", present[0].parent)
+            nodes = get_json(config, server.context, "/api/v1/nodes", base)
         except (Unsupported, OSError, ValueError):
             continue
         notes += capacity_warnings(server.context, demands(topology, settings, target.context), nodes)

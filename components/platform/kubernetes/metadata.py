@@ -14,8 +14,9 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 PART_OF = "mm2-replication"
 
 
-def config_hash(data: Mapping[str, str]) -> str:
-    """Pod-template annotation value: a changed ConfigMap rolls the pods that read it."""
+def config_hash(data: Mapping[str, Any]) -> str:
+    """Pod-template annotation value: a changed ConfigMap rolls the pods that read it (and the
+    digest of a pod template, scheduling.stamped)."""
     return hashlib.sha256(json.dumps(dict(data), sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -19,18 +19,17 @@ import os
 import time
 import urllib.parse
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import yaml
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from components.platform.kubernetes.access import kubeconfig_paths, merged
+from components.platform.kubernetes.access import read_kubeconfig
 from components.platform.kubernetes.api import Unsupported, get_json
 from components.platform.kubernetes.scheduling import (
     LASTING_S,
-    Unplaced,
+    Stuck,
     Workload,
     of_template,
     report,
@@ -39,22 +38,17 @@ from components.platform.kubernetes.scheduling import (
     unstarted,
 )
 from components.rpc_values import Refused
+from components.topology.objectives import parse_duration
 
 POLL_S = 2.0
 Sightings = dict[tuple[str, str, str], float]  # (pod, why, subject) -> when first seen
-
-
-def _seconds(duration: str) -> float:
-    return float(duration[:-1]) * {"s": 1, "m": 60, "h": 3600}[duration[-1]]
 
 
 class _Pods:
     """The workload's pods, read through the kubeconfig the kubernetes provider reads."""
 
     def __init__(self, props: Mapping[str, Any]) -> None:
-        paths = [p for p in kubeconfig_paths(os.environ) if p.is_file()]
-        self.config = merged([yaml.safe_load(p.read_text()) or {} for p in paths])
-        self.base = paths[0].parent if paths else Path.cwd()
+        self.config, self.base = read_kubeconfig(os.environ)
         self.context = str(props.get("context") or self.config.get("current-context") or "")
         selector = ",".join(f"{k}={v}" for k, v in sorted(props["selector"].items()))
         self.path = f"/api/v1/namespaces/{props['namespace']}/pods?labelSelector={urllib.parse.quote(selector)}"
@@ -71,7 +65,7 @@ def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotoni
     except (OSError, yaml.YAMLError):
         return "unread"
     workload = Workload(props["what"], props["resources_key"], props["count_key"], props.get("image_key", ""))
-    deadline = clock() + _seconds(props["bound"])
+    deadline = clock() + (parse_duration(props["bound"]) or 0)  # readyTimeout, checked with the settings
     first_seen: Sightings = {}
     while clock() < deadline:
         try:
@@ -89,7 +83,7 @@ def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotoni
     return "waited"
 
 
-def _lasted(workload: Workload, problems: list[Unplaced], seen: Sightings, now: float) -> Sightings:
+def _lasted(workload: Workload, problems: list[Stuck], seen: Sightings, now: float) -> Sightings:
     """The problems' first sightings, kept for those still seen; Refused for one seen LASTING_S."""
     # A problem is the same while its pod, kind and subject are: the kubelet's reason flips
     # between ErrImagePull and ImagePullBackOff, and its message with it.

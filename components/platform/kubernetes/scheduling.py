@@ -15,11 +15,11 @@ keeps failing (the brokers' rack reader on a node without a zone, rack.py).
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from components.platform.kubernetes.metadata import config_hash
 
 LASTING_S = 20.0
 # On a workload's pod template: the digest of the template itself, so a watch tells the pods of
@@ -51,15 +51,15 @@ PASSING_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachabl
 
 
 @dataclass(frozen=True)
-class Unplaced:
-    """A pod the scheduler reported it cannot place, and why."""
+class Stuck:
+    """A pod that cannot be placed (the scheduler's reason) or started (the kubelet's), and why."""
 
     pod: str
     message: str
     why: str = UNPLACED
 
 
-def unplaced(pods: Sequence[Mapping[str, Any]]) -> list[Unplaced]:
+def unplaced(pods: Sequence[Mapping[str, Any]]) -> list[Stuck]:
     """Every pod of `pods` (API Pod objects) that the scheduler marked Unschedulable for a lasting reason."""
     found = []
     for pod in pods:
@@ -70,7 +70,7 @@ def unplaced(pods: Sequence[Mapping[str, Any]]) -> list[Unplaced]:
                 and condition.get("reason") == "Unschedulable"
                 and lasting(str(condition.get("message") or ""))
             ):
-                found.append(Unplaced(pod["metadata"]["name"], str(condition["message"])))
+                found.append(Stuck(pod["metadata"]["name"], str(condition["message"])))
     return found
 
 
@@ -89,7 +89,7 @@ def lasting(message: str) -> bool:
     return any(phrase in reasons for phrase in LASTING)
 
 
-def unstarted(pods: Sequence[Mapping[str, Any]]) -> list[Unplaced]:
+def unstarted(pods: Sequence[Mapping[str, Any]]) -> list[Stuck]:
     """Every placed pod of `pods` whose container waits for a reason in STUCK_WAITING, or whose
     init container keeps failing (with the message it ended with)."""
     found = []
@@ -106,7 +106,7 @@ def unstarted(pods: Sequence[Mapping[str, Any]]) -> list[Unplaced]:
                     said = f"{kind} {container['name']} fails: {ended.get('message') or ended.get('exitCode')}"
                 else:
                     continue
-                found.append(Unplaced(pod["metadata"]["name"], said.strip(), UNSTARTED))
+                found.append(Stuck(pod["metadata"]["name"], said.strip(), UNSTARTED))
     return found
 
 
@@ -117,17 +117,12 @@ def started(pod: Mapping[str, Any]) -> bool:
     return len(statuses) >= wanted and all("running" in (c.get("state") or {}) for c in statuses)
 
 
-def scheduled(pods: Sequence[Mapping[str, Any]]) -> int:
-    """How many of `pods` are placed on a node."""
-    return sum(1 for pod in pods if (pod.get("spec") or {}).get("nodeName"))
-
-
 def stamped(workload: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     """The workload (a StatefulSet or Deployment manifest) with its pod template's digest as the
     template's TEMPLATE_ANNOTATION, and the digest."""
     out = copy.deepcopy(dict(workload))
     template = out["spec"]["template"]
-    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:16]
+    digest = config_hash(template)
     template.setdefault("metadata", {}).setdefault("annotations", {})[TEMPLATE_ANNOTATION] = digest
     return out, digest
 
@@ -147,7 +142,7 @@ class Workload:
     image_key: str = ""  # the setting of its image
 
 
-def report(workload: Workload, problem: Unplaced) -> str:
+def report(workload: Workload, problem: Stuck) -> str:
     """One message: the workload, the pod, the scheduler's reason, and the settings to change."""
     if problem.why == UNSTARTED:
         return _report_unstarted(workload, problem)
@@ -167,7 +162,7 @@ def report(workload: Workload, problem: Unplaced) -> str:
     )
 
 
-def _report_unstarted(workload: Workload, problem: Unplaced) -> str:
+def _report_unstarted(workload: Workload, problem: Stuck) -> str:
     said = f"{workload.what}: pod {problem.pod} {UNSTARTED}: {problem.message}"
     if "Fix:" in problem.message:  # the container's own message names it (the rack reader's does)
         return said

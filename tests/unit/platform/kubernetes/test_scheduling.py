@@ -9,12 +9,11 @@ import pytest
 
 from components.platform.kubernetes.scheduling import (
     TEMPLATE_ANNOTATION,
-    Unplaced,
+    Stuck,
     Workload,
     lasting,
     of_template,
     report,
-    scheduled,
     stamped,
     started,
     unplaced,
@@ -73,17 +72,16 @@ def test_only_reasons_no_waiting_fixes_are_lasting(message: str, expected: bool)
 
 def test_unplaced_names_the_pods_with_a_lasting_reason() -> None:
     pods = [pod("us-kafka-0", node="n1"), pod("us-kafka-1", CPU), pod("us-kafka-2", CLAIM)]
-    assert unplaced(pods) == [Unplaced("us-kafka-1", CPU)]
-    assert scheduled(pods) == 1
+    assert unplaced(pods) == [Stuck("us-kafka-1", CPU)]
 
 
 def test_the_report_names_the_workload_the_reason_and_the_settings() -> None:
     workload = Workload("the brokers of us", "mm2-platform:kubernetes.kafka.resources", "mm2:clusters.us.brokers")
-    text = report(workload, Unplaced("us-kafka-1", CPU))
+    text = report(workload, Stuck("us-kafka-1", CPU))
     assert text.startswith("the brokers of us: pod us-kafka-1 cannot be scheduled: 0/1 nodes are available: 1 ")
     assert "Insufficient cpu." in text and "preemption" not in text
     assert "lower mm2-platform:kubernetes.kafka.resources (requests)" in text
-    anti = report(workload, Unplaced("us-kafka-1", ANTI))
+    anti = report(workload, Stuck("us-kafka-1", ANTI))
     assert "cannot be scheduled: 0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules. Fix:" in anti
     assert "lower mm2:clusters.us.brokers, or add nodes" in anti
 
