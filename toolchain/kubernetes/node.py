@@ -83,6 +83,7 @@ from toolchain.kubernetes.node_base import (  # noqa: F401 (re-exported: bin/kub
     Layout,
     Node,
     cluster_nodes,
+    instances,
     layout_from_env,
     node_limit,
     run,
@@ -213,8 +214,7 @@ def recorded_nodes(lay: Layout) -> tuple[Node, ...]:
 
 
 def is_up(lay: Layout, nodes: Sequence[Node]) -> bool:
-    daemons = [d for d in DAEMONS if d not in NODE_DAEMONS]
-    daemons += [n.daemon(d) for n in nodes for d in NODE_DAEMONS]
+    daemons = [d for name in DAEMONS for d in instances(name, nodes)]
     return all(daemon_pid(lay, d) for d in daemons) and all(node_ready(lay, n) for n in nodes)
 
 
@@ -245,8 +245,9 @@ def up(lay: Layout, count: int | None = None) -> int:
     for node in nodes:
         node_net.make_cgroup_root(node)
     _control_plane(lay)
+    pause = _pause_image(lay)
     for node in nodes:
-        _start_node(lay, node)
+        _start_node(lay, node, pause)
     for node in nodes:
         kubelet_log = lay.log(node.daemon("kubelet"))
         wait_for(f"node {node.name} Ready", functools.partial(node_ready, lay, node), UP_TIMEOUT, kubelet_log)
@@ -282,8 +283,9 @@ def _control_plane(lay: Layout) -> None:
     start(lay, "kube-scheduler")
 
 
-def _start_node(lay: Layout, node: Node) -> None:
-    """A node's container runtime with the pause image, then its kubelet (which registers it)."""
+def _start_node(lay: Layout, node: Node, pause: Path) -> None:
+    """A node's container runtime with the pause image (`pause`, its archive), then its kubelet
+    (which registers it)."""
     start(lay, "containerd", node)
     socket_path = lay.node_containerd_socket(node)
     wait_for(
@@ -292,7 +294,7 @@ def _start_node(lay: Layout, node: Node) -> None:
         UP_TIMEOUT,
         lay.log(node.daemon("containerd")),
     )
-    imported(lay, [_pause_image(lay)], [node])  # before the kubelet: nothing lists it yet
+    imported(lay, [pause], [node])  # before the kubelet: nothing lists it yet
     start(lay, "kubelet", node)
 
 
@@ -436,8 +438,7 @@ def down(lay: Layout) -> int:
         # SIGTERM: killed at once.
         stop_pids(pods, "the pods' processes", graceful=False)
     for name in reversed(DAEMONS):
-        instances = [n.daemon(name) for n in nodes] if name in NODE_DAEMONS else [name]
-        pids = [pid for pid in map(lambda d: daemon_pid(lay, d), instances) if pid]
+        pids = [pid for pid in (daemon_pid(lay, d) for d in instances(name, nodes)) if pid]
         if pids:
             stop_pids(pids, name)
     left = stray_pids(lay)
@@ -457,7 +458,7 @@ def status(lay: Layout) -> int:
     ok = True
     nodes = recorded_nodes(lay)
     for name in DAEMONS:
-        for instance in [n.daemon(name) for n in nodes] if name in NODE_DAEMONS else [name]:
+        for instance in instances(name, nodes):
             pid = daemon_pid(lay, instance)
             ok &= pid is not None
             print(f"{instance:24} {'running, pid ' + str(pid) if pid else 'not running'}")

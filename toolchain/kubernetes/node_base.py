@@ -107,6 +107,11 @@ def cluster_nodes(count: int) -> tuple[Node, ...]:
     return tuple(Node(i) for i in range(1, count + 1))
 
 
+def instances(name: str, nodes: Sequence[Node]) -> list[str]:
+    """The pid-file names of daemon `name`: one per node for NODE_DAEMONS, else the first node's alone."""
+    return [n.daemon(name) for n in nodes] if name in NODE_DAEMONS else [name]
+
+
 def node_limit(mem_total_bytes: int) -> int:
     """How many nodes this machine holds: NODE_MEMORY_GIB of its memory each, at most MAX_NODES."""
     return max(1, min(MAX_NODES, mem_total_bytes // (NODE_MEMORY_GIB * 2**30)))
