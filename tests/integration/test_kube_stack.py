@@ -1,16 +1,17 @@
 """The kubernetes platform deployed for real: `pulumi up` of a stack shaped like Pulumi.prod.yaml
 (two SASL_SSL Kafka clusters on StatefulSets, a Connect Deployment with REST basic auth next to
-each, one flow each way with reverse heartbeats and the auto-restart watcher) onto bin/kube's node
-through the real pulumi-kubernetes provider, in a namespace that enforces Pod Security
+each, one flow each way with reverse heartbeats and the auto-restart watcher) onto bin/kube's three
+nodes in three zones through the real pulumi-kubernetes provider, in a namespace that enforces Pod Security
 "restricted". The test makes the TLS Secrets as cert-manager would and gives every password in
 mm2:secrets.
 
 The host reaches each cluster at its external listener on node ports (`bootstrap`, 127.0.0.1,
 verified with `caLocation`) and each group's REST API at its node port (`url`); the workers reach
 the brokers at the in-cluster Services (`internalBootstrap`). Checked: every pod admitted under
-"restricted", Running and Ready, records copied both ways, a broker pod deleted by hand back with its data and the flow
-catching up, a change Kubernetes forbids in place refused at preview (and at up) before anything
-changed, a worker setting rolled one pod at a time under a stream with nothing lost (the longest
+"restricted", Running and Ready, us's three brokers one per zone with their zone as `broker.rack`,
+records copied both ways, a broker pod deleted by hand back with its data and the flow catching up,
+a change Kubernetes forbids in place refused at preview (and at up) before anything changed, a
+worker setting rolled one pod at a time under a stream with nothing lost (the longest
 gap printed), the Spark stage and `bin/status` passing against those addresses, and `pulumi
 destroy` leaving nothing of the stack in its namespace. Then an image the node lacks is named at
 preview, and on the node unlabelled as one that pulls, `up` reports the pod's pull error within
@@ -23,8 +24,9 @@ the rules: MM2FlowLagAboveRPO fires while a flow is paused and clears once it re
 kube-router enforces the NetworkPolicies: from a pod that is none of the stack's, the brokers'
 controller port and the workers' REST port (`restFrom`) are refused.
 
-Scaled to this machine (#25): one broker per cluster and one or two workers per group. Part of the
-Kubernetes lane (tests/integration/kube.py).
+Scaled to this machine (#25): us as in production (3 brokers, replication factor 3,
+min.insync.replicas 2), eu one broker, one or two workers per group. Part of the Kubernetes lane
+(tests/integration/kube.py).
 """
 
 from __future__ import annotations
@@ -41,11 +43,7 @@ from typing import Any
 import httpx
 import pytest
 
-from components.monitoring.jmx_exporter import RECORD_COUNT
 from components.platform.image_layout import NO_PULLS_LABEL
-from components.platform.kubernetes.metadata import container_security, pod_security
-from components.platform.kubernetes.monitoring import METRICS_PORT
-from components.topology.runtime_config import KUBERNETES_REST_PORT
 from tests.integration.connect_rest import pause_connector
 from tests.integration.harness import (
     ROOT,
@@ -74,19 +72,25 @@ from tests.integration.kube import (
     stack_config,
     up_streamed,
 )
+from tests.integration.kube_checks import (
+    broker_racks,
+    lag_alert,
+    metrics_are_served_and_their_kinds_accepted,
+    network_policy_is_enforced,
+    pods,
+    prometheus_scrapes_the_stack,
+    ready,
+)
 from tests.integration.streaming import streamed_during
-from toolchain.kubernetes.prometheus import NAMESPACE as MONITORING
-from toolchain.kubernetes.prometheus import PROMETHEUS_SERVICE
 
 pytestmark = LANE
 RECORDS = 200
-RUNTIME_PROPS = "/opt/mm2/runtime/server.properties"  # what the broker started with (its start script writes it)
-PROMETHEUS_PROXY = f"/api/v1/namespaces/{MONITORING}/services/{PROMETHEUS_SERVICE}:web/proxy"
+ZONES = ["zone-a", "zone-b", "zone-c"]  # bin/kube's nodes, one broker of us on each
 
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[str]:
-    """bin/kube's node with the project's images loaded and the stack's namespace; down after."""
+    """bin/kube's three nodes with the project's images loaded and the stack's namespace; down after."""
     archives = [str(image_archive(KAFKA_TAG)), str(image_archive(WATCHER_TAG))]
     with node_lock():
         yield from _node(archives)
@@ -94,7 +98,7 @@ def node() -> Iterator[str]:
 
 def _node(archives: list[str]) -> Iterator[str]:
     try:
-        started = kube("up")
+        started = kube("up", "--nodes", str(len(ZONES)))
         assert started.returncode == 0, started.stderr
         kubeconfig = started.stdout.strip()
         loaded = kube("load", *archives)
@@ -142,20 +146,6 @@ def restricted_is_enforced(kubeconfig: str) -> None:
     assert tried.returncode != 0 and 'violates PodSecurity "restricted' in tried.stderr, tried.stdout + tried.stderr
 
 
-def pods(kubeconfig: str) -> list[dict[str, Any]]:
-    shown = kubectl(kubeconfig, "-n", NAMESPACE, "get", "pods", "-o", "json")
-    assert shown.returncode == 0, shown.stderr
-    items: list[dict[str, Any]] = json.loads(shown.stdout)["items"]
-    return items
-
-
-def ready(pod: dict[str, Any]) -> bool:
-    conditions = pod.get("status", {}).get("conditions") or []
-    return pod["status"].get("phase") == "Running" and any(
-        c["type"] == "Ready" and c["status"] == "True" for c in conditions
-    )
-
-
 def produce(outputs: dict[str, Any], alias: str, prefix: str) -> set[bytes]:
     """RECORDS keyed records `<prefix>-<i>` into `orders` on `alias` (its external listener); their keys."""
     return set(produce_batch(outputs, alias, "orders", [f"{prefix}-{i}".encode() for i in range(RECORDS)]))
@@ -191,131 +181,6 @@ def broker_recovers_with_its_data(node: str, outputs: dict[str, Any], before: se
     assert after <= arrived, f"{len(after - arrived)} record(s) written after the restart not copied"
 
 
-def metrics_are_served_and_their_kinds_accepted(node: str) -> None:
-    """Each group's ServiceMonitors (workers, lag exporter) and PrometheusRule exist, accepted
-    against the Prometheus Operator's schemas, and the endpoints they name serve the metrics the
-    alert rules read: the workers' JMX exporter and the lag exporter."""
-    shown = kubectl(node, "-n", NAMESPACE, "get", "servicemonitors,prometheusrules", "-o", "name")
-    assert shown.returncode == 0, shown.stderr
-    kinds = set(shown.stdout.split())
-    for group in REST:
-        expected = {
-            f"servicemonitor.monitoring.coreos.com/{group}-connect",
-            f"servicemonitor.monitoring.coreos.com/{group}-lag-exporter",
-            f"prometheusrule.monitoring.coreos.com/{group}-connect-mm2-alerts",
-        }
-        assert expected <= kinds, (expected - kinds, kinds)
-    last = [""]
-
-    def serves(service: str, metric: str) -> bool:
-        proxied = f"/api/v1/namespaces/{NAMESPACE}/services/{service}:metrics/proxy/metrics"
-        got = kubectl(node, "get", "--raw", proxied)
-        last[0] = got.stdout[-2000:] + got.stderr[-1000:]
-        return got.returncode == 0 and any(line.startswith(metric) for line in got.stdout.splitlines())
-
-    # to-eu runs us->eu's source connector, to-us eu->us's; both have copied records by now.
-    endpoints = [(f"{g}-connect-metrics", RECORD_COUNT) for g in REST]
-    endpoints += [(f"{g}-lag-exporter", "mm2_flow_lag_records") for g in REST]
-    for service, metric in endpoints:
-        try:
-            wait_until(lambda s=service, m=metric: serves(s, m), 90, f"{metric} from {service}", poll_s=3)
-        except AssertionError:
-            raise AssertionError(f"{service} never served {metric}; last:\n{last[0]}") from None
-
-
-PROBE = """
-import json, socket, sys
-result = {}
-for name, host, port in json.loads(sys.argv[1]):
-    try:
-        socket.create_connection((host, port), timeout=5).close()
-        result[name] = "open"
-    except OSError as refused:
-        result[name] = type(refused).__name__
-print(json.dumps(result))
-"""
-
-
-def reached_from_a_foreign_pod(node: str, targets: list[tuple[str, str, int]]) -> dict[str, str]:
-    """What a pod of the stack's namespace that is none of the stack's pods can open: for each
-    (name, pod IP, port), "open" or the error its connection got."""
-    probe = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "netpol-probe", "namespace": NAMESPACE, "labels": {"app": "netpol-probe"}},
-        "spec": {
-            "restartPolicy": "Never",
-            "securityContext": pod_security(),
-            "containers": [
-                {
-                    "name": "probe",
-                    "image": WATCHER_TAG,
-                    "command": ["python3", "-c", PROBE, json.dumps(targets)],
-                    "securityContext": container_security(),
-                }
-            ],
-        },
-    }
-    made = kubectl(node, "apply", "-f", "-", stdin=json.dumps(probe))
-    assert made.returncode == 0, made.stderr
-    try:
-        phase = "{.status.phase}"
-        wait_until(
-            lambda: (
-                kubectl(node, "-n", NAMESPACE, "get", "pod", "netpol-probe", "-o", f"jsonpath={phase}").stdout
-                in ("Succeeded", "Failed")
-            ),
-            90,
-            "the probe pod done",
-        )
-        logs = kubectl(node, "-n", NAMESPACE, "logs", "netpol-probe")
-        assert logs.returncode == 0, logs.stderr
-        found: dict[str, str] = json.loads(logs.stdout.strip().splitlines()[-1])
-        return found
-    finally:
-        kubectl(node, "-n", NAMESPACE, "delete", "pod", "netpol-probe", "--wait=false")
-
-
-def prometheus_api(node: str, path: str) -> Any:
-    """GET the node's Prometheus (bin/kube prometheus) through the API server's Service proxy."""
-    got = kubectl(node, "get", "--raw", f"{PROMETHEUS_PROXY}{path}")
-    assert got.returncode == 0, got.stderr
-    return json.loads(got.stdout)["data"]
-
-
-def prometheus_scrapes_the_stack(node: str) -> None:
-    """The operator's Prometheus found each group's ServiceMonitors (workers, lag exporter) by
-    themselves, scrapes their targets (up), and loaded the group's PrometheusRule."""
-    pools = {f"serviceMonitor/{NAMESPACE}/{g}-{kind}/0" for g in REST for kind in ("connect", "lag-exporter")}
-    last: list[Any] = [None]
-
-    def all_up() -> bool:
-        targets = prometheus_api(node, "/api/v1/targets?state=active")["activeTargets"]
-        last[0] = [(t["scrapePool"], t["health"], t.get("lastError")) for t in targets]
-        up = {t["scrapePool"] for t in targets if t["health"] == "up"}
-        return pools <= up
-
-    try:
-        wait_until(all_up, 180, "Prometheus scraping every ServiceMonitor of the stack", poll_s=3)
-    except AssertionError:
-        raise AssertionError(f"targets not all up: {last[0]}") from None
-    rules = prometheus_api(node, "/api/v1/rules?type=alert")["groups"]
-    names = {rule["name"] for group in rules for rule in group["rules"]}
-    assert {"MM2FlowLagAboveRPO", "MM2ConnectorFailed"} <= names, sorted(names)
-    print(f"[kube stack] Prometheus (operator) scrapes {len(last[0])} targets, {len(names)} alert rules loaded")
-
-
-def lag_alert(node: str) -> str | None:
-    """The state of MM2FlowLagAboveRPO for flow eu->us in the operator's Prometheus, or None."""
-    alerts = prometheus_api(node, "/api/v1/alerts")["alerts"]
-    states = [
-        a["state"]
-        for a in alerts
-        if a["labels"].get("alertname") == "MM2FlowLagAboveRPO" and a["labels"].get("flow") == "eu->us"
-    ]
-    return states[0] if states else None
-
-
 def pause_flow(outputs: dict[str, Any], flow: str, action: str) -> None:
     """`pause` (until its tasks are paused) or `resume` the flow's source connector through its
     group's REST API."""
@@ -326,34 +191,6 @@ def pause_flow(outputs: dict[str, Any], flow: str, action: str) -> None:
         pause_connector(url, source, auth)
     else:
         httpx.put(f"{url}/connectors/{source}/{action}", auth=auth, timeout=10).raise_for_status()
-
-
-def network_policy_is_enforced(node: str) -> None:
-    """kube-router enforces the stack's NetworkPolicies: from a pod that is none of the stack's,
-    a broker's client port and a worker's metrics port open, while the brokers' controller port
-    and (restFrom) the workers' REST port are refused. The workers reach the brokers and each
-    other meanwhile: records were copied both ways through them."""
-    shown = {p["metadata"]["name"]: p for p in pods(node)}
-    broker = shown["us-kafka-0"]["status"]["podIP"]
-    worker = next(
-        p["status"]["podIP"]
-        for p in shown.values()
-        if p["metadata"]["labels"].get("app.kubernetes.io/name") == "kafka-connect"
-    )
-    targets = [
-        ("broker client", broker, 9092),
-        ("broker controller", broker, 9093),
-        ("worker rest", worker, KUBERNETES_REST_PORT),
-        ("worker metrics", worker, METRICS_PORT),
-    ]
-    found = reached_from_a_foreign_pod(node, targets)
-    print(f"[kube stack] from a foreign pod: {found}")
-    assert found == {
-        "broker client": "open",
-        "broker controller": "ConnectionRefusedError",
-        "worker rest": "ConnectionRefusedError",
-        "worker metrics": "open",
-    }
 
 
 def forbidden_change_is_refused_at_preview(node: str, stack: TestStack) -> None:
@@ -428,16 +265,17 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     stack.up()
     took = time.monotonic() - started
     shown = pods(node)
-    print(f"\n[kube stack] pulumi up {took:.0f}s: {', '.join(p['metadata']['name'] for p in shown)}")
-    # Two brokers, three workers, a lag exporter and a watcher per group: all Running and Ready.
-    assert len(shown) == 9 and all(ready(p) for p in shown), [
+    placed = ", ".join(f"{p['metadata']['name']}@{p['spec'].get('nodeName')}" for p in shown)
+    print(f"\n[kube stack] pulumi up {took:.0f}s: {placed}")
+    # Four brokers, three workers, a lag exporter and a watcher per group: all Running and Ready.
+    assert len(shown) == 11 and all(ready(p) for p in shown), [
         (p["metadata"]["name"], p["status"].get("phase")) for p in shown
     ]
-
-    restricted_is_enforced(node)  # so the nine pods above were admitted under "restricted"
-    for alias in EXTERNAL:  # each broker's rack is its node's zone, read by its init container
-        config = kubectl(node, "-n", NAMESPACE, "exec", f"{alias}-kafka-0", "-c", "kafka", "--", "cat", RUNTIME_PROPS)
-        assert "broker.rack=zone-a" in config.stdout.splitlines(), config.stdout + config.stderr
+    restricted_is_enforced(node)  # so the eleven pods above were admitted under "restricted"
+    # One us broker per node, so per zone; each broker's rack is its node's zone (its init container).
+    racks = broker_racks(node)
+    assert all(rack == zone for rack, zone in racks.values()), racks
+    assert sorted(rack for name, (rack, _) in racks.items() if name.startswith("us-")) == ZONES, racks
     outputs = stack.outputs()
     assert outputs["clusters"]["us"]["bootstrap"] == "127.0.0.1:30090"
     written = {}
@@ -560,16 +398,16 @@ def test_a_missing_image_is_named_at_preview_and_up_reports_it_within_the_bound(
         kubectl(node, "delete", "namespace", namespace, "--wait=false")
 
 
-def test_a_stack_larger_than_the_node_is_warned_at_preview_and_up_names_the_scheduler_reason(
+def test_a_stack_larger_than_the_nodes_is_warned_at_preview_and_up_names_the_scheduler_reason(
     node: str, tmp_path: Path
 ) -> None:
-    """Three brokers (one per host) on the one node: the preview says so, naming the node count;
+    """Four brokers (one per host) on the three nodes: the preview says so, naming the node count;
     `up` anyway reports the pods the scheduler cannot place with its reason and the setting to
     change as soon as the reason has lasted (components/platform/kubernetes/pod_watch.py), well
     before readyTimeout, where pulumi-kubernetes names only the pods' readiness."""
     namespace = "mm2-big"
     config = one_cluster_config(namespace)
-    config["config"]["mm2:clusters"]["bad"]["brokers"] = 3
+    config["config"]["mm2:clusters"]["bad"]["brokers"] = len(ZONES) + 1
     config["config"]["mm2-platform:kubernetes"]["readyTimeout"] = "90s"
     stack = TestStack(tmp_path / "big", config)
     stack.env["KUBECONFIG"] = node
@@ -578,15 +416,15 @@ def test_a_stack_larger_than_the_node_is_warned_at_preview_and_up_names_the_sche
     try:
         previewed = stack.pulumi("preview")
         text = " ".join((previewed.stdout + previewed.stderr).split())  # the CLI wraps long lines
-        assert "3 broker(s) of bad need 3 nodes (one broker per host, required anti-affinity)" in text, text[-3000:]
-        assert "context 'mm2-kube' (1 schedulable node(s)) has 1: 2 would stay Pending" in text, text[-3000:]
+        assert "4 broker(s) of bad need 4 nodes (one broker per host, required anti-affinity)" in text, text[-3000:]
+        assert "context 'mm2-kube' (3 schedulable node(s)) has 3: 1 would stay Pending" in text, text[-3000:]
 
         code, lines = up_streamed(stack)
         text = " ".join("".join(line for _, line in lines).split())
         assert code != 0
         reason = (
-            r"the brokers of bad: pod bad-kafka-[0-2] cannot be scheduled: 0/1 nodes are available: "
-            r"1 node\(s\) didn't match pod anti-affinity rules\. Fix: each pod needs a node of its own: "
+            r"the brokers of bad: pod bad-kafka-[0-3] cannot be scheduled: 0/3 nodes are available: "
+            r"3 node\(s\) didn't match pod anti-affinity rules\. Fix: each pod needs a node of its own: "
             r"lower mm2:clusters\.bad\.brokers, or add nodes"
         )
         assert re.search(reason, text), text[-4000:]
