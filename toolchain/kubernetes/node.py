@@ -5,6 +5,8 @@
     bin/kube down               stop every process, unmount, delete its namespaces and state folder
     bin/kube status             one line per part; exit 1 unless every part is up
     bin/kube load ARCHIVE...    import docker-archive images into every node's containerd
+    bin/kube lose-node N        kill every process of node N at once (N >= 2), as a power cut would
+    bin/kube start-node N       start node N again on the state it kept
 
 Each node (its containerd with runc and the CNI bridge, its kubelet, kube-proxy and kube-router,
 and its pods) runs inside a network namespace and a mount namespace of its own that `up` creates;
@@ -20,9 +22,10 @@ The host reaches the API server through a forwarder on 127.0.0.1 (`MM2_KUBE_API_
 node.
 A node's mount namespace keeps what it mounts (container root filesystems, volumes, the pods'
 network namespace pins) and the files it would otherwise write under /run, /var/lib and /var/log
-off the host; it goes away with the node's last process. The kubelet reads the three kernel
-settings it insists on from files mounted over them inside that namespace: it would otherwise
-write them for the whole machine.
+off the host; a bind mount in the node's folder keeps it, so a node lost and started again
+(`lose-node`, `start-node`) finds its containers' state and its pods' volumes, until `down`.
+The kubelet reads the three kernel settings it insists on from files mounted over them inside
+that namespace: it would otherwise write them for the whole machine.
 
 State lives in `<repo>/.mm2/kube` (`MM2_KUBE_DIR`); the binaries come from
 `bin/bootstrap --kubernetes` (`MM2_KUBE_BIN`). Every wait is a bounded poll on its condition
@@ -306,18 +309,7 @@ def _cluster_services(lay: Layout, nodes: Sequence[Node]) -> None:
     for daemon in ("coredns", "provisioner", "nodeports"):
         start(lay, daemon)
     for node in nodes:
-        wait_for(
-            f"kube-proxy of {node.name} synced (Services reachable)",
-            functools.partial(node_http_ok, "http://127.0.0.1:10256/healthz", node),
-            UP_TIMEOUT,
-            lay.log(node.daemon("kube-proxy")),
-        )
-        wait_for(
-            f"kube-router of {node.name} synced (NetworkPolicy enforced)",
-            functools.partial(node_http_ok, f"http://127.0.0.1:{KUBE_ROUTER_HEALTH_PORT}/healthz", node),
-            UP_TIMEOUT,
-            lay.log(node.daemon("kube-router")),
-        )
+        _proxies_synced(lay, node)
     wait_for(
         "CoreDNS ready (cluster names resolve)",
         lambda: node_http_ok("http://127.0.0.1:8181/ready"),
@@ -332,6 +324,68 @@ def _cluster_services(lay: Layout, nodes: Sequence[Node]) -> None:
         UP_TIMEOUT,
         lay.log("kube-controller-manager"),
     )
+
+
+def _proxies_synced(lay: Layout, node: Node) -> None:
+    wait_for(
+        f"kube-proxy of {node.name} synced (Services reachable)",
+        functools.partial(node_http_ok, "http://127.0.0.1:10256/healthz", node),
+        UP_TIMEOUT,
+        lay.log(node.daemon("kube-proxy")),
+    )
+    wait_for(
+        f"kube-router of {node.name} synced (NetworkPolicy enforced)",
+        functools.partial(node_http_ok, f"http://127.0.0.1:{KUBE_ROUTER_HEALTH_PORT}/healthz", node),
+        UP_TIMEOUT,
+        lay.log(node.daemon("kube-router")),
+    )
+
+
+# --- a node lost and back -------------------------------------------------------------------------
+
+
+def _other_node(lay: Layout, index: int) -> Node:
+    """Node `index` of the running cluster, which must not be the first (it holds the control plane)."""
+    nodes = recorded_nodes(lay)
+    if not lay.root.exists() or not 2 <= index <= len(nodes):
+        raise KubeError(
+            f"node {index}: the cluster runs {len(nodes) if lay.root.exists() else 0} node(s), and the first holds "
+            "the control plane. Fix: name a node from 2 on, of a cluster from bin/kube up --nodes 3."
+        )
+    return nodes[index - 1]
+
+
+def lose_node(lay: Layout, index: int) -> int:
+    """Node `index` lost as in a power cut: every process of it killed at once (its daemons, its
+    pods and their container shims), while its state, volumes and namespaces stay for `start-node`."""
+    node = _other_node(lay, index)
+    shim_marker = str(lay.node_containerd_socket(node))
+    pids = {pid for pid in (daemon_pid(lay, node.daemon(d)) for d in NODE_DAEMONS) if pid}
+    pids |= node_net.cgroup_pids(node)
+    pids |= {int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and shim_marker in _cmdline(int(e.name))}
+    stop_pids(pids, f"node {node.name}", graceful=False)
+    say(
+        f"node {node.name} ({node.zone}) lost: {len(pids)} processes killed; bin/kube start-node {index} brings it back"
+    )
+    return 0
+
+
+def start_node(lay: Layout, index: int) -> int:
+    """Node `index` back after `lose-node`: its runtime, kubelet and proxies on the state it kept."""
+    node = _other_node(lay, index)
+    running = [d for d in NODE_DAEMONS if daemon_pid(lay, node.daemon(d))]
+    if running:
+        raise KubeError(f"node {node.name} runs already ({', '.join(running)}). Fix: bin/kube lose-node {index} first.")
+    t0 = time.monotonic()
+    node_net.make_cgroup_root(node)
+    _start_node(lay, node, _pause_image(lay))
+    start(lay, "kube-proxy", node)
+    start(lay, "kube-router", node)
+    kubelet_log = lay.log(node.daemon("kubelet"))
+    wait_for(f"node {node.name} Ready", functools.partial(node_ready, lay, node), UP_TIMEOUT, kubelet_log)
+    _proxies_synced(lay, node)
+    say(f"node {node.name} ({node.zone}) back in {time.monotonic() - t0:.1f}s")
+    return 0
 
 
 def _preflight(lay: Layout) -> None:
@@ -507,6 +561,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     loader.add_argument("archives", nargs="*", type=Path)
     sub.add_parser("prometheus", help="run the Prometheus Operator and a Prometheus of every ServiceMonitor and rule")
+    for command, said in (
+        ("lose-node", "kill every process of node N at once, as a power cut"),
+        ("start-node", "start node N again after lose-node"),
+    ):
+        sub.add_parser(command, help=said).add_argument(
+            "node", type=int, metavar="N", help="2 or more (the first holds the control plane)"
+        )
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         parser.error("needs root (network and mount namespaces, cgroups); run it with sudo")
@@ -517,6 +578,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return down(LAYOUT)
         if args.command == "status":
             return status(LAYOUT)
+        if args.command in ("lose-node", "start-node"):
+            return (lose_node if args.command == "lose-node" else start_node)(LAYOUT, args.node)
         if args.command == "prometheus":
             from toolchain.kubernetes import prometheus  # it imports this module
 

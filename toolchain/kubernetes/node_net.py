@@ -132,10 +132,11 @@ def cgroup_roots() -> list[Path]:
     ]
 
 
-def cgroup_pids() -> set[int]:
-    """The processes in the nodes' cgroups: their pods'."""
+def cgroup_pids(node: Node | None = None) -> set[int]:
+    """The processes in the nodes' cgroups (`node`'s alone when given): their pods'."""
     pids: set[int] = set()
-    for root in cgroup_roots():
+    roots = cgroup_roots() if node is None else [h / node.cgroup_root for h in cgroup_hierarchies()]
+    for root in roots:
         for procs in root.glob("**/cgroup.procs"):
             with contextlib.suppress(OSError):
                 pids.update(int(p) for p in procs.read_text().split())

@@ -188,3 +188,26 @@ def test_the_node_limit_follows_memory() -> None:
     assert node_base.node_limit(24 * gib) == 6
     assert node_base.node_limit(2 * gib) == 1
     assert node_base.node_limit(1024 * gib) == node_base.MAX_NODES
+
+
+@pytest.mark.parametrize(("nodes", "index"), [(3, 1), (3, 4), (1, 2), (3, 0)])
+def test_losing_the_first_node_or_one_the_cluster_lacks_is_refused(layout: node.Layout, nodes: int, index: int) -> None:
+    layout.count_file.write_text(f"{nodes}\n")
+    for act in (node.lose_node, node.start_node):
+        with pytest.raises(
+            node.KubeError, match=rf"node {index}: the cluster runs {nodes} node\(s\).*Fix: name a node from 2"
+        ):
+            act(layout, index)
+
+
+def test_losing_a_node_when_none_runs_is_refused(tmp_path: Path) -> None:
+    lay = node.Layout(root=tmp_path / "absent", bin=tmp_path / "bin", api_port=16443)
+    with pytest.raises(node.KubeError, match="the cluster runs 0 node"):
+        node.lose_node(lay, 2)
+
+
+def test_a_node_that_runs_is_not_started_again(layout: node.Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    layout.count_file.write_text("3\n")
+    monkeypatch.setattr(node, "daemon_pid", lambda lay, name: 4242 if name == "kubelet-2" else None)
+    with pytest.raises(node.KubeError, match=r"node mm2-kube-2 runs already \(kubelet\). Fix: bin/kube lose-node 2"):
+        node.start_node(layout, 2)
