@@ -86,6 +86,7 @@ class KafkaCluster(pulumi.ComponentResource):
         super().__init__("mm2:index:KafkaCluster", name, self._props, opts)
         self.alias = cluster.alias
         self.brokers = []
+        self.pods: dict[str, str] = {}  # where the brokers run as pods (DeployedBrokers.pods)
         self.topics = {}
         bootstrap = bootstrap_servers(cluster)
         secrets: pulumi.Output[Mapping[str, str]] = credentials if credentials is not None else pulumi.Output.secret({})
@@ -110,7 +111,9 @@ class KafkaCluster(pulumi.ComponentResource):
         backend = platform_backend(cluster.platform, local, platforms or ContainerPlatforms(), tls, network)
         if backend is not None:
             request = BrokerRequest(cluster, secrets, admin, users)
-            self.brokers = list(backend.deploy_brokers(self, name, request).resources)
+            deployed = backend.deploy_brokers(self, name, request)
+            self.brokers = list(deployed.resources)
+            self.pods = dict(deployed.pods or {})
 
         after_brokers = pulumi.ResourceOptions(parent=self, depends_on=list(self.brokers))
         if stack_managed(cluster):

@@ -359,6 +359,7 @@ def cluster_export(alias: str, deployed: Deployed) -> ClusterExport:
             pulumi.Output.secret(values.apply(lambda v: {u.name: v[u.password.key] for u in users}))
         ),
         ca_location=_resolved_on_export(cluster.ca_location),  # local TLS: the stack CA as PEM (public)
+        pods=cluster.pods,
     )
 
 

@@ -7,8 +7,10 @@ Per flow: each connector and task with its worker and state (and the first trace
 FAILED); per replicated topic the lag (source end offsets against the target's, translated
 through MM2's offset syncs); the age of the newest checkpoint; the age and latency of the newest
 heartbeat; per cluster pair (`mm2:failover`) its active side, its latest switchover and whether
-the passive side's fence holds every declared principal (read live). What makes a flow or a pair
-unhealthy: components/ops/status_view.py.
+the passive side's fence holds every declared principal (read live); per cluster a flow reads or
+writes, when one of its brokers is down or behind, which (from the cluster's metadata) and, where
+its brokers run as pods, the pod, node and zone and whether the node is Ready
+(components/ops/brokers.py). What makes a flow or a pair unhealthy: components/ops/status_view.py.
 
 Reads the stack outputs (`components/outputs/loader.py`), Connect's REST API and the clusters
 (read-only consumers that join no group and commit nothing).
@@ -47,7 +49,8 @@ Exit codes:
   3  unhealthy: a flow is unhealthy, including every flow of a worker group with no worker
      answering and every flow with source records deleted before MM2 copied them or a source
      topic created again that its loss acknowledgement does not cover; or a cluster pair's
-     passive side lacks part of its fence (the reasons are printed)
+     passive side lacks part of its fence; or a cluster has a broker down or behind (the reasons
+     are printed)
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from components.mm2_records import OffsetSync, RecordFormatError, decode_heartbeat, decode_offset_sync
+from components.ops.brokers import ClusterHealth, PartitionReplicas, cluster_health, health_lines, pod_place
 from components.ops.clients import connect_client, flow, kafka_config
 from components.ops.errors import OpsError
 from components.ops.stall import stall_problem
@@ -122,6 +126,13 @@ class ClusterReader:
         self.partitions = {
             name: sorted(meta.partitions) for name, meta in md.topics.items() if meta.error is None and meta.partitions
         }
+        replicas = [
+            PartitionReplicas(name, p.id, tuple(p.replicas), tuple(p.isrs))
+            for name, meta in md.topics.items()
+            if meta.error is None
+            for p in meta.partitions.values()
+        ]
+        self.health = cluster_health(alias, md.brokers, replicas)
 
     def close(self) -> None:
         self.consumer.close()
@@ -361,9 +372,9 @@ def collect(
     flow_names: Sequence[str] = (),
     heartbeat_max_age_s: float = HEARTBEAT_MAX_AGE_S,
     given_lag_urls: Collection[str] = (),
-) -> list[FlowStatus]:
-    """The status of the named flows (every exported flow when none); `given_lag_urls`: the
-    worker groups whose lagUrl came from --lag-url."""
+) -> tuple[list[FlowStatus], list[ClusterHealth]]:
+    """The status of the named flows (every exported flow when none) and of their clusters'
+    brokers; `given_lag_urls`: the worker groups whose lagUrl came from --lag-url."""
     flows = [flow(outputs, name) for name in (flow_names or sorted(outputs.flows))]
     if not flows:
         raise OpsError("the stack exports no flows. Next step: declare one under mm2:flows and `bin/pulumi up`.")
@@ -375,7 +386,7 @@ def collect(
         exporters, metrics = asked.result(), served.result()
     aliases = sorted({a for f in flows for a in (f.source, f.target, f.offset_syncs_cluster or f.source)})
     with cluster_readers(outputs, aliases) as readers:
-        return [
+        statuses = [
             flow_status(
                 outputs,
                 f,
@@ -387,6 +398,15 @@ def collect(
             )
             for f in flows
         ]
+        return statuses, [placed(readers[a].health, outputs.clusters[a].pods) for a in aliases]
+
+
+def placed(health: ClusterHealth, pods: Mapping[str, str]) -> ClusterHealth:
+    """`health` with each down broker's pod and node, where the brokers run as pods."""
+    if not pods:
+        return health
+    gaps = tuple(replace(g, place=pod_place(pods, g.broker)) if g.down else g for g in health.gaps)
+    return replace(health, gaps=gaps)
 
 
 def pair_views(outputs: StackExports, flow_names: Sequence[str] = ()) -> list[PairView]:
@@ -431,17 +451,19 @@ def watcher_statuses(stack: str, groups: Sequence[str], root: Path) -> dict[str,
 
 
 def _once(args: argparse.Namespace, outputs: StackExports) -> int:
-    flows = collect(outputs, args.flow, args.heartbeat_max_age, args.lag_urls)
+    flows, clusters = collect(outputs, args.flow, args.heartbeat_max_age, args.lag_urls)
     pairs = pair_views(outputs, args.flow)
     watchers = watcher_statuses(args.stack, sorted({f.worker_group for f in flows}), ROOT) if args.stack else {}
     if args.json:
-        doc = {**to_json(flows, pairs), **({"watchers": watchers} if watchers else {})}
+        doc = {**to_json(flows, pairs, clusters), **({"watchers": watchers} if watchers else {})}
         print(json.dumps(doc, indent=2), flush=True)
     else:
         now = time.time()
         extra = [line for group, doc in watchers.items() for line in watcher_lines(group, doc, now)]
-        print("\n".join([render_status_table(flows), *pair_lines(pairs), *extra]), flush=True)
-    return 0 if all(f.healthy for f in flows) and all(p.healthy for p in pairs) else 3
+        shown = [render_status_table(flows), *health_lines(clusters), *pair_lines(pairs), *extra]
+        print("\n".join(shown), flush=True)
+    healthy = all(f.healthy for f in flows) and all(p.healthy for p in pairs) and all(c.healthy for c in clusters)
+    return 0 if healthy else 3
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,6 +49,7 @@ from datetime import datetime
 from typing import Any
 
 from components.mm2_records import OffsetSync
+from components.ops.brokers import ClusterHealth, health_json
 from components.ops.exposition import samples
 from components.ops.throughput import Throughput, throughput_line
 from components.topology.acknowledgement import instant_text
@@ -505,10 +506,13 @@ def render_status_table(flows: Sequence[FlowStatus]) -> str:
     return "\n".join(lines) if lines else "(no flows)"
 
 
-def to_json(flows: Sequence[FlowStatus], pairs: Sequence[PairView] = ()) -> dict[str, Any]:
+def to_json(
+    flows: Sequence[FlowStatus], pairs: Sequence[PairView] = (), clusters: Sequence[ClusterHealth] = ()
+) -> dict[str, Any]:
     return {
-        "healthy": all(f.healthy for f in flows) and all(p.healthy for p in pairs),
+        "healthy": all(f.healthy for f in flows) and all(p.healthy for p in pairs) and all(c.healthy for c in clusters),
         "flows": {f.name: {**asdict(f), "sentinel": sentinel_json(f.sentinel), "healthy": f.healthy} for f in flows},
+        **({"clusters": {c.alias: health_json(c) for c in clusters}} if clusters else {}),
         **({"failover": {p.name: pair_json(p) for p in pairs}} if pairs else {}),
     }
 

@@ -45,6 +45,9 @@ class ClusterExport:
     ca_location: str | None = None  # local TLS: the stack CA as PEM file (public)
     # Java SASL settings {mechanism, jaasConfig} of hand-written outputs; the program exports `client`.
     sasl: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # Kubernetes: where the brokers run as pods {context, namespace, statefulset}; broker N is pod
+    # `<statefulset>-N`. Empty elsewhere. `bin/status` names a down broker's pod and node with it.
+    pods: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -57,6 +60,8 @@ class ClusterExport:
         }
         if self.sasl:
             data["sasl"] = self.sasl
+        if self.pods:
+            data["pods"] = self.pods
         return data
 
 
@@ -372,6 +377,7 @@ def _cluster(alias: str, raw: Any, problems: list[str]) -> ClusterExport | None:
         users={str(k): str(v) for k, v in _mapping(f"{where}.users", raw.get("users"), problems).items()},
         ca_location=str(raw["caLocation"]) if raw.get("caLocation") else None,
         sasl={str(k): str(v) for k, v in _mapping(f"{where}.sasl", raw.get("sasl"), problems).items()},
+        pods={str(k): str(v) for k, v in _mapping(f"{where}.pods", raw.get("pods"), problems).items()},
     )
 
 

@@ -41,9 +41,12 @@ class BrokerRequest:
 
 @dataclass(frozen=True)
 class DeployedBrokers:
-    """What the cluster's users, ACLs and topics wait for."""
+    """What the cluster's users, ACLs and topics wait for, and where the brokers run as pods when
+    they do (Kubernetes: `context`, `namespace`, `statefulset`), so `bin/status` can name a down
+    broker's pod and node."""
 
     resources: tuple[pulumi.Resource, ...] = ()
+    pods: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)

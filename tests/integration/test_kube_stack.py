@@ -32,6 +32,7 @@ min.insync.replicas 2), eu one broker, one or two workers per group. Part of the
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 import subprocess
@@ -255,6 +256,63 @@ def rolling_change_loses_nothing(node: str, stack: TestStack, outputs: dict[str,
     assert not streamed.missing, f"{streamed.missing} of {streamed.sent} records never arrived on eu"
 
 
+def lost_node(node: str) -> tuple[int, str, int]:
+    """(index, name, us broker on it) of a node to lose: not the first (the control plane) and not
+    eu's (its only broker), so us keeps a majority and min.insync.replicas and eu takes the copies."""
+    placed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods(node)}
+    for ordinal in range(len(ZONES)):
+        name = placed[f"us-kafka-{ordinal}"]
+        if name not in ("mm2-kube", placed["eu-kafka-0"]):
+            return int(name.rsplit("-", 1)[1]), name, ordinal
+    raise AssertionError(f"no node but the first holds a us broker and not eu's: {placed}")
+
+
+def node_lost_under_a_stream_loses_nothing(node: str, outputs: dict[str, Any], tmp_path: Path) -> None:
+    """A node's every process killed at once (kubelet, containerd, its pods) while records stream
+    us->eu with acks=all: bin/status names the broker down and its node NotReady, the stream goes
+    on with 2 of 3 in sync, and once the node is started again the broker rejoins by itself and
+    bin/status finds the cluster whole; every record arrives."""
+    index, name, broker = lost_node(node)
+    env = {**os.environ, "KUBECONFIG": node}
+    said = [""]
+
+    def reports(*needles: str) -> bool:
+        shown = run_status(outputs, tmp_path, env=env)
+        said[0] = shown.stdout + shown.stderr
+        return all(n in said[0] for n in needles)
+
+    def lose_and_bring_back() -> tuple[float, float]:
+        lost = kube("lose-node", str(index))
+        assert lost.returncode == 0, lost.stderr
+        t0 = time.monotonic()
+        down = (f"broker {broker} is down", f"pod us-kafka-{broker} on node {name} (", "which is NotReady")
+        try:
+            wait_until(lambda: reports(*down), 150, f"bin/status naming broker {broker} and node {name}", poll_s=5)
+        except AssertionError:
+            raise AssertionError(f"bin/status never named the lost broker and node; last:\n{said[0]}") from None
+        named = time.monotonic() - t0
+        print(f"[kube stack] node {name} lost: {said[0][said[0].index('cluster us  DEGRADED') :].splitlines()[:2]}")
+        # The node still down: a producer with acks=all writes (2 of 3 in sync) and MM2 copies it.
+        written = produce(outputs, "us", "while-lost")
+        arrived = copied(outputs, "eu", "us.orders", "while-lost")
+        assert written <= arrived, f"{len(written - arrived)} record(s) written with {name} down not copied"
+        back = kube("start-node", str(index))
+        assert back.returncode == 0, back.stderr
+        t1 = time.monotonic()
+        try:
+            wait_until(lambda: reports("flow us->eu") and "DEGRADED" not in said[0], 240, "us whole again", poll_s=5)
+        except AssertionError:
+            raise AssertionError(f"us never whole again after the node came back; last:\n{said[0]}") from None
+        return named, time.monotonic() - t1
+
+    (named, whole), streamed = streamed_during(outputs, ("us", "orders"), ("eu", "us.orders"), lose_and_bring_back)
+    print(
+        f"[kube stack] node {name} lost under {streamed.sent} records: named by bin/status after {named:.0f}s, "
+        f"us whole {whole:.0f}s after the node was back, longest gap {streamed.longest_gap_s:.1f}s"
+    )
+    assert not streamed.missing, f"{streamed.missing} of {streamed.sent} records never arrived on eu"
+
+
 def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     node: str, stack: TestStack, tmp_path: Path
 ) -> None:
@@ -301,6 +359,7 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     print(f"[kube stack] MM2FlowLagAboveRPO fired {fired:.0f}s after the pause, cleared {cleared:.0f}s after resume")
     forbidden_change_is_refused_at_preview(node, stack)
     rolling_change_loses_nothing(node, stack, outputs)
+    node_lost_under_a_stream_loses_nothing(node, outputs, tmp_path)
 
     outputs_file = write_outputs(outputs, tmp_path / "outputs.json")
     last: list[subprocess.CompletedProcess[str]] = []

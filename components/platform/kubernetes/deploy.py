@@ -28,7 +28,7 @@ from components.platform.contract import BrokerRequest, DeployedBrokers, Deploye
 from components.platform.kubernetes.connect_objects import ConnectObjects, connect_objects
 from components.platform.kubernetes.fixed_fields import shape_inputs
 from components.platform.kubernetes.kafka_objects import KafkaObjects, kafka_objects
-from components.platform.kubernetes.names import connect_secret_names, kafka_secret_names
+from components.platform.kubernetes.names import KafkaNames, connect_secret_names, kafka_secret_names
 from components.platform.kubernetes.pod_watch import PodsStarted
 from components.platform.kubernetes.scheduling import stamped
 from components.platform.kubernetes.shape_guard import StatefulSetShape
@@ -309,6 +309,12 @@ def deploy_connect_kubernetes(
     )
 
 
+def broker_pods(settings: KubernetesSettings, alias: str) -> dict[str, str]:
+    """Where cluster `alias`'s brokers run (`DeployedBrokers.pods`): broker N is pod `<statefulset>-N`."""
+    context = settings.cluster(alias).context or ""
+    return {"context": context, "namespace": settings.namespace, "statefulset": KafkaNames(alias).statefulset}
+
+
 @dataclass(frozen=True)
 class KubernetesBackend:
     """The kubernetes platform's `PlatformBackend`."""
@@ -326,7 +332,8 @@ class KubernetesBackend:
             stack=self.stack,
             secret_values=self.secret_values,
         )
-        return DeployedBrokers(resources=tuple(k8s.resources))
+        pods = broker_pods(self.settings or KubernetesSettings(), request.cluster.alias)
+        return DeployedBrokers(resources=tuple(k8s.resources), pods=pods)
 
     def deploy_workers(self, parent: pulumi.ComponentResource, name: str, request: WorkerRequest) -> DeployedWorkers:
         k8s = deploy_connect_kubernetes(

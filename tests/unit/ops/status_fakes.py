@@ -13,6 +13,7 @@ import pytest
 from components.mm2_records import Heartbeat, OffsetSync, encode_heartbeat, encode_offset_sync
 from components.ops import status as st
 from components.ops import status_probes
+from components.ops.brokers import cluster_health
 from tests.unit.connect.fakes import FakeConnect
 from tests.unit.ops.helpers import outputs, route_connect
 
@@ -41,6 +42,7 @@ class FakeReader:
 
     def __init__(self, alias: str, ends: dict[str, dict[int, int]], records: dict[str, list[Msg]]) -> None:
         self.alias = alias
+        self.health = cluster_health(alias, [0], [])  # one broker, every replica in sync
         self._ends = ends
         self._records = records
         self.partitions = {t: sorted(e) for t, e in ends.items()} | {t: [0] for t in records}

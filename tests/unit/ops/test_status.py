@@ -13,6 +13,7 @@ import pytest
 
 from components.ops import status as st
 from components.ops import status_probes
+from components.ops.brokers import PartitionReplicas, cluster_health
 from components.outputs.contract import OutputsError
 from components.platform.local.layout import WATCHER_STATUS_FILE, run_root, watcher_path
 from components.watch.lag import (
@@ -448,7 +449,7 @@ def test_a_silent_exporter_costs_no_more_than_the_worker_probe(
         silent.listen()  # accepts, never answers
         exports = _with_lag(f"http://127.0.0.1:{silent.getsockname()[1]}")
         use_clusters(monkeypatch, clusters())
-        [flow] = st.collect(exports)
+        [flow], _ = st.collect(exports)
     assert overlap == {"probe saw the exporter asked": True, "exporter saw the probe running": True}, overlap
     assert flow.sentinel is not None and "timed out" in flow.sentinel.error
     assert asked == ["expired"] and flow.healthy, asked
@@ -462,3 +463,28 @@ def test_a_group_without_a_lag_exporter_shows_no_sentinel(
     assert json.loads(capsys.readouterr().out)["flows"]["primary->dr"]["sentinel"] is None
     assert st.main(["--stack", "dev"]) == 0
     assert "lag exporter" not in capsys.readouterr().out
+
+
+def test_a_broker_down_is_named_with_its_pod_and_node_and_the_status_is_not_healthy(
+    connect: FakeConnect, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readers = clusters()
+    replicas = [PartitionReplicas("orders", 0, (0, 1, 2), (0, 2))]
+    readers["primary"].health = cluster_health("primary", [0, 2], replicas)
+    use_clusters(monkeypatch, readers)
+    pods = {"context": "prod", "namespace": "mm2", "statefulset": "primary-kafka"}
+    exports = outputs()
+    primary = replace(exports.clusters["primary"], pods=pods)
+    exports = replace(exports, clusters={**exports.clusters, "primary": primary})
+    monkeypatch.setattr(st, "load_exports", lambda stack, path: exports)
+    asked = []
+    monkeypatch.setattr(st, "pod_place", lambda given, broker: asked.append((given, broker)) or "pod P on node N")
+    assert st.main(["--stack", "dev"]) == 3
+    out = capsys.readouterr().out
+    assert "cluster primary  DEGRADED: 2 of 3 brokers registered, 1 partition(s) under-replicated" in out
+    assert "why degraded: cluster primary: broker 1 is down" in out and "It runs as pod P on node N." in out
+    assert asked == [(pods, 1)]
+    assert st.main(["--stack", "dev", "--json"]) == 3
+    data = json.loads(capsys.readouterr().out)
+    assert data["healthy"] is False and data["clusters"]["primary"]["down"] == [1]
+    assert data["clusters"]["dr"]["healthy"] is True

@@ -7,7 +7,7 @@ from typing import Any
 
 import pulumi
 
-from components.platform.kubernetes.deploy import deploy_connect_kubernetes, deploy_kafka_kubernetes
+from components.platform.kubernetes.deploy import broker_pods, deploy_connect_kubernetes, deploy_kafka_kubernetes
 from components.platform.settings import KubernetesSettings
 from tests.unit.mocks import RecordingMonitor
 
@@ -179,3 +179,11 @@ def test_prod_graph_uses_a_provider_per_kube_context(monitor: RecordingMonitor) 
         assert sorted(externals) == ["kafka-us-east-0-external", "kafka-us-east-1-external", "kafka-us-east-2-external"]
 
     return settle(outs, everything).apply(check)
+
+
+def test_the_brokers_pods_are_exported_by_context_namespace_and_statefulset() -> None:
+    # bin/status asks the API server for pod <statefulset>-<broker id> in that namespace and context.
+    settings = prod_settings()
+    pods = broker_pods(settings, "us-east")
+    assert pods == {"context": "prod-us-east", "namespace": settings.namespace, "statefulset": "us-east-kafka"}
+    assert broker_pods(KubernetesSettings(namespace="kafka"), "a")["context"] == ""  # the kubeconfig's current one
