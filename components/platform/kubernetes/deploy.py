@@ -393,7 +393,12 @@ def deploy_watcher_kubernetes(
         )
     resources.append(register(objects.config_map, f"{name}-watcher-config", child))
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(resources)))
-    resources.append(register(objects.deployment, f"{name}-watcher", pod_opts))
+    deployment, digest = stamped(objects.deployment)
+    resources.append(register(deployment, f"{name}-watcher", pod_opts))
+    names = (f"the auto-restart watcher of {group.name}", "", "", settings.group_key(group.name, "watcherImage"))
+    watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
+    context = settings.group(group.name).context
+    resources += _start_watch(f"{name}-watcher-pods-started", deployment, digest, names, context, settings, watch_opts)
     return resources
 
 
@@ -448,7 +453,14 @@ def deploy_lag_exporter_kubernetes(
     resources.append(register(objects.config_map, f"{name}-lag-exporter-config", child))
     resources.append(register(objects.state_claim, f"{name}-lag-exporter-state", child))
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, *workers.resources]))
-    resources.append(register(objects.deployment, f"{name}-lag-exporter", pod_opts))
+    deployment, digest = stamped(objects.deployment)
+    resources.append(register(deployment, f"{name}-lag-exporter", pod_opts))
+    names = (f"the lag exporter of {group.name}", "", "", settings.group_key(group.name, "watcherImage"))
+    watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
+    context = settings.group(group.name).context
+    resources += _start_watch(
+        f"{name}-lag-exporter-pods-started", deployment, digest, names, context, settings, watch_opts
+    )
     resources.append(register(objects.service, f"{name}-lag-exporter-svc", child))
     if objects.service_monitor is not None:
         resources.append(register(objects.service_monitor, f"{name}-lag-exporter-servicemonitor", child))

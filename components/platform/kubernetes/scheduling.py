@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.platform.kubernetes.metadata import config_hash
+from components.platform.settings import KUBERNETES_CONFIG
 
 LASTING_S = 20.0
 # On a workload's pod template: the digest of the template itself, so a watch tells the pods of
@@ -132,13 +133,17 @@ def of_template(pods: Sequence[Mapping[str, Any]], digest: str) -> list[Mapping[
     return [p for p in pods if ((p.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_ANNOTATION) == digest]
 
 
+# What a pod of fixed requests (the watcher, the lag exporter) can be given room by.
+OTHER_REQUESTS = f"{KUBERNETES_CONFIG}.kafka.resources or {KUBERNETES_CONFIG}.connect.resources"
+
+
 @dataclass(frozen=True)
 class Workload:
     """What a watch needs to name a workload's problem: its pods, who it is, and the settings."""
 
     what: str  # "the brokers of us"
-    resources_key: str  # the setting of its requests
-    count_key: str  # the setting of how many pods
+    resources_key: str  # the setting of its requests; "" when they are fixed (watcher, lag exporter)
+    count_key: str  # the setting of how many pods; "" when there is one and no setting
     image_key: str = ""  # the setting of its image
 
 
@@ -149,13 +154,18 @@ def report(workload: Workload, problem: Stuck) -> str:
     reason = scheduler_reasons(problem.message)
     fixes = []
     if "Insufficient cpu" in reason or "Insufficient memory" in reason:
-        fixes.append(f"lower {workload.resources_key} (requests), or add nodes with room")
+        fixes.append(
+            f"lower {workload.resources_key} (requests), or add nodes with room"
+            if workload.resources_key
+            else f"its requests are fixed and small: make room by lowering {OTHER_REQUESTS}, or add nodes with room"
+        )
     if "anti-affinity" in reason:
         fixes.append(f"each pod needs a node of its own: lower {workload.count_key}, or add nodes")
     if "node affinity/selector" in reason or "taint" in reason:
         fixes.append("label or untaint a node for it")
     if not fixes:
-        fixes.append(f"change {workload.count_key} or {workload.resources_key}, or the cluster's nodes")
+        settings = " or ".join(k for k in (workload.count_key, workload.resources_key) if k)
+        fixes.append(f"change {settings}, or the cluster's nodes" if settings else "check the cluster's nodes")
     return (
         f"{workload.what}: pod {problem.pod} {UNPLACED}: {reason} "
         f"Fix: {'; '.join(fixes)}. (kubectl describe pod {problem.pod} shows the scheduler's events.)"

@@ -44,8 +44,16 @@ def test_auto_restart_renders_the_watcher_with_its_password_secret(monitor: Reco
             "connect-mm2-watcher-rest": "kubernetes:core/v1:Secret",
             "connect-mm2-watcher-config": "kubernetes:core/v1:ConfigMap",
             "connect-mm2-watcher": "kubernetes:apps/v1:Deployment",
+            "connect-mm2-watcher-pods-started": "pulumi-python:dynamic/kubernetes:PodsStarted",
         }
         assert r["connect-mm2-watcher-rest"].secret_paths, "the REST password must be stored as a secret"
+        # Its pod not placed or not started is reported at once: its requests are fixed, its image is a setting.
+        watch = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}[
+            "connect-mm2-watcher-pods-started"
+        ]
+        assert (watch["what"], watch["resources_key"], watch["replicas"]) == ("the auto-restart watcher of mm2", "", 1)
+        assert watch["image_key"] == "mm2-platform:kubernetes.connect.watcherImage"
+        assert urn_of(monitor, "connect-mm2-watcher") not in r["connect-mm2-watcher-pods-started"].dependencies
         assert urn_of(monitor, "connect-mm2-watcher-config") in r["connect-mm2-watcher"].dependencies
         state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
         plan = state["connect-mm2-watcher-config"]["data"]["plan.json"]

@@ -86,6 +86,17 @@ def test_the_report_names_the_workload_the_reason_and_the_settings() -> None:
     assert "lower mm2:clusters.us.brokers, or add nodes" in anti
 
 
+def test_a_pod_of_fixed_requests_is_given_room_by_the_settings_of_the_others() -> None:
+    watcher = Workload("the auto-restart watcher of to-eu", "", "")
+    text = report(watcher, Stuck("to-eu-connect-watcher-1", CPU))
+    assert (
+        "Fix: its requests are fixed and small: make room by lowering mm2-platform:kubernetes.kafka.resources" in text
+    )
+    assert "or mm2-platform:kubernetes.connect.resources, or add nodes with room." in text
+    other = report(watcher, Stuck("to-eu-connect-watcher-1", "0/3 nodes are available: 3 volume node affinity"))
+    assert "Fix: check the cluster's nodes." in other and " or ," not in other
+
+
 def test_the_stamp_is_the_templates_digest_and_tells_the_pods_of_this_version() -> None:
     workload = {"spec": {"replicas": 2, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"x": 1}}}}
     one, digest = stamped(workload)
