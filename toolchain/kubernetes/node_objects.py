@@ -22,16 +22,22 @@ def _rule(group: str, resources: list[str], verbs: list[str]) -> dict[str, Any]:
     return {"apiGroups": [group], "resources": resources, "verbs": verbs}
 
 
-def _binding(role: dict[str, Any]) -> dict[str, Any]:
-    """The ClusterRoleBinding that gives `role` to the user of the same name."""
+def role_binding(role: dict[str, Any], subject: dict[str, str]) -> dict[str, Any]:
+    """The ClusterRoleBinding, of the role's name, that gives `role` to `subject`."""
     name = role["metadata"]["name"]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
         "metadata": {"name": name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}],
+        "subjects": [subject],
     }
+
+
+def _binding(role: dict[str, Any]) -> dict[str, Any]:
+    """`role` given to the user of the same name (a node daemon's certificate)."""
+    user = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": role["metadata"]["name"]}
+    return role_binding(role, user)
 
 
 # The node's own daemons that Kubernetes has no role for: their certificate's file name -> the

@@ -30,6 +30,7 @@ from toolchain.kubernetes.node import (
     say,
     wait_for,
 )
+from toolchain.kubernetes.node_objects import role_binding
 
 NAMESPACE = "monitoring"
 PROMETHEUS = "mm2"  # the Prometheus resource; its pod is prometheus-mm2-0
@@ -50,13 +51,7 @@ def _meta(name: str) -> dict[str, Any]:
 def _account(name: str, role: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """A ServiceAccount of `monitoring` bound to `role` (a ClusterRole of the operator's RBAC)."""
     rbac = "/apis/rbac.authorization.k8s.io/v1"
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": role["metadata"]["name"]},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}],
-    }
+    binding = role_binding(role, {"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE})
     return [
         (
             f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts",
