@@ -1,6 +1,7 @@
-"""bin/kube on this machine: a real Kubernetes runs pods of the project's own image on one node;
-on three nodes in three zones it routes pods and a Service by its DNS name between nodes and
-keeps a claimed volume's data across pods on its node; and `down` leaves nothing of it behind.
+"""bin/kube on this machine: a real Kubernetes runs pods of the project's own image on one node,
+and the real pulumi-kubernetes provider deploys and destroys there; on three nodes in three zones
+it routes pods and a Service by its DNS name between nodes and keeps a claimed volume's data
+across pods on its node; and `down` leaves nothing of it behind.
 
 Part of the Kubernetes lane (tests/integration/kube.py, `lane_skip_reason`), the last phase of
 bin/test as root; bin/test builds the node first (Go builds of etcd, Kubernetes, CoreDNS and the
@@ -91,7 +92,7 @@ def pod(name: str, image: str) -> dict[str, Any]:
     }
 
 
-def test_node_runs_a_pod_of_the_project_image_and_down_leaves_nothing() -> None:
+def test_node_runs_a_pod_of_the_project_image_and_the_provider_and_down_leaves_nothing(tmp_path: Path) -> None:
     archive = image_archive(WATCHER_TAG)
     try:
         started = kube("up")
@@ -124,6 +125,7 @@ def test_node_runs_a_pod_of_the_project_image_and_down_leaves_nothing() -> None:
             30,
             "the kubelet's probe requests in the pod's log",
         )
+        provider_deploys_and_destroys(kubeconfig, tmp_path)
     finally:
         stopped = kube("down")
     assert stopped.returncode == 0, stopped.stderr
@@ -282,12 +284,12 @@ pulumi.export("podIP", pod.status.apply(lambda status: status.pod_ip))
 """
 
 
-def test_pulumi_kubernetes_provider_deploys_and_destroys_on_the_node(tmp_path: Path) -> None:
+def provider_deploys_and_destroys(kubeconfig: str, tmp_path: Path) -> None:
     """The real pulumi-kubernetes provider (the plugin bin/bootstrap --kubernetes builds, with the
-    SDK of the project's lock) creates a namespace, a ConfigMap and a pod on the node, waits for
-    the pod to be Ready, and destroys them."""
+    SDK of the project's lock) creates a namespace, a ConfigMap and a pod on the running node
+    (the watcher image loaded), waits for the pod to be Ready, changes nothing on a second up,
+    and destroys them."""
     venv = ROOT / ".venv"
-    archive = image_archive(WATCHER_TAG)
     project = tmp_path / "smoke"
     project.mkdir()
     (project / "Pulumi.yaml").write_text(
@@ -313,33 +315,24 @@ def test_pulumi_kubernetes_provider_deploys_and_destroys_on_the_node(tmp_path: P
         assert out.returncode == 0, f"pulumi {' '.join(args)}:\n{out.stdout[-4000:]}\n{out.stderr[-2000:]}"
         return out
 
-    try:
-        started = kube("up")
-        assert started.returncode == 0, started.stderr
-        kubeconfig = started.stdout.strip()
-        assert kube("load", str(archive)).returncode == 0
-        subprocess.run(
-            ["pulumi", "stack", "init", "smoke", "--non-interactive"],
-            cwd=project,
-            env=env,
-            check=True,
-            capture_output=True,
-        )
-        pulumi("config", "set", "kubeconfig", kubeconfig)
-        pulumi("config", "set", "image", WATCHER_TAG)
-        pulumi("up", "--yes", "--skip-preview")
-        pod_ip = pulumi("stack", "output", "podIP").stdout.strip()
-        assert ipaddress.ip_address(pod_ip) in POD_SUBNET
-        shown = json.loads(kubectl(kubeconfig, "-n", "mm2-smoke", "get", "pod", "web", "-o", "json").stdout)
-        assert any(c["type"] == "Ready" and c["status"] == "True" for c in shown["status"]["conditions"])
-        env_inside = kubectl(kubeconfig, "-n", "mm2-smoke", "exec", "web", "--", "printenv", "greeting")
-        assert env_inside.stdout.strip() == "hello", env_inside.stderr
-        # A second up changes nothing: the provider reads back what it created.
-        assert "unchanged" in pulumi("up", "--yes", "--skip-preview").stdout
-        pulumi("destroy", "--yes", "--skip-preview")
-        gone = kubectl(kubeconfig, "get", "namespace", "mm2-smoke")
-        assert gone.returncode != 0 and "NotFound" in gone.stderr
-    finally:
-        stopped = kube("down")
-    assert stopped.returncode == 0, stopped.stderr
-    assert leftovers() == []
+    subprocess.run(
+        ["pulumi", "stack", "init", "smoke", "--non-interactive"],
+        cwd=project,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    pulumi("config", "set", "kubeconfig", kubeconfig)
+    pulumi("config", "set", "image", WATCHER_TAG)
+    pulumi("up", "--yes", "--skip-preview")
+    pod_ip = pulumi("stack", "output", "podIP").stdout.strip()
+    assert ipaddress.ip_address(pod_ip) in POD_SUBNET
+    shown = json.loads(kubectl(kubeconfig, "-n", "mm2-smoke", "get", "pod", "web", "-o", "json").stdout)
+    assert any(c["type"] == "Ready" and c["status"] == "True" for c in shown["status"]["conditions"])
+    env_inside = kubectl(kubeconfig, "-n", "mm2-smoke", "exec", "web", "--", "printenv", "greeting")
+    assert env_inside.stdout.strip() == "hello", env_inside.stderr
+    # A second up changes nothing: the provider reads back what it created.
+    assert "unchanged" in pulumi("up", "--yes", "--skip-preview").stdout
+    pulumi("destroy", "--yes", "--skip-preview")
+    gone = kubectl(kubeconfig, "get", "namespace", "mm2-smoke")
+    assert gone.returncode != 0 and "NotFound" in gone.stderr
