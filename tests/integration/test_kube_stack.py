@@ -446,7 +446,8 @@ def test_a_missing_image_is_named_at_preview_and_up_reports_it_within_the_bound(
         # the image's setting, where pulumi-kubernetes names only the pods' readiness.
         said = " ".join(text.split())  # the CLI wraps long lines
         assert re.search(
-            r"the brokers of bad: pod bad-kafka-0 cannot start: init container rack: (ErrImagePull|ImagePullBackOff)",
+            r"the brokers of bad: pod bad-kafka-[0-2] cannot start: "
+            r"init container rack: (ErrImagePull|ImagePullBackOff)",
             said,
         ), said[-4000:]
         assert "mm2-iac/kafka:absent" in said and "Fix: check mm2-platform:kubernetes.clusters.bad.image" in said
