@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-ZONE_LABEL = "topology.kubernetes.io/zone"
+from components.platform.kubernetes.metadata import ZONE_LABEL
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def _zone(node: Mapping[str, Any]) -> str:
 
 
 def node_condition(node: Mapping[str, Any]) -> str:
-    """'Ready', or 'NotReady: <the node controller's message>'."""
+    """'which is Ready', or 'which is NotReady: <the node controller's message>'."""
     conditions = (node.get("status") or {}).get("conditions") or []
     ready = next((c for c in conditions if c.get("type") == "Ready"), None)
     if ready is not None and ready.get("status") == "True":

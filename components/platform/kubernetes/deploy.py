@@ -309,6 +309,26 @@ def deploy_connect_kubernetes(
     )
 
 
+def _watched_helper(
+    parent: pulumi.ComponentResource,
+    resource_name: str,
+    manifest: Mapping[str, Any],
+    what: str,
+    group: str,
+    settings: KubernetesSettings,
+    pod_opts: pulumi.ResourceOptions,
+) -> list[pulumi.Resource]:
+    """A group's helper Deployment of fixed requests in the watcher image (the auto-restart
+    watcher, the lag exporter) and the watch on its pod starting beside it."""
+    deployment, digest = stamped(manifest)
+    names = (what, "", "", settings.group_key(group, "watcherImage"))
+    watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
+    context = settings.group(group).context
+    registered = register(deployment, resource_name, pod_opts)
+    watch = _start_watch(f"{resource_name}-pods-started", deployment, digest, names, context, settings, watch_opts)
+    return [registered, *watch]
+
+
 def broker_pods(settings: KubernetesSettings, alias: str) -> dict[str, str]:
     """Where cluster `alias`'s brokers run (`DeployedBrokers.pods`): broker N is pod `<statefulset>-N`."""
     context = settings.cluster(alias).context or ""
@@ -393,12 +413,8 @@ def deploy_watcher_kubernetes(
         )
     resources.append(register(objects.config_map, f"{name}-watcher-config", child))
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(resources)))
-    deployment, digest = stamped(objects.deployment)
-    resources.append(register(deployment, f"{name}-watcher", pod_opts))
-    names = (f"the auto-restart watcher of {group.name}", "", "", settings.group_key(group.name, "watcherImage"))
-    watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
-    context = settings.group(group.name).context
-    resources += _start_watch(f"{name}-watcher-pods-started", deployment, digest, names, context, settings, watch_opts)
+    what = f"the auto-restart watcher of {group.name}"
+    resources += _watched_helper(parent, f"{name}-watcher", objects.deployment, what, group.name, settings, pod_opts)
     return resources
 
 
@@ -453,13 +469,9 @@ def deploy_lag_exporter_kubernetes(
     resources.append(register(objects.config_map, f"{name}-lag-exporter-config", child))
     resources.append(register(objects.state_claim, f"{name}-lag-exporter-state", child))
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, *workers.resources]))
-    deployment, digest = stamped(objects.deployment)
-    resources.append(register(deployment, f"{name}-lag-exporter", pod_opts))
-    names = (f"the lag exporter of {group.name}", "", "", settings.group_key(group.name, "watcherImage"))
-    watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
-    context = settings.group(group.name).context
-    resources += _start_watch(
-        f"{name}-lag-exporter-pods-started", deployment, digest, names, context, settings, watch_opts
+    what = f"the lag exporter of {group.name}"
+    resources += _watched_helper(
+        parent, f"{name}-lag-exporter", objects.deployment, what, group.name, settings, pod_opts
     )
     resources.append(register(objects.service, f"{name}-lag-exporter-svc", child))
     if objects.service_monitor is not None:
