@@ -220,7 +220,7 @@ def deploy_kafka_kubernetes(
     resources.append(register(objects.bootstrap_service, f"{name}-bootstrap", child))
     shape = StatefulSetShape(
         f"{name}-statefulset-shape",
-        shape_inputs(cluster.alias, settings.namespace, objects.stateful_set["metadata"]["name"], pod),
+        shape_inputs(cluster.alias, settings.namespace, objects.stateful_set["metadata"]["name"], pod, cluster.brokers),
         pulumi.ResourceOptions(parent=parent),
     )
     resources.append(

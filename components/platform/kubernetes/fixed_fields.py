@@ -8,6 +8,11 @@ still does not resize the claims the brokers have (only brokers added later get 
 is refused at preview, naming the key, what would happen and the fix, unless the cluster's
 `recreateStatefulSet: true` says the operator wants that outage (never with `deleteClaims`).
 
+Nor may a cluster's `brokers` change: every broker is a KRaft voter and the voter set is static
+(`controller.quorum.voters`), so a new count changes it under running brokers. 3 -> 5 starts two
+voters that may elect a second leader of their own; 5 -> 3 removes voters and the replicas they
+hold. That is refused with the procedure, whatever `recreateStatefulSet` says.
+
 Pure; `components/platform/kubernetes/shape_guard.py` is the dynamic resource whose diff runs
 it, so the preview fails before anything changes (the StatefulSet depends on it).
 """
@@ -23,12 +28,13 @@ from components.platform.settings import KafkaPodSettings
 FIXED = {"storageSize": "storage size", "storageClass": "storage class"}
 
 
-def shape_inputs(alias: str, namespace: str, statefulset: str, pod: KafkaPodSettings) -> dict[str, Any]:
+def shape_inputs(alias: str, namespace: str, statefulset: str, pod: KafkaPodSettings, brokers: int) -> dict[str, Any]:
     """What the guard records of one cluster's StatefulSet, and the settings that allow a change."""
     return {
         "cluster": alias,
         "namespace": namespace,
         "statefulset": statefulset,
+        "brokers": brokers,
         "storageSize": pod.storage_size,
         "storageClass": pod.storage_class or "",
         "recreate": pod.recreate_statefulset,
@@ -39,8 +45,8 @@ def shape_inputs(alias: str, namespace: str, statefulset: str, pod: KafkaPodSett
 def fixed_field_problems(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[str]:
     """One message per fixed field that `news` changes."""
     recreate, delete_claims = bool(news.get("recreate")), bool(news.get("deleteClaims"))
-    problems = []
     alias, namespace, name = news["cluster"], news["namespace"], news["statefulset"]
+    problems = _voter_problems(olds, news)
     where = f"mm2-platform:kubernetes.clusters.{alias}"
     for key, label in FIXED.items():
         before, after = olds.get(key, news[key]), news[key]
@@ -65,3 +71,24 @@ def fixed_field_problems(olds: Mapping[str, Any], news: Mapping[str, Any]) -> li
                 f"anyway (an outage of {alias}, data kept), set {where}.recreateStatefulSet: true for that up."
             )
     return problems
+
+
+def _voter_problems(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[str]:
+    """A change of the cluster's broker count, which is its static KRaft voter set."""
+    before, after = olds.get("brokers", news.get("brokers")), news.get("brokers")
+    if before is None or before == after:
+        return []
+    alias = news["cluster"]
+    return [
+        f"mm2:clusters.{alias}.brokers: changing {alias} from {before} to {after} brokers would change its KRaft "
+        f"voter set in place (every broker is a voter, controller.quorum.voters is fixed): "
+        + (
+            f"the {after - before} new broker(s) would start as voters of a quorum the running ones do not know, "
+            "and may elect a leader of their own and split the metadata log"
+            if after > before
+            else f"the {before - after} removed broker(s) take their votes and the replicas they hold with them"
+        )
+        + f": refused. Fix: put back brokers: {before}. To resize {alias}: add a cluster of {after} brokers "
+        f"beside it in this stack, replicate {alias}'s topics to it with a flow, move producers and consumers "
+        "over (docs/day2-operations.md, switchover), then remove the old cluster."
+    ]

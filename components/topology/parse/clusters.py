@@ -75,6 +75,7 @@ def parse_cluster(problems: Problems, alias: str, raw: Any) -> Cluster | None:
     broker_config = string_map(problems, mapping.get("brokerConfig"), f"{where}.brokerConfig")
     check_owned(problems, broker_config, f"{where}.brokerConfig", known.BROKER_OWNED, known.BROKER_OWNED_PREFIXES)
     check_secret_literals(problems, broker_config, f"{where}.brokerConfig")
+    check_min_isr(problems, broker_config, f"{where}.brokerConfig", brokers or 1, "the cluster's brokers")
     client = string_map(problems, mapping.get("client"), f"{where}.client")
     check_client(problems, client, f"{where}.client")
     cluster_settings = parse_settings(problems, mapping.get("settings"), f"{where}.settings")
@@ -243,6 +244,35 @@ def parse_topics(problems: Problems, raw: Any, where: str, brokers: int) -> tupl
             )
             rf = None
         config = string_map(problems, spec.get("config"), f"{key}.config")
+        if rf is not None:
+            check_min_isr(problems, config, f"{key}.config", rf, "the topic's replicas")
         if partitions is not None and rf is not None:
             specs.append(TopicSpec(name=name, partitions=partitions, replication_factor=rf, config=frozen_map(config)))
     return tuple(sorted(specs, key=lambda s: s.name))
+
+
+def check_min_isr(problems: Problems, config: Mapping[str, str], where: str, replicas: int, what: str) -> None:
+    """`min.insync.replicas` must leave one replica to spare: at `replicas` (more than one) a single
+    broker down, for a restart, a roll or a lost node, stops every `acks=all` write, and a roll
+    could never start (it waits for no partition to be at its minimum)."""
+    raw = config.get("min.insync.replicas")
+    if raw is None:
+        return
+    key = f"{where}.min.insync.replicas"
+    try:
+        value = int(raw)
+    except ValueError:
+        problems.add(key, f"{raw!r} is not a whole number.", 'Write a number of replicas, e.g. "2".')
+        return
+    if value < 1 or value > replicas or (value == replicas and replicas > 1):
+        usual = "2 with 3 replicas is usual" if replicas >= 3 else "or add brokers"
+        problems.add(
+            key,
+            f"min.insync.replicas {value} with {replicas} of {what}: "
+            + (
+                "no write could ever be acknowledged."
+                if value > replicas or value < 1
+                else "one broker down (a restart, a roll, a lost node) stops every acks=all write."
+            ),
+            f"Use at most {max(replicas - 1, 1)} ({usual}).",
+        )

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from components.platform.kubernetes.fixed_fields import fixed_field_problems, shape_inputs
 from components.platform.settings import KafkaPodSettings
 
 POD = KafkaPodSettings(storage_size="1Gi")
 
 
-def shape(pod: KafkaPodSettings) -> dict[str, object]:
-    return shape_inputs("us", "mm2", "us-kafka", pod)
+def shape(pod: KafkaPodSettings, brokers: int = 3) -> dict[str, object]:
+    return shape_inputs("us", "mm2", "us-kafka", pod, brokers)
 
 
 def test_the_same_shape_and_other_changes_pass() -> None:
@@ -32,3 +34,17 @@ def test_recreate_lets_it_through_but_never_with_delete_claims() -> None:
     assert fixed_field_problems(shape(POD), shape(allowed)) == []
     (problem,) = fixed_field_problems(shape(POD), shape(replace(allowed, delete_claims=True)))
     assert "storageClass" in problem and "their data, would be deleted with it: refused" in problem
+
+
+@pytest.mark.parametrize(("before", "after", "why"), [(3, 5, "split the metadata log"), (5, 3, "replicas they hold")])
+def test_a_new_broker_count_is_refused_with_the_resize_procedure(before: int, after: int, why: str) -> None:
+    allowed = replace(POD, recreate_statefulset=True)  # no setting lets the voter set change in place
+    (problem,) = fixed_field_problems(shape(POD, before), shape(allowed, after))
+    assert problem.startswith(f"mm2:clusters.us.brokers: changing us from {before} to {after} brokers")
+    assert why in problem and f"Fix: put back brokers: {before}" in problem
+    assert "replicate us's topics to it with a flow" in problem
+
+
+def test_a_guard_recorded_before_it_knew_the_count_accepts_any() -> None:
+    olds = {k: v for k, v in shape(POD).items() if k != "brokers"}
+    assert fixed_field_problems(olds, shape(POD, 5)) == []

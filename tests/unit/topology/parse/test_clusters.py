@@ -84,3 +84,29 @@ def test_internal_bootstrap_needs_bootstrap_and_a_cluster_with_two_addresses() -
     config = dev_config()
     config["clusters"]["k8s"] = {"platform": "kubernetes", "internalBootstrap": "k8s-kafka-bootstrap.mm2.svc:9092"}
     assert "Set bootstrap too" in problem_at(config, "mm2:clusters.k8s.internalBootstrap").fix
+
+
+def test_min_insync_replicas_equal_to_the_brokers_names_the_key_and_a_spare() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["brokers"] = 3
+    config["clusters"]["primary"]["brokerConfig"] = {"min.insync.replicas": "3"}
+    problem = problem_at(config, "mm2:clusters.primary.brokerConfig.min.insync.replicas")
+    assert "one broker down" in problem.message and "acks=all" in problem.message
+    assert problem.fix == "Use at most 2 (2 with 3 replicas is usual)."
+
+
+def test_min_insync_replicas_of_a_topic_counts_its_replicas() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["brokers"] = 3
+    orders = config["clusters"]["primary"]["topics"]["orders"]
+    orders.update(replicationFactor=2, config={"min.insync.replicas": "3"})
+    problem = problem_at(config, "mm2:clusters.primary.topics.orders.config.min.insync.replicas")
+    assert "no write could ever be acknowledged" in problem.message and "at most 1" in problem.fix
+
+
+def test_min_insync_replicas_with_a_spare_or_a_single_replica_is_accepted() -> None:
+    config = dev_config()
+    config["clusters"]["primary"]["brokers"] = 3
+    config["clusters"]["primary"]["brokerConfig"] = {"min.insync.replicas": "2"}
+    config["clusters"]["primary"]["topics"]["orders"].update(replicationFactor=1, config={"min.insync.replicas": "1"})
+    assert parse_topology(config).clusters["primary"].broker_config["min.insync.replicas"] == "2"
