@@ -20,6 +20,26 @@ FAILED_TASK_COUNT = "kafka_connect_worker_connector_failed_task_count"
 CONNECTOR_STATUS = "kafka_connect_connector_status"
 SOURCE_RECORDS_WRITTEN = "kafka_connect_source_task_records_written"  # source-record-write-total
 BROKER_MESSAGES_IN = "kafka_server_brokertopicmetrics_messagesin_count"
+# The broker's state (kafka.metadata.BrokerState): 3 is RUNNING, caught up with the metadata log
+# and serving; what a broker pod's readiness asks on Kubernetes.
+BROKER_STATE = "kafka_server_kafkaserver_brokerstate"
+BROKER_RUNNING = 3
+UNDER_REPLICATED = "kafka_server_replicamanager_underreplicatedpartitions"
+UNDER_MIN_ISR = "kafka_server_replicamanager_underminisrpartitioncount"
+AT_MIN_ISR = "kafka_server_replicamanager_atminisrpartitioncount"
+ACTIVE_CONTROLLERS = "kafka_controller_kafkacontroller_activecontrollercount"
+OFFLINE_PARTITIONS = "kafka_controller_kafkacontroller_offlinepartitionscount"
+# How old the last metadata record a controller applied is: small on every caught-up voter (the
+# active controller appends one at least every 500 ms).
+METADATA_LAG_MS = "kafka_controller_kafkacontroller_lastappliedrecordlagms"
+# The MBeans a broker's exporter reads (`broker_exporter_config`), so a scrape, and the readiness
+# probe that makes one every few seconds, never walks the broker's thousands of others.
+BROKER_BEANS = (
+    "kafka.server:type=KafkaServer,name=BrokerState",
+    "kafka.server:type=ReplicaManager,*",
+    "kafka.controller:type=KafkaController,*",
+    "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,*",
+)
 
 
 def jmx_exporter_config() -> dict[str, Any]:
@@ -81,8 +101,28 @@ def jmx_exporter_config() -> dict[str, Any]:
                 "labels": {"topic": "$1"},
                 "type": "GAUGE",
             },
+            {
+                "pattern": r"kafka.server<type=KafkaServer, name=BrokerState><>Value",
+                "name": BROKER_STATE,
+                "type": "GAUGE",
+            },
+            {
+                "pattern": r"kafka.server<type=ReplicaManager, name=([A-Za-z]+)><>Value",
+                "name": "kafka_server_replicamanager_$1",
+                "type": "GAUGE",
+            },
+            {
+                "pattern": r"kafka.controller<type=KafkaController, name=([A-Za-z]+)><>Value",
+                "name": "kafka_controller_kafkacontroller_$1",
+                "type": "GAUGE",
+            },
         ],
     }
+
+
+def broker_exporter_config() -> dict[str, Any]:
+    """The exporter's config on a broker: the same rules, reading only `BROKER_BEANS`."""
+    return {**jmx_exporter_config(), "includeObjectNames": list(BROKER_BEANS)}
 
 
 def jmx_exporter_text() -> str:

@@ -107,7 +107,7 @@ def alert_groups(topology: Topology, group: WorkerGroup, selectors: Selectors, t
     sel = selectors.workers.format(group=group.name)
     base = {"mm2_worker_group": group.name}
     rules: list[dict[str, Any]] = [
-        _rule(
+        alert_rule(
             "MM2WorkerGroupDown",
             # `or on() vector(0)`: no target at all is as dead as every target down.
             f"(max(up{{{sel}}}) or on() vector(0)) < 1",
@@ -118,7 +118,7 @@ def alert_groups(topology: Topology, group: WorkerGroup, selectors: Selectors, t
             "See `bin/status` (names the group in seconds); locally the watcher restarts dead workers, "
             "on Kubernetes check the pods.",
         ),
-        _rule(
+        alert_rule(
             "MM2ReplicationLatencyHigh",
             f'max by (source, target, topic) ({REPLICATION_LATENCY_MAX}{{{sel},topic!~"{quote(HEARTBEATS_RE)}"}})'
             f" > {t.replication_latency_ms}",
@@ -128,7 +128,7 @@ def alert_groups(topology: Topology, group: WorkerGroup, selectors: Selectors, t
             "Records of {{ $labels.topic }} reach {{ $labels.target }} {{ $value }} ms after they were produced "
             "(measured from the record timestamp; a backlog or producer clock skew also raises it).",
         ),
-        _rule(
+        alert_rule(
             "MM2CheckpointLatencyHigh",
             f"max by (source, target, group) ({CHECKPOINT_LATENCY_MAX}{{{sel}}}) > {t.checkpoint_latency_ms}",
             t.latency_for,
@@ -137,7 +137,7 @@ def alert_groups(topology: Topology, group: WorkerGroup, selectors: Selectors, t
             "Offsets of group {{ $labels.group }} are translated to {{ $labels.target }} {{ $value }} ms after "
             "they were read; failover would rewind further than expected.",
         ),
-        _rule(
+        alert_rule(
             "MM2ConnectorFailed",
             f'max by (connector) ({CONNECTOR_STATUS}{{{sel},connector=~"mm2-.*",status="failed"}}) > 0',
             t.failure_for,
@@ -146,7 +146,7 @@ def alert_groups(topology: Topology, group: WorkerGroup, selectors: Selectors, t
             "See `bin/status` or GET /connectors/{{ $labels.connector }}/status for the trace; restart with "
             "`bin/connectors restart --failed-only`.",
         ),
-        _rule(
+        alert_rule(
             "MM2ConnectorTasksFailed",
             f'sum by (connector) ({FAILED_TASK_COUNT}{{{sel},connector=~"mm2-.*"}}) > 0',
             t.failure_for,
@@ -168,7 +168,9 @@ def alert_groups(topology: Topology, group: WorkerGroup, selectors: Selectors, t
     return [{"name": f"mm2-{group.name}", "rules": rules}]
 
 
-def _rule(alert: str, expr: str, for_: str, labels: dict[str, str], summary: str, description: str) -> dict[str, Any]:
+def alert_rule(
+    alert: str, expr: str, for_: str, labels: dict[str, str], summary: str, description: str
+) -> dict[str, Any]:
     return {
         "alert": alert,
         "expr": expr,
@@ -180,7 +182,7 @@ def _rule(alert: str, expr: str, for_: str, labels: dict[str, str], summary: str
 
 def _emitted_heartbeats(flow: Flow, sel: str, base: dict[str, str], t: Thresholds) -> dict[str, Any]:
     connector = connector_name(flow, ConnectorRole.HEARTBEAT)
-    return _rule(
+    return alert_rule(
         "MM2HeartbeatStale",
         f'(sum(increase({SOURCE_RECORDS_WRITTEN}{{{sel},connector="{quote(connector)}"}}[{t.window}]))'
         " or vector(0)) < 1",
@@ -193,7 +195,7 @@ def _emitted_heartbeats(flow: Flow, sel: str, base: dict[str, str], t: Threshold
 
 
 def _replicated_heartbeats(target: str, topic: str, sel: str, base: dict[str, str], t: Thresholds) -> dict[str, Any]:
-    return _rule(
+    return alert_rule(
         "MM2HeartbeatStale",
         f'(sum(increase({RECORD_COUNT}{{{sel},target="{quote(target)}",topic="{quote(topic)}"}}[{t.window}]))'
         " or vector(0)) < 1",
@@ -218,7 +220,7 @@ def _no_records(flow: Flow, sel: str, broker_sel: str, base: dict[str, str], t: 
         f'(sum(increase({RECORD_COUNT}{{{sel},target="{quote(flow.target)}",topic=~"{quote(remote_re)}",'
         f'topic!~"{quote(HEARTBEATS_RE)}"}}[{t.window}])) or vector(0)) < 1'
     )
-    return _rule(
+    return alert_rule(
         "MM2NoRecordsWhileSourceProducing",
         f"({produced}) and on() ({replicated})",
         t.failure_for,
@@ -241,7 +243,7 @@ def _lag_rules(
 ) -> list[dict[str, Any]]:
     """The rules on the group's lag exporter: its being up, and per flow lag and data loss."""
     rules = [
-        _rule(
+        alert_rule(
             "MM2LagExporterDown",
             f"(max(up{{{lag_sel}}}) or on() vector(0)) < 1",
             t.down_for,
@@ -279,7 +281,7 @@ def _flow_sel(flow: Flow, lag_sel: str) -> str:
 
 def _lag_above_rpo(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds) -> dict[str, Any]:
     rpo = format_duration(flow.rpo_seconds)
-    return _rule(
+    return alert_rule(
         "MM2FlowLagAboveRPO",
         f"max by (flow, source, target) ({FLOW_LAG_SECONDS}{{{_flow_sel(flow, lag_sel)}}}) > {flow.rpo_seconds}",
         t.lag_for,
@@ -294,7 +296,7 @@ def _lag_above_rpo(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds
 
 def _expired(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds) -> dict[str, Any]:
     budget = format_duration(flow.outage_budget_seconds)
-    return _rule(
+    return alert_rule(
         "MM2RecordsExpiredBeforeReplication",
         counter_grew(EXPIRED_RECORDS, _flow_sel(flow, lag_sel), "flow, source, target, topic, partition, reason", t),
         "0s",
@@ -316,7 +318,7 @@ def _expired(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds) -> d
 
 
 def _recreated(flow: Flow, lag_sel: str, base: dict[str, str], t: Thresholds) -> dict[str, Any]:
-    return _rule(
+    return alert_rule(
         "MM2SourceTopicRecreated",
         counter_grew(TOPIC_RECREATIONS, _flow_sel(flow, lag_sel), "flow, source, target, topic", t),
         "0s",
@@ -342,7 +344,7 @@ def _readings_stale(
     # Read errors count only with no fresh reading: one failed reading among good ones is not
     # staleness; errors and no timestamp at all are an exporter that has never read the flow.
     failing = f"({counter_grew(READ_ERRORS, sel, by, t)}) unless on ({by}) ({age} <= {stale})"
-    return _rule(
+    return alert_rule(
         "MM2LagReadingsStale",
         f"({age} > {stale}) or ({failing})",
         t.down_for,

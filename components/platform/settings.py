@@ -75,6 +75,14 @@ class KafkaPodSettings:
     # Lets a change Kubernetes forbids in place (storageSize, storageClass) replace the brokers'
     # StatefulSet: an outage of the cluster (components/platform/kubernetes/fixed_fields.py).
     recreate_statefulset: bool = False
+    # The brokers' exporter always runs (their readiness reads its broker state); `metrics` adds
+    # the ServiceMonitor and the PrometheusRule of broker alerts, for the Prometheus Operator.
+    metrics: bool = True
+    prometheus_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Lets a broker roll start, or go on, while a broker is down or partitions would fall below
+    # min.insync.replicas (components/platform/kubernetes/roll_plan.py): for emergencies only; an
+    # `up` that leaves it on after its roll is refused at preview.
+    roll_override: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,6 +180,9 @@ _KAFKA_FIELDS = {
     "externalNodePort": "external_node_port",
     "deleteClaims": "delete_claims",
     "recreateStatefulSet": "recreate_statefulset",
+    "metrics": "metrics",
+    "prometheusLabels": "prometheus_labels",
+    "rollOverride": "roll_override",
     "context": "context",
 }
 _CONNECT_FIELDS = {
@@ -255,7 +266,12 @@ def _kafka_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Kafka
     if values.get("zone_spread", "preferred") not in ("preferred", "required"):
         problems.append(f"{where}.zoneSpread: must be preferred or required, got {values['zone_spread']!r}.")
         values.pop("zone_spread")
-    for key, name in (("delete_claims", "deleteClaims"), ("recreate_statefulset", "recreateStatefulSet")):
+    if "prometheus_labels" in values:
+        values["prometheus_labels"] = MappingProxyType(
+            {str(k): str(v) for k, v in dict(values["prometheus_labels"]).items()}
+        )
+    flags = ("delete_claims", "deleteClaims"), ("recreate_statefulset", "recreateStatefulSet")
+    for key, name in (*flags, ("metrics", "metrics"), ("roll_override", "rollOverride")):
         if key in values:
             if not isinstance(values[key], bool):
                 problems.append(f"{where}.{name}: {values[key]!r} is not true or false.")

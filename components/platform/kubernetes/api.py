@@ -56,9 +56,12 @@ def _tls(cluster: Mapping[str, Any], user: Mapping[str, Any], base: Path, folder
     return context
 
 
-def get_json(config: Mapping[str, Any], context_name: str, path: str, base: Path) -> Any:
-    """GET `path` from the API server of `context_name`, as its user. Raises Unsupported for an
-    exec or auth-provider user, OSError / ssl.SSLError / ValueError when the call fails."""
+def call(
+    config: Mapping[str, Any], context_name: str, method: str, path: str, base: Path, body: Any = None
+) -> tuple[int, bytes]:
+    """`method` `path` on the API server of `context_name`, as its user, with `body` as JSON if
+    given: (HTTP status, body).
+    Raises Unsupported for an exec or auth-provider user, OSError / ssl.SSLError when the call fails."""
     context = entry(config, "contexts", context_name, "context")
     cluster = entry(config, "clusters", str(context.get("cluster", "")), "cluster")
     user = entry(config, "users", str(context.get("user", "")), "user")
@@ -66,6 +69,9 @@ def get_json(config: Mapping[str, Any], context_name: str, path: str, base: Path
         raise Unsupported(f"user {context.get('user')!r} of context {context_name!r}")
     url = urlsplit(str(cluster.get("server", "")))
     headers = {"Accept": "application/json"}
+    payload = None if body is None else json.dumps(body).encode()
+    if payload is not None:
+        headers["Content-Type"] = "application/json"
     if user.get("token"):
         headers["Authorization"] = f"Bearer {user['token']}"
     # Inline key material lives only in a private folder for the length of the handshake setup.
@@ -79,11 +85,18 @@ def get_json(config: Mapping[str, Any], context_name: str, path: str, base: Path
         else:
             conn = http.client.HTTPConnection(url.hostname or "", url.port or 80, timeout=TIMEOUT_S)
     try:
-        conn.request("GET", url.path.rstrip("/") + path, headers=headers)
+        conn.request(method, url.path.rstrip("/") + path, body=payload, headers=headers)
         answer = conn.getresponse()
-        body = answer.read()
+        answered = answer.read()
     finally:
         conn.close()
-    if answer.status != 200:
-        raise ValueError(f"GET {path}: HTTP {answer.status}")
+    return answer.status, answered
+
+
+def get_json(config: Mapping[str, Any], context_name: str, path: str, base: Path) -> Any:
+    """GET `path` from the API server of `context_name`, as its user. Raises Unsupported for an
+    exec or auth-provider user, OSError / ssl.SSLError / ValueError when the call fails."""
+    status, body = call(config, context_name, "GET", path, base)
+    if status != 200:
+        raise ValueError(f"GET {path}: HTTP {status}")
     return json.loads(body)

@@ -25,6 +25,7 @@ import pulumi_kubernetes as k8s
 
 from components.platform.container_broker import container_broker_secret_keys
 from components.platform.contract import BrokerRequest, DeployedBrokers, DeployedWorkers, WorkerRequest
+from components.platform.kubernetes.broker_roll import BrokerRoll
 from components.platform.kubernetes.connect_objects import ConnectObjects, connect_objects
 from components.platform.kubernetes.fixed_fields import shape_inputs
 from components.platform.kubernetes.kafka_objects import KafkaObjects, kafka_objects
@@ -186,6 +187,7 @@ def deploy_kafka_kubernetes(
     settings: KubernetesSettings | None = None,
     stack: str | None = None,
     secret_values: SecretValues | None = None,
+    admin: pulumi.Input[Mapping[str, str]] | None = None,
 ) -> KubernetesKafka:
     """A KRaft cluster (combined broker+controller StatefulSet) as children of `parent`.
 
@@ -223,13 +225,15 @@ def deploy_kafka_kubernetes(
         shape_inputs(cluster.alias, settings.namespace, objects.stateful_set["metadata"]["name"], pod, cluster.brokers),
         pulumi.ResourceOptions(parent=parent),
     )
-    resources.append(
-        register(
-            objects.stateful_set,
-            f"{name}-statefulset",
-            pulumi.ResourceOptions.merge(pod_opts, pulumi.ResourceOptions(depends_on=[config, shape, *readers])),
-        )
+    stateful = register(
+        objects.stateful_set,
+        f"{name}-statefulset",
+        pulumi.ResourceOptions.merge(pod_opts, pulumi.ResourceOptions(depends_on=[config, shape, *readers])),
     )
+    resources.append(stateful)
+    if admin is not None and not settings.render_dir:
+        roll_opts = pulumi.ResourceOptions(parent=parent, depends_on=[stateful])
+        resources.append(BrokerRoll(f"{name}-roll", _roll_inputs(cluster, settings, digest, admin), roll_opts))
     brokers = (f"the brokers of {cluster.alias}", settings.cluster_key(cluster.alias, "resources"))
     brokers_key = f"mm2:clusters.{cluster.alias}.brokers"
     # What the pods wait for, not the StatefulSet itself: the watch runs while it is created.
@@ -244,6 +248,29 @@ def deploy_kafka_kubernetes(
     return KubernetesKafka(
         bootstrap=pulumi.Output.from_input(bootstrap_servers(cluster)), objects=objects, resources=resources
     )
+
+
+def _roll_inputs(
+    cluster: Cluster, settings: KubernetesSettings, digest: str, admin: pulumi.Input[Mapping[str, str]]
+) -> dict[str, Any]:
+    """The BrokerRoll's inputs (broker_roll.py): the pods to roll to template `digest`, the bound
+    of each wait, the override, and the stack's admin connection (a secret)."""
+    pod = settings.cluster(cluster.alias)
+    bootstrap = bootstrap_servers(cluster)
+    return {
+        "cluster": cluster.alias,
+        "namespace": settings.namespace,
+        "statefulset": KafkaNames(cluster.alias).statefulset,
+        "replicas": cluster.brokers,
+        "template": digest,
+        "context": pod.context or "",
+        "bound": settings.ready_timeout,
+        "override": pod.roll_override,
+        "override_key": settings.cluster_key(cluster.alias, "rollOverride"),
+        "admin": pulumi.Output.secret(
+            pulumi.Output.from_input(admin).apply(lambda client: {"bootstrap": bootstrap, "client": dict(client)})
+        ),
+    }
 
 
 def deploy_connect_kubernetes(
@@ -351,6 +378,7 @@ class KubernetesBackend:
             settings=self.settings,
             stack=self.stack,
             secret_values=self.secret_values,
+            admin=request.admin,
         )
         pods = broker_pods(self.settings or KubernetesSettings(), request.cluster.alias)
         return DeployedBrokers(resources=tuple(k8s.resources), pods=pods)

@@ -8,10 +8,13 @@ brokers mount Secrets by name and read them through `${file:...}` placeholders.
 
 from __future__ import annotations
 
+import json
 import posixpath
 from dataclasses import dataclass
 from typing import Any
 
+from components.monitoring.broker_rules import broker_alert_groups
+from components.monitoring.jmx_exporter import BROKER_RUNNING, BROKER_STATE, broker_exporter_config
 from components.platform.container_broker import (
     CLIENT_PORT,
     CONTROLLER_PORT,
@@ -29,6 +32,7 @@ from components.platform.image_layout import (
     BROKER_SECRETS_FILE,
     BROKER_TLS_DIR,
     CONFIG_DIR,
+    JMX_AGENT_JAR,
     RUNTIME_DIR,
 )
 from components.platform.kubernetes.metadata import (
@@ -37,9 +41,11 @@ from components.platform.kubernetes.metadata import (
     container_security,
     label_selector,
     object_labels,
+    object_meta,
     pod_security,
     zone_spread,
 )
+from components.platform.kubernetes.monitoring import METRICS_PORT
 from components.platform.kubernetes.names import KafkaNames, kafka_secret_names
 from components.platform.kubernetes.rack import RACK_FILE, node_reader_objects, rack_init_container, token_volume
 from components.platform.secret_files import SECRETS_KEY
@@ -69,6 +75,8 @@ class KafkaObjects:
     external_services: tuple[dict[str, Any], ...] = ()
     # The brokers' ServiceAccount and its role to read their nodes' zones (rack.py); none without zoneLabel.
     node_reader: tuple[dict[str, Any], ...] = ()
+    # The ServiceMonitor of the brokers' exporters and their PrometheusRule (`metrics`), else none.
+    monitoring: tuple[dict[str, Any], ...] = ()
 
     def all(self) -> tuple[dict[str, Any], ...]:
         return (
@@ -80,6 +88,7 @@ class KafkaObjects:
             self.pod_disruption_budget,
             self.network_policy,
             *self.external_services,
+            *self.monitoring,
         )
 
 
@@ -127,6 +136,7 @@ def kafka_objects(cluster: Cluster, settings: KubernetesSettings, cluster_id: st
         node_reader=node_reader_objects(broker.names.statefulset, broker.namespace, broker.labels)
         if pod.zone_label
         else (),
+        monitoring=_monitoring(broker),
     )
 
 
@@ -151,14 +161,20 @@ def _config_data(broker: _Broker, cluster_id: str) -> dict[str, str]:
         ],
         preamble,
     )
-    return {"server.properties": properties_text(container_broker_properties(cluster, network)), "start.sh": script}
+    return {
+        "server.properties": properties_text(container_broker_properties(cluster, network)),
+        "start.sh": script,
+        "jmx-exporter.yaml": json.dumps(broker_exporter_config(), indent=2, sort_keys=True) + "\n",
+    }
 
 
 def _headless_service(broker: _Broker) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": broker.meta(broker.names.headless),
+        "metadata": object_meta(
+            broker.names.headless, broker.namespace, {**broker.labels, "mm2.io/service": "brokers"}
+        ),
         "spec": {
             "clusterIP": "None",
             # KRaft voters must resolve each other before any of them is ready.
@@ -167,6 +183,8 @@ def _headless_service(broker: _Broker) -> dict[str, Any]:
             "ports": [
                 {"name": "client", "port": CLIENT_PORT, "targetPort": CLIENT_PORT},
                 {"name": "controller", "port": CONTROLLER_PORT, "targetPort": CONTROLLER_PORT},
+                # Every broker's exporter, ready or not, for the ServiceMonitor (`metrics`).
+                {"name": "metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT},
             ],
         },
     }
@@ -235,6 +253,7 @@ def _container(broker: _Broker, mounts: list[dict[str, Any]]) -> dict[str, Any]:
     container_ports = [
         {"name": "client", "containerPort": CLIENT_PORT},
         {"name": "controller", "containerPort": CONTROLLER_PORT},
+        {"name": "metrics", "containerPort": METRICS_PORT},
     ]
     if pod.external_host:
         container_ports.append({"name": "external", "containerPort": EXTERNAL_PORT})
@@ -245,17 +264,23 @@ def _container(broker: _Broker, mounts: list[dict[str, Any]]) -> dict[str, Any]:
         "env": [
             {"name": "KAFKA_HEAP_OPTS", "value": f"-Xms{pod.heap} -Xmx{pod.heap}"},
             {"name": "LOG_DIR", "value": f"{RUNTIME_DIR}/logs"},
+            # The exporter agent: the broker state its readiness reads, and the metrics of `metrics`.
+            {
+                "name": "KAFKA_OPTS",
+                "value": f"-javaagent:{JMX_AGENT_JAR}={METRICS_PORT}:{CONFIG_DIR}/jmx-exporter.yaml",
+            },
         ],
         "ports": container_ports,
         "resources": pod.resources.spec(),
         "volumeMounts": mounts,
-        # The client listener accepts connections once the broker has caught up with the
-        # metadata log; the controller port answers as soon as the quorum member is up.
+        # Ready when the broker is RUNNING: caught up with the metadata log, unfenced, serving
+        # (a TCP connect to the client port succeeds well before). The controller port answers
+        # as soon as the quorum member is up.
         "readinessProbe": {
-            "tcpSocket": {"port": CLIENT_PORT},
-            "initialDelaySeconds": 10,
-            "periodSeconds": 10,
-            "failureThreshold": 3,
+            "exec": {"command": running_probe()},
+            "periodSeconds": 5,
+            "timeoutSeconds": 5,
+            "failureThreshold": 2,
         },
         "livenessProbe": {
             "tcpSocket": {"port": CONTROLLER_PORT},
@@ -288,7 +313,9 @@ def _stateful_set(broker: _Broker, data: dict[str, str]) -> dict[str, Any]:
             "replicas": broker.cluster.brokers,
             # All voters must start together to elect a leader; ordered start would deadlock.
             "podManagementPolicy": "Parallel",
-            "updateStrategy": {"type": "RollingUpdate"},
+            # Never by the StatefulSet controller: the stack's roll (broker_roll.py) deletes one pod
+            # at a time once the cluster can spare it (roll_plan.py), and the new one starts.
+            "updateStrategy": {"type": "OnDelete"},
             "selector": broker.match(),
             "template": {
                 "metadata": {"labels": dict(broker.labels), "annotations": {"mm2.io/config-hash": config_hash(data)}},
@@ -361,6 +388,8 @@ def _network_policy(broker: _Broker) -> dict[str, Any]:
                     "from": [{"podSelector": broker.match()}],
                     "ports": [{"port": CONTROLLER_PORT, "protocol": "TCP"}],
                 },
+                # The exporter stays open to scrapers, as the workers' does.
+                {"ports": [{"port": METRICS_PORT, "protocol": "TCP"}]},
             ],
         },
     }
@@ -397,3 +426,47 @@ def _external_services(broker: _Broker) -> tuple[dict[str, Any], ...]:
         port = None if base is None else broker_node_port(base, i)
         externals.append(service(names.external(i), str(i), pod_selector, port))
     return tuple(externals)
+
+
+def running_probe() -> list[str]:
+    """The readiness command: the broker's own exporter says its state is RUNNING (bash's
+    /dev/tcp, so the image needs no HTTP client)."""
+    request = "GET /metrics HTTP/1.0\\r\\n\\r\\n"
+    return [
+        "/bin/bash",
+        "-c",
+        f"exec 3<>/dev/tcp/127.0.0.1/{METRICS_PORT} && printf '{request}' >&3 && "
+        f"grep -Eq '^{BROKER_STATE} {BROKER_RUNNING}(\\.0)?$' <&3",
+    ]
+
+
+def _monitoring(broker: _Broker) -> tuple[dict[str, Any], ...]:
+    """With `metrics`: a ServiceMonitor of every broker's exporter (behind the headless Service),
+    labelling its series `mm2_cluster`, and the PrometheusRule of the broker alerts."""
+    pod, alias = broker.pod, broker.cluster.alias
+    if not pod.metrics:
+        return ()
+    labels = {**broker.labels, **pod.prometheus_labels}
+    monitor = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": object_meta(broker.names.statefulset, broker.namespace, labels),
+        "spec": {
+            "selector": {"matchLabels": {**broker.selector, "mm2.io/service": "brokers"}},
+            "endpoints": [
+                {
+                    "port": "metrics",
+                    "interval": "30s",
+                    "relabelings": [{"action": "replace", "targetLabel": "mm2_cluster", "replacement": alias}],
+                }
+            ],
+        },
+    }
+    sel = f'namespace="{broker.namespace}",mm2_cluster="{alias}"'
+    rule = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": object_meta(f"{broker.names.statefulset}-alerts", broker.namespace, labels),
+        "spec": {"groups": broker_alert_groups(alias, sel)},
+    }
+    return monitor, rule

@@ -35,6 +35,17 @@ BEANS = {
         "kafka_server_brokertopicmetrics_messagesin_count",
         None,
     ),
+    # The broker's state, its partitions' replication and the controller's: their names as a
+    # Kafka 4.3.1 broker's exporter serves them, lowercased (checked against a running broker).
+    "kafka.server<type=KafkaServer, name=BrokerState><>Value": ("kafka_server_kafkaserver_brokerstate", None),
+    "kafka.server<type=ReplicaManager, name=UnderMinIsrPartitionCount><>Value": (
+        "kafka_server_replicamanager_$1",
+        "UnderMinIsrPartitionCount",
+    ),
+    "kafka.controller<type=KafkaController, name=ActiveControllerCount><>Value": (
+        "kafka_controller_kafkacontroller_$1",
+        "ActiveControllerCount",
+    ),
 }
 
 
@@ -53,7 +64,7 @@ def test_rules_match_mm2_connect_and_broker_beans(bean: str) -> None:
 def test_unrelated_beans_are_not_exported() -> None:
     rules = jmx_exporter_config()["rules"]
     for bean in (
-        "kafka.server<type=ReplicaManager, name=LeaderCount><>Value",
+        "kafka.network<type=RequestMetrics, name=RequestsPerSec, request=Produce, version=11><>Count",
         "java.lang<type=Memory><>HeapMemoryUsage",
     ):
         assert not any(re.fullmatch(r["pattern"], bean) for r in rules), bean

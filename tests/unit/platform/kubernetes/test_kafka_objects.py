@@ -23,7 +23,7 @@ def test_services_names_ports_and_headless_publishes_not_ready() -> None:
     assert headless["metadata"]["name"] == "a-kafka-brokers"
     assert headless["spec"]["clusterIP"] == "None"
     assert headless["spec"]["publishNotReadyAddresses"] is True
-    assert {p["port"] for p in headless["spec"]["ports"]} == {9092, 9093}
+    assert {p["port"] for p in headless["spec"]["ports"]} == {9092, 9093, 9404}  # client, controller, metrics
     assert objs.stateful_set["spec"]["serviceName"] == "a-kafka-brokers"
     for obj in objs.all():
         cluster_wide = obj["kind"] in ("ClusterRole", "ClusterRoleBinding")
@@ -35,11 +35,18 @@ def test_statefulset_replicas_storage_probes_resources_and_image() -> None:
     spec = sts["spec"]
     assert spec["replicas"] == 3
     assert spec["podManagementPolicy"] == "Parallel"
+    assert spec["updateStrategy"] == {"type": "OnDelete"}  # the stack's roll restarts them (broker_roll.py)
     [claim] = spec["volumeClaimTemplates"]
     assert claim["spec"]["resources"]["requests"]["storage"] == "100Gi"
     main = container(sts)
     assert main["image"] == "mm2-iac/kafka:4.3.1"  # built by bin/bootstrap --images
-    assert main["readinessProbe"]["tcpSocket"]["port"] == 9092
+    assert main["readinessProbe"]["exec"]["command"][-1].endswith(
+        "grep -Eq '^kafka_server_kafkaserver_brokerstate 3(\\.0)?$' <&3"
+    )
+    assert {
+        "name": "KAFKA_OPTS",
+        "value": "-javaagent:/opt/mm2/agent/jmx_prometheus_javaagent.jar=9404:/etc/mm2/config/jmx-exporter.yaml",
+    } in main["env"]
     assert main["livenessProbe"]["tcpSocket"]["port"] == 9093
     assert main["resources"]["requests"] == {"cpu": "1", "memory": "4Gi"}
     assert main["resources"]["limits"]["memory"] == "4Gi"
@@ -228,3 +235,35 @@ def test_kafka_objects_refuse_other_platforms() -> None:
     )
     with pytest.raises(ValueError, match="not kubernetes"):
         kafka_objects(topo.clusters["a"], SETTINGS, "id")
+
+
+def test_the_exporter_reads_only_the_broker_beans_and_the_probe_asks_it_for_running() -> None:
+    import json
+
+    objs = kafka()
+    exporter = json.loads(objs.config_map["data"]["jmx-exporter.yaml"])
+    assert "kafka.server:type=KafkaServer,name=BrokerState" in exporter["includeObjectNames"]
+    assert any("ReplicaManager" in rule["pattern"] for rule in exporter["rules"])
+    probe = container(objs.stateful_set)["readinessProbe"]["exec"]["command"]
+    assert probe[:2] == ["/bin/bash", "-c"] and "/dev/tcp/127.0.0.1/9404" in probe[2]
+
+
+def test_metrics_bring_a_service_monitor_labelling_the_cluster_and_the_broker_alerts() -> None:
+    objs = kafka()
+    monitor, rule = objs.monitoring
+    assert monitor["kind"] == "ServiceMonitor" and rule["kind"] == "PrometheusRule"
+    # Only the headless Service carries the label it selects: one target per broker.
+    assert monitor["spec"]["selector"]["matchLabels"]["mm2.io/service"] == "brokers"
+    assert objs.headless_service["metadata"]["labels"]["mm2.io/service"] == "brokers"
+    assert "mm2.io/service" not in objs.bootstrap_service["metadata"]["labels"]
+    [endpoint] = monitor["spec"]["endpoints"]
+    assert endpoint["relabelings"] == [{"action": "replace", "targetLabel": "mm2_cluster", "replacement": "a"}]
+    alerts = {r["alert"] for group in rule["spec"]["groups"] for r in group["rules"]}
+    assert alerts == {
+        "KafkaUnderMinIsrPartitions",
+        "KafkaOfflinePartitions",
+        "KafkaActiveControllers",
+        "KafkaUnderReplicatedPartitions",
+    }
+    settings = kubernetes_settings({"namespace": "kafka", "clusters": {"a": {"metrics": False}}})
+    assert kafka("a", settings).monitoring == ()
