@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.monitoring.jmx_exporter import RECORD_COUNT
+from components.monitoring.jmx_exporter import BROKER_STATE, RECORD_COUNT
 from components.platform.kubernetes.metadata import container_security, pod_security
 from components.platform.kubernetes.monitoring import METRICS_PORT
 from components.topology.runtime_config import KUBERNETES_REST_PORT
 from tests.integration.harness import wait_until
-from tests.integration.kube import NAMESPACE, REST, WATCHER_TAG, kubectl
+from tests.integration.kube import EXTERNAL, NAMESPACE, REST, WATCHER_TAG, kubectl
 from toolchain.kubernetes.prometheus import NAMESPACE as MONITORING
 from toolchain.kubernetes.prometheus import PROMETHEUS_SERVICE
 
@@ -67,6 +67,12 @@ def metrics_are_served_and_their_kinds_accepted(node: str) -> None:
             f"prometheusrule.monitoring.coreos.com/{group}-connect-mm2-alerts",
         }
         assert expected <= kinds, (expected - kinds, kinds)
+    for alias in EXTERNAL:
+        expected = {
+            f"servicemonitor.monitoring.coreos.com/{alias}-kafka",
+            f"prometheusrule.monitoring.coreos.com/{alias}-kafka-alerts",
+        }
+        assert expected <= kinds, (expected - kinds, kinds)
     last = [""]
 
     def serves(service: str, metric: str) -> bool:
@@ -78,6 +84,7 @@ def metrics_are_served_and_their_kinds_accepted(node: str) -> None:
     # to-eu runs us->eu's source connector, to-us eu->us's; both have copied records by now.
     endpoints = [(f"{g}-connect-metrics", RECORD_COUNT) for g in REST]
     endpoints += [(f"{g}-lag-exporter", "mm2_flow_lag_records") for g in REST]
+    endpoints += [(f"{a}-kafka-brokers", f"{BROKER_STATE} 3") for a in EXTERNAL]
     for service, metric in endpoints:
         try:
             wait_until(lambda s=service, m=metric: serves(s, m), 90, f"{metric} from {service}", poll_s=3)
@@ -149,6 +156,7 @@ def prometheus_scrapes_the_stack(node: str) -> None:
     """The operator's Prometheus found each group's ServiceMonitors (workers, lag exporter) by
     themselves, scrapes their targets (up), and loaded the group's PrometheusRule."""
     pools = {f"serviceMonitor/{NAMESPACE}/{g}-{kind}/0" for g in REST for kind in ("connect", "lag-exporter")}
+    pools |= {f"serviceMonitor/{NAMESPACE}/{alias}-kafka/0" for alias in EXTERNAL}
     last: list[Any] = [None]
 
     def all_up() -> bool:
@@ -163,7 +171,7 @@ def prometheus_scrapes_the_stack(node: str) -> None:
         raise AssertionError(f"targets not all up: {last[0]}") from None
     rules = prometheus_api(node, "/api/v1/rules?type=alert")["groups"]
     names = {rule["name"] for group in rules for rule in group["rules"]}
-    assert {"MM2FlowLagAboveRPO", "MM2ConnectorFailed"} <= names, sorted(names)
+    assert {"MM2FlowLagAboveRPO", "MM2ConnectorFailed", "KafkaUnderMinIsrPartitions"} <= names, sorted(names)
     print(f"[kube stack] Prometheus (operator) scrapes {len(last[0])} targets, {len(names)} alert rules loaded")
 
 
@@ -204,3 +212,23 @@ def network_policy_is_enforced(node: str) -> None:
         "worker rest": "ConnectionRefusedError",
         "worker metrics": "open",
     }
+
+
+def alert_states(node: str, alert: str, **labels: str) -> list[str]:
+    """The states of `alert` with `labels` in the operator's Prometheus (pending, firing)."""
+    alerts = prometheus_api(node, "/api/v1/alerts")["alerts"]
+    return [
+        a["state"]
+        for a in alerts
+        if a["labels"].get("alertname") == alert and all(a["labels"].get(k) == v for k, v in labels.items())
+    ]
+
+
+def broker_metric(node: str, pod: str, metric: str) -> float | None:
+    """A broker's metric from its exporter, through the API server's pod proxy (as the roll reads it)."""
+    got = kubectl(node, "get", "--raw", f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}:{METRICS_PORT}/proxy/metrics")
+    for line in got.stdout.splitlines() if got.returncode == 0 else []:
+        name, _, value = line.partition(" ")
+        if name == metric:
+            return float(value)
+    return None

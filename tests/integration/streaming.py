@@ -6,8 +6,9 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from tests.integration.harness import kafka_conf, wait_until
@@ -21,23 +22,31 @@ class Streamed:
     sent: int
     missing: int  # records sent and acknowledged that never arrived
     longest_gap_s: float  # the longest time with no record of the stream arriving
+    # Records the producer (acks=all, librdkafka's retries) could not write, by error name: e.g.
+    # NOT_ENOUGH_REPLICAS when a partition's ISR fell below min.insync.replicas for good.
+    failed: Counter[str] = field(default_factory=Counter)
 
 
 def streamed_during(
     outputs: dict[str, Any], source: tuple[str, str], target: tuple[str, str], action: Callable[[], T]
 ) -> tuple[T, Streamed]:
-    """Produce about 50 records/s to `source` (alias, topic) while `action` runs, from before it
+    """Produce about 50 records/s (acks=all) to `source` (alias, topic) while `action` runs, from before it
     starts until records arrive again after it; read them on `target` (alias, remote topic)."""
     from confluent_kafka import Consumer, Producer
 
-    stop, sent, arrivals = threading.Event(), [0], []
+    stop, sent, arrivals, failed = threading.Event(), [0], [], Counter[str]()
     run = f"stream-{time.monotonic_ns()}-".encode()
     stopped = [float("inf")]
 
     def stream() -> None:
-        producer = Producer(kafka_conf(outputs, source[0]))
+        producer = Producer(kafka_conf(outputs, source[0], acks="all"))
+
+        def delivered(error: Any, _message: Any) -> None:
+            if error is not None:
+                failed[error.name()] += 1
+
         while not stop.is_set():
-            producer.produce(source[1], key=run + str(sent[0]).encode(), value=b"x")
+            producer.produce(source[1], key=run + str(sent[0]).encode(), value=b"x", on_delivery=delivered)
             sent[0] += 1
             producer.poll(0.02)
         assert producer.flush(60) == 0
@@ -71,4 +80,4 @@ def streamed_during(
     times = [t for t, _k in arrivals]
     missing = {run + str(i).encode() for i in range(sent[0])} - {k for _t, k in arrivals}
     gap = max((b - a for a, b in itertools.pairwise(times)), default=0.0)
-    return result, Streamed(sent[0], len(missing), gap)
+    return result, Streamed(sent[0], len(missing), gap, failed)

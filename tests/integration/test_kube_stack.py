@@ -36,6 +36,7 @@ import os
 import re
 import secrets
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +45,7 @@ from typing import Any
 import httpx
 import pytest
 
+from components.monitoring.jmx_exporter import UNDER_MIN_ISR
 from components.platform.image_layout import NO_PULLS_LABEL
 from tests.integration.connect_rest import pause_connector
 from tests.integration.harness import (
@@ -74,6 +76,8 @@ from tests.integration.kube import (
     up_streamed,
 )
 from tests.integration.kube_checks import (
+    alert_states,
+    broker_metric,
     broker_racks,
     lag_alert,
     metrics_are_served_and_their_kinds_accepted,
@@ -87,6 +91,8 @@ from tests.integration.streaming import streamed_during
 pytestmark = LANE
 RECORDS = 200
 ZONES = ["zone-a", "zone-b", "zone-c"]  # bin/kube's nodes, one broker of us on each
+# A broker setting of us: refused while a broker is down, then rolled once us is whole again.
+BROKER_CHANGE = {"background.threads": "9"}
 
 
 @pytest.fixture(scope="module")
@@ -267,11 +273,37 @@ def lost_node(node: str) -> tuple[int, str, int]:
     raise AssertionError(f"no node but the first holds a us broker and not eu's: {placed}")
 
 
-def node_lost_under_a_stream_loses_nothing(node: str, outputs: dict[str, Any], tmp_path: Path) -> None:
+def us_broker_uids(node: str) -> dict[str, str]:
+    return {
+        p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(node) if p["metadata"]["name"].startswith("us-kafka-")
+    }
+
+
+def roll_refused_with_a_broker_down(node: str, stack: TestStack, broker: int) -> None:
+    """With broker `broker` down, a broker setting of us changed: up fails naming the broker,
+    and no other broker of us was restarted. The change stays for the roll after the node is back."""
+    stack.config["config"]["mm2:clusters"]["us"]["brokerConfig"] = dict(BROKER_CHANGE)
+    stack.write_config()
+    before = us_broker_uids(node)
+    up = stack.pulumi("up", "--yes", "--skip-preview", check=False)
+    said = up.stdout + up.stderr
+    assert up.returncode != 0, said[-3000:]
+    assert "the roll of us's brokers did not start (no broker was restarted)" in said, said[-3000:]
+    # Named as not ready, or (before the node controller marks its pod) by its partitions short of it.
+    why = re.search(rf"broker {broker} \(pod us-kafka-{broker} on node [^)]*\) is not ready|under-replicated", said)
+    assert why is not None, said[-3000:]
+    print(f"[kube stack] roll refused with broker {broker} down: {why.group(0)}")
+    assert us_broker_uids(node) == before
+
+
+def node_lost_under_a_stream_loses_nothing(
+    node: str, stack: TestStack, outputs: dict[str, Any], tmp_path: Path
+) -> None:
     """A node's every process killed at once (kubelet, containerd, its pods) while records stream
     us->eu with acks=all: bin/status names the broker down and its node NotReady, the stream goes
-    on with 2 of 3 in sync, and once the node is started again the broker rejoins by itself and
-    bin/status finds the cluster whole; every record arrives."""
+    on with 2 of 3 in sync, a broker roll refuses to start, the brokers' alert on under-replicated
+    partitions is raised in the operator's Prometheus, and once the node is started again the
+    broker rejoins by itself and bin/status finds the cluster whole; every record arrives."""
     index, name, broker = lost_node(node)
     env = {**os.environ, "KUBECONFIG": node}
     said = [""]
@@ -296,6 +328,15 @@ def node_lost_under_a_stream_loses_nothing(node: str, outputs: dict[str, Any], t
         written = produce(outputs, "us", "while-lost")
         arrived = copied(outputs, "eu", "us.orders", "while-lost")
         assert written <= arrived, f"{len(written - arrived)} record(s) written with {name} down not copied"
+        roll_refused_with_a_broker_down(node, stack, broker)
+        # The partitions broker `broker` held are short of it: the alert's rule sees it (pending
+        # for its 3 minutes, so firing is left to promtool's tests).
+        wait_until(
+            lambda: alert_states(node, "KafkaUnderReplicatedPartitions", mm2_cluster="us") != [],
+            120,
+            "KafkaUnderReplicatedPartitions raised for us",
+            poll_s=5,
+        )
         back = kube("start-node", str(index))
         assert back.returncode == 0, back.stderr
         t1 = time.monotonic()
@@ -311,6 +352,52 @@ def node_lost_under_a_stream_loses_nothing(node: str, outputs: dict[str, Any], t
         f"us whole {whole:.0f}s after the node was back, longest gap {streamed.longest_gap_s:.1f}s"
     )
     assert not streamed.missing, f"{streamed.missing} of {streamed.sent} records never arrived on eu"
+
+
+def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, Any]) -> None:
+    """The broker setting refused above, with us whole again, while records stream us->eu with
+    acks=all: up restarts us's three brokers one at a time, the active controller last, each
+    after the last is back in sync. No record is lost or refused, and no broker ever reports a
+    partition below min.insync.replicas."""
+    before = us_broker_uids(node)
+    worst, stop = [0.0], threading.Event()
+
+    def sample() -> None:  # every broker's own count of partitions below min.insync.replicas
+        while not stop.is_set():
+            for name in before:
+                worst[0] = max(worst[0], broker_metric(node, name, UNDER_MIN_ISR) or 0.0)
+            stop.wait(1.0)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        started = time.monotonic()
+        rolled, streamed = streamed_during(
+            outputs,
+            ("us", "orders"),
+            ("eu", "us.orders"),
+            lambda: stack.pulumi("up", "--yes", "--skip-preview", check=False),
+        )
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        sampler.join(30)
+    said = rolled.stdout + rolled.stderr
+    assert rolled.returncode == 0, said[-4000:]
+    steps = [line.strip() for line in said.splitlines() if re.search(r"us: (restarting|broker \d back)", line)]
+    print("[kube stack] broker roll:\n  " + "\n  ".join(steps))
+    order = re.search(r"us: restarting broker\(s\) (\d), (\d), (\d) one at a time", said)
+    assert order is not None, said[-4000:]
+    assert [int(o) for o in order.groups()[:2]] == sorted((int(o) for o in order.groups()[:2]), reverse=True)
+    assert len([s for s in steps if " back: RUNNING after " in s]) == 3, steps
+    assert set(us_broker_uids(node).values()).isdisjoint(before.values()), "not every broker was restarted"
+    print(
+        f"[kube stack] rolling us's 3 brokers took {took:.0f}s under {streamed.sent} records: longest gap "
+        f"{streamed.longest_gap_s:.1f}s, refused {dict(streamed.failed)}, most partitions below min ISR {worst[0]:.0f}"
+    )
+    assert not streamed.missing, f"{streamed.missing} of {streamed.sent} records never arrived on eu"
+    assert not streamed.failed, f"records the producer could not write: {dict(streamed.failed)}"
+    assert worst[0] == 0, f"a broker reported {worst[0]:.0f} partition(s) below min.insync.replicas"
 
 
 def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
@@ -359,7 +446,8 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     print(f"[kube stack] MM2FlowLagAboveRPO fired {fired:.0f}s after the pause, cleared {cleared:.0f}s after resume")
     forbidden_change_is_refused_at_preview(node, stack)
     rolling_change_loses_nothing(node, stack, outputs)
-    node_lost_under_a_stream_loses_nothing(node, outputs, tmp_path)
+    node_lost_under_a_stream_loses_nothing(node, stack, outputs, tmp_path)
+    broker_roll_loses_nothing(node, stack, outputs)
 
     outputs_file = write_outputs(outputs, tmp_path / "outputs.json")
     last: list[subprocess.CompletedProcess[str]] = []

@@ -45,6 +45,7 @@ from components.platform.kubernetes.roll_plan import (
     single_replica,
     step_blockers,
 )
+from components.platform.kubernetes.scheduling import LASTING_S, unplaced, unstarted
 from components.rpc_values import Refused, plain
 from components.topology.objectives import parse_duration
 
@@ -130,6 +131,7 @@ def _broker_pod(pod: Mapping[str, Any], revision: str | None) -> BrokerPod:
         current=bool(revision) and meta.get("labels", {}).get("controller-revision-hash") == revision,
         node=(pod.get("spec") or {}).get("nodeName", ""),
         why=", ".join(w for w in waiting if w) or ("" if ready else str(status.get("phase", ""))),
+        stuck="; ".join(f"{s.why}: {s.message}" for s in (*unplaced([pod]), *unstarted([pod]))),
     )
 
 
@@ -150,6 +152,8 @@ class _Roll:
         while True:
             try:
                 problems = check()
+            except Refused:
+                raise
             except Exception as exc:  # the API server or a broker between answers: asked again
                 problems = [f"the cluster's state could not be read ({type(exc).__name__}: {exc})"]
             now = self.clock()
@@ -219,12 +223,19 @@ def _restart(run: _Roll, ordinal: int) -> str:
     run.cluster.delete(pod)
     run.restarted.append(ordinal)
     ready_at: list[float] = []
+    stuck_since: dict[str, float] = {}
 
     def back() -> list[str]:
         pods, partitions = run.state()
         new = next((p for p in pods if p.ordinal == ordinal), None)
         if new is not None and new.uid != pod.uid and new.ready and not ready_at:
             ready_at.append(run.clock() - started)
+        if new is not None and new.stuck:
+            # A new pod the scheduler cannot place or the kubelet cannot start: said once it lasts.
+            since = stuck_since.setdefault(new.stuck, run.clock())
+            if run.clock() - since >= LASTING_S:
+                problem = f"pod {new.name} {new.stuck}"
+                raise Refused(refusal_text(run.alias, run.key, [problem], run.restarted))
         reading = run.cluster.reading(new.name) if new is not None and new.ready else None
         return back_blockers(new, pod.uid, reading, partitions, in_sync=not run.override)
 

@@ -236,8 +236,11 @@ def deploy_kafka_kubernetes(
         resources.append(BrokerRoll(f"{name}-roll", _roll_inputs(cluster, settings, digest, admin), roll_opts))
     brokers = (f"the brokers of {cluster.alias}", settings.cluster_key(cluster.alias, "resources"))
     brokers_key = f"mm2:clusters.{cluster.alias}.brokers"
-    # What the pods wait for, not the StatefulSet itself: the watch runs while it is created.
-    watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=[config, shape, *readers, *secret_resources])
+    # What the pods wait for, not the StatefulSet itself: the watch runs while it is created. Not
+    # on a new template: no pod changes until the roll, which watches each new pod itself.
+    watch_opts = pulumi.ResourceOptions(
+        parent=parent, depends_on=[config, shape, *readers, *secret_resources], ignore_changes=["template"]
+    )
     names = (*brokers, brokers_key, settings.cluster_key(cluster.alias, "image"))
     resources += _start_watch(f"{name}-pods-started", stateful_set, digest, names, pod.context, settings, watch_opts)
     resources.append(register(objects.pod_disruption_budget, f"{name}-pdb", child))

@@ -39,6 +39,7 @@ class BrokerPod:
     current: bool  # runs the StatefulSet's update revision
     node: str = ""
     why: str = ""  # why it is not ready, when it is not
+    stuck: str = ""  # a problem no waiting fixes (scheduling.py: unplaced, image, init container)
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,18 @@ def test_a_broker_that_does_not_come_back_stops_the_roll_naming_it() -> None:
     assert "pod us-kafka-2 to be ready (broker RUNNING)" in said
 
 
+def test_a_new_pod_that_cannot_start_stops_the_roll_once_it_lasts() -> None:
+    clock = Clock()
+    cluster = Cluster(clock, restart_s=600)
+    pods = cluster.pods
+    pull = "cannot start: container kafka: ErrImagePull: no such image"
+    cluster.pods = lambda: [replace(p, stuck=pull) if p.uid == "new-2" else p for p in pods()]  # type: ignore[method-assign]
+    with pytest.raises(Refused) as refused:
+        run(cluster, clock)
+    assert cluster.deleted == [2] and f"pod us-kafka-2 {pull}" in str(refused.value)
+    assert clock.now < 30  # within LASTING_S of the problem, not at readyTimeout (60 s here)
+
+
 def test_an_override_left_on_is_refused_at_preview() -> None:
     provider = BrokerRollProvider()
     on = {**PROPS, "override": True}
