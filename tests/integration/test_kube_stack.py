@@ -279,15 +279,25 @@ def us_broker_uids(node: str) -> dict[str, str]:
     }
 
 
+def object_uid(node: str, kind: str, name: str) -> str:
+    shown = kubectl(node, "-n", NAMESPACE, "get", kind, name, "-o", "jsonpath={.metadata.uid}")
+    assert shown.returncode == 0 and shown.stdout, shown.stderr
+    return shown.stdout
+
+
 def roll_refused_with_a_broker_down(node: str, stack: TestStack, broker: int) -> None:
     """With broker `broker` down, a broker setting of us changed: up fails naming the broker,
     and no other broker of us was restarted. The change stays for the roll after the node is back."""
     stack.config["config"]["mm2:clusters"]["us"]["brokerConfig"] = dict(BROKER_CHANGE)
     stack.write_config()
     before = us_broker_uids(node)
+    config_uid = object_uid(node, "configmap", "us-kafka-config")
     up = stack.pulumi("up", "--yes", "--skip-preview", check=False)
     said = up.stdout + up.stderr
     assert up.returncode != 0, said[-3000:]
+    # The brokers' ConfigMap was changed in place, never deleted and made again (a broker starting
+    # meanwhile could not have mounted it).
+    assert object_uid(node, "configmap", "us-kafka-config") == config_uid
     assert "the roll of us's brokers did not start (no broker was restarted)" in said, said[-3000:]
     # Named as not ready, or (before the node controller marks its pod) by its partitions short of it.
     why = re.search(rf"broker {broker} \(pod us-kafka-{broker} on node [^)]*\) is not ready|under-replicated", said)

@@ -72,7 +72,11 @@ def _child_opts(
 ) -> pulumi.ResourceOptions:
     """parent=the component; a provider of our own when a kubeconfig context or a render
     directory is configured and the caller did not pass one; `readyTimeout` as the bound of the
-    provider's wait for each object to be ready."""
+    provider's wait for each object to be ready.
+
+    Our own provider updates ConfigMaps and Secrets in place: by default pulumi-kubernetes
+    replaces one whose data changed, and with a fixed name it deletes it before creating it
+    again, so a pod (re)starting meanwhile cannot mount its config or its passwords."""
     base = pulumi.ResourceOptions.merge(pulumi.ResourceOptions(), opts) if opts else pulumi.ResourceOptions()
     bound = pulumi.CustomTimeouts(create=settings.ready_timeout, update=settings.ready_timeout)
     child = pulumi.ResourceOptions(parent=parent, custom_timeouts=bound)
@@ -82,6 +86,8 @@ def _child_opts(
             context=context,
             namespace=settings.namespace,
             render_yaml_to_directory=settings.render_dir,
+            enable_config_map_mutable=True,
+            enable_secret_mutable=True,
             opts=pulumi.ResourceOptions(parent=parent),
         )
         child = pulumi.ResourceOptions(parent=parent, provider=provider, custom_timeouts=bound)
@@ -248,6 +254,8 @@ def deploy_kafka_kubernetes(
     for obj in objects.external_services:
         suffix = obj["metadata"]["name"].removeprefix(f"{cluster.alias}-kafka-")
         resources.append(register(obj, f"{name}-{suffix}", child))
+    for obj in objects.monitoring:  # the brokers' ServiceMonitor and PrometheusRule
+        resources.append(register(obj, f"{name}-{obj['kind'].lower()}", child))
     return KubernetesKafka(
         bootstrap=pulumi.Output.from_input(bootstrap_servers(cluster)), objects=objects, resources=resources
     )

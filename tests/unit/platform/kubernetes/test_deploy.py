@@ -37,6 +37,8 @@ def test_kafka_kubernetes_graph(monitor: RecordingMonitor) -> Any:
             "kafka-a-pods-started": "pulumi-python:dynamic/kubernetes:PodsStarted",
             "kafka-a-pdb": "kubernetes:policy/v1:PodDisruptionBudget",
             "kafka-a-netpol": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            "kafka-a-servicemonitor": "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
+            "kafka-a-prometheusrule": "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
         }
         # The StatefulSet waits for its ConfigMap and for the guard of its fixed fields (a forbidden
         # change fails there, before the StatefulSet is touched); no secret without secret values.
@@ -187,3 +189,27 @@ def test_the_brokers_pods_are_exported_by_context_namespace_and_statefulset() ->
     pods = broker_pods(settings, "us-east")
     assert pods == {"context": "prod-us-east", "namespace": settings.namespace, "statefulset": "us-east-kafka"}
     assert broker_pods(KubernetesSettings(namespace="kafka"), "a")["context"] == ""  # the kubeconfig's current one
+
+
+@pulumi.runtime.test
+def test_with_the_admin_connection_the_brokers_roll_after_their_statefulset(monitor: RecordingMonitor) -> Any:
+    topo = topology(SASL_KUBERNETES)
+    parent = Parent("mm2:index:KafkaCluster", "kafka-a")
+    admin = pulumi.Output.secret({"security.protocol": "SASL_SSL", "sasl.password": "pw"})
+    settings = KubernetesSettings(namespace="kafka")
+    out = deploy_kafka_kubernetes(parent, "kafka-a", topo.clusters["a"], settings=settings, admin=admin)
+
+    def check(_: Any) -> None:
+        r = regs(monitor)
+        assert r["kafka-a-roll"].type == "pulumi-python:dynamic/kubernetes:BrokerRoll"
+        assert urn_of(monitor, "kafka-a-statefulset") in r["kafka-a-roll"].dependencies
+        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        roll = state["kafka-a-roll"]
+        template = state["kafka-a-statefulset"]["spec"]["template"]["metadata"]["annotations"]
+        assert roll["template"] == template["mm2-iac.dev/template"]
+        assert (roll["statefulset"], roll["replicas"], roll["bound"], roll["override"]) == ("a-kafka", 3, "5m", False)
+        assert roll["override_key"] == "mm2-platform:kubernetes.kafka.rollOverride"
+        # The admin's password reaches the roll only as a secret.
+        assert ".admin" in r["kafka-a-roll"].secret_paths
+
+    return settle([out.bootstrap], out.resources).apply(check)
