@@ -151,18 +151,14 @@ def make_tls_secrets(kubeconfig: str, root: Path, password: str) -> str:
     """A CA, a keystore per cluster's brokers (its names inside the node and 127.0.0.1, where the
     node ports are) and a truststore, as the Secrets the platform mounts: `<alias>-kafka-tls` and
     `<group>-connect-tls`. One password for every store. Returns the CA's PEM file."""
-    from components.platform.local.tls import make_ca, make_leaf, make_truststore
+    from components.platform.local.tls import make_ca, make_truststore
     from components.topology.tls import TlsLayout
 
     layout = TlsLayout(str(root))
     make_ca(layout, "mm2-kube-test", 7, password)
     make_truststore(layout, password)
     for alias in EXTERNAL:
-        names = [f"*.{alias}-kafka-brokers.{NAMESPACE}.svc", f"{alias}-kafka-bootstrap.{NAMESPACE}.svc"]
-        leaf = {"name": alias, "common_name": f"{alias}-kafka", "validity_days": 7}
-        make_leaf(layout, {**leaf, "sans": [*(f"DNS:{n}" for n in names), "IP:127.0.0.1"]}, password, password)
-        files = {"keystore.p12": layout.keystore(alias), "truststore.p12": layout.truststore}
-        _secret(kubeconfig, f"{alias}-kafka-tls", files)
+        _secret(kubeconfig, f"{alias}-kafka-tls", _broker_stores(layout, alias, password))
     for group in REST:
         files = {f"{alias}.truststore.p12": layout.truststore for alias in EXTERNAL}
         files.update({f"{alias}.ca.crt": layout.ca_pem for alias in EXTERNAL})
@@ -170,18 +166,36 @@ def make_tls_secrets(kubeconfig: str, root: Path, password: str) -> str:
     return layout.ca_pem
 
 
-def _secret(kubeconfig: str, name: str, files: dict[str, str]) -> None:
-    made = kubectl(
-        kubeconfig,
-        "-n",
-        NAMESPACE,
-        "create",
-        "secret",
-        "generic",
-        name,
-        *(f"--from-file={k}={v}" for k, v in files.items()),
+def _broker_stores(layout: Any, alias: str, password: str) -> dict[str, str]:
+    """A new key and certificate for `alias`'s brokers, signed by the CA: the Secret's files."""
+    from components.platform.local.tls import make_leaf
+
+    names = [f"*.{alias}-kafka-brokers.{NAMESPACE}.svc", f"{alias}-kafka-bootstrap.{NAMESPACE}.svc"]
+    leaf = {"name": alias, "common_name": f"{alias}-kafka", "validity_days": 7}
+    make_leaf(layout, {**leaf, "sans": [*(f"DNS:{n}" for n in names), "IP:127.0.0.1"]}, password, password)
+    return {"keystore.p12": layout.keystore(alias), "truststore.p12": layout.truststore}
+
+
+def renew_broker_tls(kubeconfig: str, root: Path, password: str, alias: str) -> None:
+    """As cert-manager renews a certificate: a new key and certificate from the same CA, written
+    over `alias`'s TLS Secret in place."""
+    from components.topology.tls import TlsLayout
+
+    _secret(kubeconfig, f"{alias}-kafka-tls", _broker_stores(TlsLayout(str(root)), alias, password), replace=True)
+
+
+def _secret(kubeconfig: str, name: str, files: dict[str, str], replace: bool = False) -> None:
+    sources = [f"--from-file={k}={v}" for k, v in files.items()]
+    if not replace:
+        made = kubectl(kubeconfig, "-n", NAMESPACE, "create", "secret", "generic", name, *sources)
+        assert made.returncode == 0, made.stderr
+        return
+    rendered = kubectl(
+        kubeconfig, "-n", NAMESPACE, "create", "secret", "generic", name, *sources, "--dry-run=client", "-o", "yaml"
     )
-    assert made.returncode == 0, made.stderr
+    assert rendered.returncode == 0, rendered.stderr
+    applied = kubectl(kubeconfig, "-n", NAMESPACE, "apply", "-f", "-", stdin=rendered.stdout)
+    assert applied.returncode == 0, applied.stderr
 
 
 def up_streamed(stack: Any, timeout: float = 600) -> tuple[int, list[tuple[float, str]]]:

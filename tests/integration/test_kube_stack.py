@@ -12,7 +12,9 @@ the brokers at the in-cluster Services (`internalBootstrap`). Checked: every pod
 records copied both ways, a broker pod deleted by hand back with its data and the flow catching up,
 a change Kubernetes forbids in place refused at preview (and at up) before anything changed, a
 worker setting rolled one pod at a time under a stream with nothing lost (the longest
-gap printed), the Spark stage and `bin/status` passing against those addresses, and `pulumi
+gap printed), a node lost under a stream (a broker roll refused meanwhile), then a broker setting
+and a renewed certificate rolled through us's brokers one at a time under an acks=all stream
+(tests/integration/kube_broker_roll.py), the Spark stage and `bin/status` passing against those addresses, and `pulumi
 destroy` leaving nothing of the stack in its namespace. Then an image the node lacks is named at
 preview, and on the node unlabelled as one that pulls, `up` reports the pod's pull error within
 readyTimeout.
@@ -36,7 +38,6 @@ import os
 import re
 import secrets
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,7 +46,6 @@ from typing import Any
 import httpx
 import pytest
 
-from components.monitoring.jmx_exporter import UNDER_MIN_ISR
 from components.platform.image_layout import NO_PULLS_LABEL
 from tests.integration.connect_rest import pause_connector
 from tests.integration.harness import (
@@ -75,9 +75,9 @@ from tests.integration.kube import (
     stack_config,
     up_streamed,
 )
+from tests.integration.kube_broker_roll import broker_roll_loses_nothing, roll_refused_with_a_broker_down
 from tests.integration.kube_checks import (
     alert_states,
-    broker_metric,
     broker_racks,
     lag_alert,
     metrics_are_served_and_their_kinds_accepted,
@@ -91,8 +91,6 @@ from tests.integration.streaming import streamed_during
 pytestmark = LANE
 RECORDS = 200
 ZONES = ["zone-a", "zone-b", "zone-c"]  # bin/kube's nodes, one broker of us on each
-# A broker setting of us: refused while a broker is down, then rolled once us is whole again.
-BROKER_CHANGE = {"background.threads": "9"}
 
 
 @pytest.fixture(scope="module")
@@ -125,10 +123,17 @@ def _node(archives: list[str]) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def stack(node: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestStack]:
-    """The lane's stack, with its TLS Secrets made and its passwords given (fresh each run)."""
+def tls(node: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """The TLS Secrets as cert-manager would make them: (their folder, the stores' password, the CA's PEM)."""
     password = secrets.token_urlsafe(18)
-    ca_pem = make_tls_secrets(node, tmp_path_factory.mktemp("kube-tls"), password)
+    root = tmp_path_factory.mktemp("kube-tls")
+    return root, password, make_tls_secrets(node, root, password)
+
+
+@pytest.fixture(scope="module")
+def stack(node: str, tls: tuple[Path, str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestStack]:
+    """The lane's stack, with its TLS Secrets made and its passwords given (fresh each run)."""
+    _, password, ca_pem = tls
     s = TestStack(tmp_path_factory.mktemp("kube-stack"), stack_config(ca_pem))
     s.env["KUBECONFIG"] = node
     s.init()
@@ -273,39 +278,6 @@ def lost_node(node: str) -> tuple[int, str, int]:
     raise AssertionError(f"no node but the first holds a us broker and not eu's: {placed}")
 
 
-def us_broker_uids(node: str) -> dict[str, str]:
-    return {
-        p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(node) if p["metadata"]["name"].startswith("us-kafka-")
-    }
-
-
-def object_uid(node: str, kind: str, name: str) -> str:
-    shown = kubectl(node, "-n", NAMESPACE, "get", kind, name, "-o", "jsonpath={.metadata.uid}")
-    assert shown.returncode == 0 and shown.stdout, shown.stderr
-    return shown.stdout
-
-
-def roll_refused_with_a_broker_down(node: str, stack: TestStack, broker: int) -> None:
-    """With broker `broker` down, a broker setting of us changed: up fails naming the broker,
-    and no other broker of us was restarted. The change stays for the roll after the node is back."""
-    stack.config["config"]["mm2:clusters"]["us"]["brokerConfig"] = dict(BROKER_CHANGE)
-    stack.write_config()
-    before = us_broker_uids(node)
-    config_uid = object_uid(node, "configmap", "us-kafka-config")
-    up = stack.pulumi("up", "--yes", "--skip-preview", check=False)
-    said = up.stdout + up.stderr
-    assert up.returncode != 0, said[-3000:]
-    # The brokers' ConfigMap was changed in place, never deleted and made again (a broker starting
-    # meanwhile could not have mounted it).
-    assert object_uid(node, "configmap", "us-kafka-config") == config_uid
-    assert "the roll of us's brokers did not start (no broker was restarted)" in said, said[-3000:]
-    # Named as not ready, or (before the node controller marks its pod) by its partitions short of it.
-    why = re.search(rf"broker {broker} \(pod us-kafka-{broker} on node [^)]*\) is not ready|under-replicated", said)
-    assert why is not None, said[-3000:]
-    print(f"[kube stack] roll refused with broker {broker} down: {why.group(0)}")
-    assert us_broker_uids(node) == before
-
-
 def node_lost_under_a_stream_loses_nothing(
     node: str, stack: TestStack, outputs: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -364,54 +336,8 @@ def node_lost_under_a_stream_loses_nothing(
     assert not streamed.missing, f"{streamed.missing} of {streamed.sent} records never arrived on eu"
 
 
-def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, Any]) -> None:
-    """The broker setting refused above, with us whole again, while records stream us->eu with
-    acks=all: up restarts us's three brokers one at a time, the active controller last, each
-    after the last is back in sync. No record is lost or refused, and no broker ever reports a
-    partition below min.insync.replicas."""
-    before = us_broker_uids(node)
-    worst, stop = [0.0], threading.Event()
-
-    def sample() -> None:  # every broker's own count of partitions below min.insync.replicas
-        while not stop.is_set():
-            for name in before:
-                worst[0] = max(worst[0], broker_metric(node, name, UNDER_MIN_ISR) or 0.0)
-            stop.wait(1.0)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
-        started = time.monotonic()
-        rolled, streamed = streamed_during(
-            outputs,
-            ("us", "orders"),
-            ("eu", "us.orders"),
-            lambda: stack.pulumi("up", "--yes", "--skip-preview", check=False),
-        )
-        took = time.monotonic() - started
-    finally:
-        stop.set()
-        sampler.join(30)
-    said = rolled.stdout + rolled.stderr
-    assert rolled.returncode == 0, said[-4000:]
-    steps = [line.strip() for line in said.splitlines() if re.search(r"us: (restarting|broker \d back)", line)]
-    print("[kube stack] broker roll:\n  " + "\n  ".join(steps))
-    order = re.search(r"us: restarting broker\(s\) (\d), (\d), (\d) one at a time", said)
-    assert order is not None, said[-4000:]
-    assert [int(o) for o in order.groups()[:2]] == sorted((int(o) for o in order.groups()[:2]), reverse=True)
-    assert len([s for s in steps if " back: RUNNING after " in s]) == 3, steps
-    assert set(us_broker_uids(node).values()).isdisjoint(before.values()), "not every broker was restarted"
-    print(
-        f"[kube stack] rolling us's 3 brokers took {took:.0f}s under {streamed.sent} records: longest gap "
-        f"{streamed.longest_gap_s:.1f}s, refused {dict(streamed.failed)}, most partitions below min ISR {worst[0]:.0f}"
-    )
-    assert not streamed.missing, f"{streamed.missing} of {streamed.sent} records never arrived on eu"
-    assert not streamed.failed, f"records the producer could not write: {dict(streamed.failed)}"
-    assert worst[0] == 0, f"a broker reported {worst[0]:.0f} partition(s) below min.insync.replicas"
-
-
 def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
-    node: str, stack: TestStack, tmp_path: Path
+    node: str, stack: TestStack, tls: tuple[Path, str, str], tmp_path: Path
 ) -> None:
     # A new user's copy of the example, held to every rule of the project's pack (not a dev stack).
     checked = stack.pulumi("preview", "--policy-pack", str(ROOT / "policies"), check=False)
@@ -457,7 +383,7 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     forbidden_change_is_refused_at_preview(node, stack)
     rolling_change_loses_nothing(node, stack, outputs)
     node_lost_under_a_stream_loses_nothing(node, stack, outputs, tmp_path)
-    broker_roll_loses_nothing(node, stack, outputs)
+    broker_roll_loses_nothing(node, stack, outputs, tls)
 
     outputs_file = write_outputs(outputs, tmp_path / "outputs.json")
     last: list[subprocess.CompletedProcess[str]] = []

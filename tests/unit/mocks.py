@@ -77,6 +77,10 @@ class EchoMocks(pmocks.Mocks):
         outs = dict(args.inputs)
         if args.typ == "pulumi-python:dynamic/connect:Connector":
             outs.setdefault("state", "RUNNING")
+        if (
+            args.typ == "kubernetes:core/v1:Secret" and args.resource_id
+        ):  # a Secret read (Secret.get): the brokers' stores
+            outs["data"] = {"keystore.p12": "a2V5", "truststore.p12": "dHJ1c3Q="}
         if args.typ == "pulumi-python:dynamic/security:Credentials":
             # As the provider: the given passwords, and one for every other key it generates or needs.
             keys = [*args.inputs.get("generated", []), *args.inputs.get("required", [])]

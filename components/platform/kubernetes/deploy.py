@@ -28,7 +28,13 @@ from components.platform.contract import BrokerRequest, DeployedBrokers, Deploye
 from components.platform.kubernetes.broker_roll import BrokerRoll
 from components.platform.kubernetes.connect_objects import ConnectObjects, connect_objects
 from components.platform.kubernetes.fixed_fields import shape_inputs
-from components.platform.kubernetes.kafka_objects import KafkaObjects, kafka_objects
+from components.platform.kubernetes.kafka_objects import (
+    BROKER_TLS_KEYS,
+    KafkaObjects,
+    kafka_objects,
+    tls_secret_problem,
+)
+from components.platform.kubernetes.metadata import config_hash
 from components.platform.kubernetes.names import KafkaNames, connect_secret_names, kafka_secret_names
 from components.platform.kubernetes.pod_watch import PodsStarted
 from components.platform.kubernetes.scheduling import stamped
@@ -210,6 +216,13 @@ def deploy_kafka_kubernetes(
     objects = dataclasses.replace(objects, stateful_set=stateful_set)
     child = _child_opts(parent, name, pod.context, settings, opts)
     resources: list[pulumi.Resource] = []
+    rolled_on = pulumi.Output.from_input(digest)
+    if cluster.security.protocol.uses_tls and not settings.render_dir:
+        # A renewed certificate (cert-manager rewrites the Secret) changes the template: the pods roll onto it.
+        tls = _tls_digest(parent, name, cluster, settings, child)
+        template = stateful_set["spec"]["template"]["metadata"]["annotations"]
+        stateful_set["spec"]["template"]["metadata"]["annotations"] = {**template, TLS_ANNOTATION: tls}
+        rolled_on = pulumi.Output.all(digest, tls).apply(lambda both: f"{both[0]}-{both[1]}")
 
     keys = container_broker_secret_keys(cluster)
     if secret_values is not None and keys:
@@ -239,7 +252,7 @@ def deploy_kafka_kubernetes(
     resources.append(stateful)
     if admin is not None and not settings.render_dir:
         roll_opts = pulumi.ResourceOptions(parent=parent, depends_on=[stateful])
-        resources.append(BrokerRoll(f"{name}-roll", _roll_inputs(cluster, settings, digest, admin), roll_opts))
+        resources.append(BrokerRoll(f"{name}-roll", _roll_inputs(cluster, settings, rolled_on, admin), roll_opts))
     brokers = (f"the brokers of {cluster.alias}", settings.cluster_key(cluster.alias, "resources"))
     brokers_key = f"mm2:clusters.{cluster.alias}.brokers"
     # What the pods wait for, not the StatefulSet itself: the watch runs while it is created. Not
@@ -261,8 +274,33 @@ def deploy_kafka_kubernetes(
     )
 
 
+TLS_ANNOTATION = "mm2-iac.dev/tls"  # on a pod template: the digest of the TLS Secret its pods mount
+
+
+def _tls_digest(
+    parent: pulumi.Resource, name: str, cluster: Cluster, settings: KubernetesSettings, child: pulumi.ResourceOptions
+) -> pulumi.Output[str]:
+    """A digest of the brokers' TLS Secret as it is now (read at each preview and up), not a
+    secret: a short hash of the stores. A Secret without a key the pods mount fails the preview,
+    naming the setting."""
+    _, secret_name = kafka_secret_names(cluster, settings.cluster(cluster.alias))
+    where = f"{settings.namespace}/{secret_name}"
+    read = k8s.core.v1.Secret.get(
+        f"{name}-tls-read", where, opts=pulumi.ResourceOptions(parent=parent, provider=child.provider)
+    )
+    key = settings.cluster_key(cluster.alias, "tlsSecret")
+
+    def digest(data: Mapping[str, str] | None) -> str:
+        problem = tls_secret_problem(key, where, BROKER_TLS_KEYS, data or {})
+        if problem:
+            raise ValueError(problem)
+        return config_hash(dict(data or {}))
+
+    return pulumi.Output.unsecret(read.data.apply(digest))
+
+
 def _roll_inputs(
-    cluster: Cluster, settings: KubernetesSettings, digest: str, admin: pulumi.Input[Mapping[str, str]]
+    cluster: Cluster, settings: KubernetesSettings, digest: pulumi.Input[str], admin: pulumi.Input[Mapping[str, str]]
 ) -> dict[str, Any]:
     """The BrokerRoll's inputs (broker_roll.py): the pods to roll to template `digest`, the bound
     of each wait, the override, and the stack's admin connection (a secret)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,22 @@ from components.platform.kubernetes.rack import RACK_FILE, node_reader_objects, 
 from components.platform.secret_files import SECRETS_KEY
 from components.platform.settings import KafkaPodSettings, KubernetesSettings
 from components.topology.model import Cluster, Platform
+
+BROKER_TLS_KEYS = ("keystore.p12", "truststore.p12")  # the keys of the brokers' TLS Secret
+
+
+def tls_secret_problem(key: str, where: str, wanted: tuple[str, ...], data: Mapping[str, str]) -> str | None:
+    """What is wrong with the TLS Secret `where` (namespace/name) the pods mount, set by setting
+    `key`: a key they mount that it lacks. None when it has them all."""
+    missing = [k for k in wanted if k not in data]
+    if not missing:
+        return None
+    has = ", ".join(sorted(data)) or "nothing"
+    return (
+        f"{key}: Secret {where} has no {' or '.join(missing)} (it has: {has}), which the pods mount. Fix: have "
+        f"cert-manager (or whoever makes it) write the PKCS12 stores under {', '.join(wanted)}, or name the right "
+        f"Secret in {key}."
+    )
 
 
 def kubernetes_broker_network(cluster: Cluster, namespace: str, pod: KafkaPodSettings) -> BrokerNetwork:
@@ -237,10 +254,7 @@ def _storage(broker: _Broker) -> tuple[list[dict[str, Any]], list[dict[str, Any]
                 "name": "tls",
                 "secret": {
                     "secretName": tls_secret,
-                    "items": [
-                        {"key": "keystore.p12", "path": "keystore.p12"},
-                        {"key": "truststore.p12", "path": "truststore.p12"},
-                    ],
+                    "items": [{"key": key, "path": key} for key in BROKER_TLS_KEYS],
                     "defaultMode": 0o400,
                 },
             }

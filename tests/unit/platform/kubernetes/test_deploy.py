@@ -206,7 +206,10 @@ def test_with_the_admin_connection_the_brokers_roll_after_their_statefulset(moni
         state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
         roll = state["kafka-a-roll"]
         template = state["kafka-a-statefulset"]["spec"]["template"]["metadata"]["annotations"]
-        assert roll["template"] == template["mm2-iac.dev/template"]
+        # The roll follows the template and the TLS Secret the brokers mount (read, hashed, not secret).
+        assert roll["template"] == f"{template['mm2-iac.dev/template']}-{template['mm2-iac.dev/tls']}"
+        assert len(template["mm2-iac.dev/tls"]) == 16
+        assert [p for p in r["kafka-a-statefulset"].secret_paths if "annotations" in p] == []
         assert (roll["statefulset"], roll["replicas"], roll["bound"], roll["override"]) == ("a-kafka", 3, "5m", False)
         assert roll["override_key"] == "mm2-platform:kubernetes.kafka.rollOverride"
         # The admin's password reaches the roll only as a secret.

@@ -267,3 +267,16 @@ def test_metrics_bring_a_service_monitor_labelling_the_cluster_and_the_broker_al
     }
     settings = kubernetes_settings({"namespace": "kafka", "clusters": {"a": {"metrics": False}}})
     assert kafka("a", settings).monitoring == ()
+
+
+def test_a_tls_secret_without_a_key_the_brokers_mount_is_named_with_the_setting() -> None:
+    from components.platform.kubernetes.kafka_objects import BROKER_TLS_KEYS, tls_secret_problem
+
+    key = "mm2-platform:kubernetes.clusters.us.tlsSecret"
+    assert (
+        tls_secret_problem(key, "mm2/us-kafka-tls", BROKER_TLS_KEYS, {"keystore.p12": "", "truststore.p12": ""}) is None
+    )
+    problem = tls_secret_problem(key, "mm2/us-kafka-tls", BROKER_TLS_KEYS, {"tls.crt": "", "tls.key": ""})
+    assert problem is not None
+    assert problem.startswith(f"{key}: Secret mm2/us-kafka-tls has no keystore.p12 or truststore.p12 (it has: tls.crt")
+    assert f"or name the right Secret in {key}." in problem

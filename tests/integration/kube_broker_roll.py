@@ -1,0 +1,116 @@
+"""The brokers' roll on the Kubernetes lane (tests/integration/test_kube_stack.py): refused while
+a broker is down, then run under a stream with a broker setting changed and the certificate
+renewed (components/platform/kubernetes/broker_roll.py)."""
+
+from __future__ import annotations
+
+import re
+import ssl
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from components.monitoring.jmx_exporter import UNDER_MIN_ISR
+from tests.integration.harness import TestStack
+from tests.integration.kube import EXTERNAL, NAMESPACE, kubectl, renew_broker_tls
+from tests.integration.kube_checks import broker_metric, pods
+from tests.integration.streaming import streamed_during
+
+# A broker setting of us: refused while a broker is down, then rolled once us is whole again.
+BROKER_CHANGE = {"background.threads": "9"}
+US_BROKERS = 3
+
+
+def us_broker_uids(node: str) -> dict[str, str]:
+    return {
+        p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(node) if p["metadata"]["name"].startswith("us-kafka-")
+    }
+
+
+def object_uid(node: str, kind: str, name: str) -> str:
+    shown = kubectl(node, "-n", NAMESPACE, "get", kind, name, "-o", "jsonpath={.metadata.uid}")
+    assert shown.returncode == 0 and shown.stdout, shown.stderr
+    return shown.stdout
+
+
+def roll_refused_with_a_broker_down(node: str, stack: TestStack, broker: int) -> None:
+    """With broker `broker` down, a broker setting of us changed: up fails naming the broker,
+    and no other broker of us was restarted. The change stays for the roll after the node is back."""
+    stack.config["config"]["mm2:clusters"]["us"]["brokerConfig"] = dict(BROKER_CHANGE)
+    stack.write_config()
+    before = us_broker_uids(node)
+    config_uid = object_uid(node, "configmap", "us-kafka-config")
+    up = stack.pulumi("up", "--yes", "--skip-preview", check=False)
+    said = up.stdout + up.stderr
+    assert up.returncode != 0, said[-3000:]
+    # The brokers' ConfigMap was changed in place, never deleted and made again (a broker starting
+    # meanwhile could not have mounted it).
+    assert object_uid(node, "configmap", "us-kafka-config") == config_uid
+    assert "the roll of us's brokers did not start (no broker was restarted)" in said, said[-3000:]
+    # Named as not ready, or (before the node controller marks its pod) by its partitions short of it.
+    why = re.search(rf"broker {broker} \(pod us-kafka-{broker} on node [^)]*\) is not ready|under-replicated", said)
+    assert why is not None, said[-3000:]
+    print(f"[kube stack] roll refused with broker {broker} down: {why.group(0)}")
+    assert us_broker_uids(node) == before
+
+
+def served_certificates() -> list[bytes]:
+    """The certificate each us broker presents on its external listener (its node port)."""
+    base = EXTERNAL["us"]
+    return [ssl.get_server_certificate(("127.0.0.1", base + 1 + i)).encode() for i in range(US_BROKERS)]
+
+
+def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, Any], tls: tuple[Path, str, str]) -> None:
+    """The broker setting refused above, with us whole again, and us's certificate renewed in its
+    Secret as cert-manager does, while records stream us->eu with acks=all: one up restarts us's
+    three brokers one at a time, the active controller last, each after the last is back in sync,
+    and each then presents the new certificate. No record is lost or refused, and no broker ever
+    reports a partition below min.insync.replicas."""
+    root, password, _ = tls
+    old_certificates = served_certificates()
+    renew_broker_tls(node, root, password, "us")
+    before = us_broker_uids(node)
+    worst, stop = [0.0], threading.Event()
+
+    def sample() -> None:  # every broker's own count of partitions below min.insync.replicas
+        while not stop.is_set():
+            for name in before:
+                worst[0] = max(worst[0], broker_metric(node, name, UNDER_MIN_ISR) or 0.0)
+            stop.wait(1.0)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        started = time.monotonic()
+        rolled, streamed = streamed_during(
+            outputs,
+            ("us", "orders"),
+            ("eu", "us.orders"),
+            lambda: stack.pulumi("up", "--yes", "--skip-preview", check=False),
+        )
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        sampler.join(30)
+    said = rolled.stdout + rolled.stderr
+    assert rolled.returncode == 0, said[-4000:]
+    steps = [line.strip() for line in said.splitlines() if re.search(r"us: (restarting|broker \d back)", line)]
+    print("[kube stack] broker roll:\n  " + "\n  ".join(steps))
+    order = re.search(r"us: restarting broker\(s\) (\d), (\d), (\d) one at a time", said)
+    assert order is not None, said[-4000:]
+    assert [int(o) for o in order.groups()[:2]] == sorted((int(o) for o in order.groups()[:2]), reverse=True)
+    assert len([s for s in steps if " back: RUNNING after " in s]) == 3, steps
+    assert set(us_broker_uids(node).values()).isdisjoint(before.values()), "not every broker was restarted"
+    renewed = served_certificates()
+    assert all(new != old for new, old in zip(renewed, old_certificates, strict=True)), (
+        "a broker kept its old certificate"
+    )
+    assert len(set(renewed)) == 1, "the brokers present different certificates"
+    print(
+        f"[kube stack] rolling us's 3 brokers took {took:.0f}s under {streamed.sent} records: longest gap "
+        f"{streamed.longest_gap_s:.1f}s, refused {dict(streamed.failed)}, most partitions below min ISR {worst[0]:.0f}"
+    )
+    assert not streamed.missing, f"{streamed.missing} of {streamed.sent} records never arrived on eu"
+    assert not streamed.failed, f"records the producer could not write: {dict(streamed.failed)}"
+    assert worst[0] == 0, f"a broker reported {worst[0]:.0f} partition(s) below min.insync.replicas"
