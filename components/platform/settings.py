@@ -16,6 +16,7 @@ from typing import Any
 
 from components.platform.errors import PlatformError
 from components.platform.image_layout import KAFKA_IMAGE, WATCHER_IMAGE
+from components.platform.placement import PLACEMENT_FIELDS, Placement, parse_placement
 
 # The project's own images (bin/bootstrap --images builds them; see image_layout). A prod
 # cluster pulls them from the user's registry under the names these fields are set to.
@@ -49,7 +50,7 @@ KUBERNETES_CONFIG = "mm2-platform:kubernetes"  # the stack config namespace of t
 
 
 @dataclass(frozen=True)
-class KafkaPodSettings:
+class KafkaPodSettings(Placement):
     """Per Kafka cluster on Kubernetes. Secret names default to `<alias>-kafka-secrets|tls`."""
 
     image: str = DEFAULT_KAFKA_IMAGE
@@ -94,7 +95,7 @@ class AlertSettings:
 
 
 @dataclass(frozen=True)
-class ConnectPodSettings:
+class ConnectPodSettings(Placement):
     """Per Connect worker group on Kubernetes. Secret names default to `<group>-connect-*`."""
 
     image: str = DEFAULT_KAFKA_IMAGE
@@ -184,6 +185,7 @@ _KAFKA_FIELDS = {
     "prometheusLabels": "prometheus_labels",
     "rollOverride": "roll_override",
     "context": "context",
+    **PLACEMENT_FIELDS,
 }
 _CONNECT_FIELDS = {
     "image": "image",
@@ -201,6 +203,7 @@ _CONNECT_FIELDS = {
     "context": "context",
     "watcherImage": "watcher_image",
     "restFrom": "rest_from",
+    **PLACEMENT_FIELDS,
 }
 _ALERT_FIELDS = {
     "replicationLatencyMs": "replication_latency_ms",
@@ -247,6 +250,7 @@ def _fields(raw: Mapping[str, Any], names: Mapping[str, str], where: str, proble
 
 def _kafka_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> KafkaPodSettings:
     values = _fields(raw, _KAFKA_FIELDS, where, problems)
+    parse_placement(values, where, problems)
     base = KafkaPodSettings()
     if "resources" in values:
         values["resources"] = _resources(values["resources"], f"{where}.resources", base.resources, problems)
@@ -308,6 +312,7 @@ def _node_port(raw: Any, where: str, problems: list[str]) -> int | None:
 
 def _connect_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> ConnectPodSettings:
     values = _fields(raw, _CONNECT_FIELDS, where, problems)
+    parse_placement(values, where, problems)
     base = ConnectPodSettings()
     if "resources" in values:
         values["resources"] = _resources(values["resources"], f"{where}.resources", base.resources, problems)

@@ -22,13 +22,16 @@ from components.platform.image_layout import (
     RUNTIME_DIR,
 )
 from components.platform.kubernetes.metadata import (
+    WORKER_PRIORITY,
     Labelled,
     config_hash,
     container_security,
     label_selector,
     object_labels,
     object_meta,
+    placement_spec,
     pod_security,
+    priority_class,
     zone_spread,
 )
 from components.platform.kubernetes.monitoring import METRICS_PORT, alert_rules, jmx_exporter_config
@@ -61,11 +64,14 @@ class ConnectObjects:
     url: str
     metrics_service: dict[str, Any] | None = None
     network_policy: dict[str, Any] | None = None
+    # The workers' own PriorityClass (below the brokers'), none when `priorityClassName` names one.
+    priority_class: dict[str, Any] | None = None
 
     def all(self) -> tuple[dict[str, Any], ...]:
         maybe = (self.metrics_service, self.service_monitor, self.prometheus_rule, self.network_policy)
         optional = tuple(o for o in maybe if o is not None)
-        return (self.config_map, self.deployment, self.service, self.pod_disruption_budget, *optional)
+        first = (self.priority_class,) if self.priority_class is not None else ()
+        return (*first, self.config_map, self.deployment, self.service, self.pod_disruption_budget, *optional)
 
 
 def _client_tls_items(topology: Topology, group: WorkerGroup) -> list[tuple[str, str]]:
@@ -136,6 +142,11 @@ def connect_objects(group: WorkerGroup, topology: Topology, settings: Kubernetes
         url=connect_url(group, settings.namespace),
         metrics_service=_metrics_service(workers),
         network_policy=_network_policy(workers),
+        priority_class=None
+        if pod.priority_class
+        else priority_class(
+            workers.names.priority_class(workers.namespace), WORKER_PRIORITY, workers.labels, "MM2 Connect workers"
+        ),
     )
 
 
@@ -277,6 +288,7 @@ def _deployment(workers: _Workers, data: dict[str, str], java_opts: list[str]) -
             }
         },
         "topologySpreadConstraints": zone_spread(workers.selector, required=False),
+        **placement_spec(workers.pod, workers.names.priority_class(workers.namespace)),
         "containers": [_container(workers, mounts, java_opts)],
         "volumes": volumes,
     }

@@ -34,8 +34,8 @@ from components.platform.kubernetes.kafka_objects import (
     kafka_objects,
     tls_secret_problem,
 )
-from components.platform.kubernetes.metadata import config_hash
-from components.platform.kubernetes.names import KafkaNames, connect_secret_names, kafka_secret_names
+from components.platform.kubernetes.metadata import config_hash, placement_spec, with_placement
+from components.platform.kubernetes.names import ConnectNames, KafkaNames, connect_secret_names, kafka_secret_names
 from components.platform.kubernetes.pod_watch import PodsStarted
 from components.platform.kubernetes.scheduling import stamped
 from components.platform.kubernetes.shape_guard import StatefulSetShape
@@ -131,6 +131,16 @@ def register(obj: Mapping[str, Any], resource_name: str, opts: pulumi.ResourceOp
         return k8s.rbac.v1.ClusterRoleBinding(
             resource_name, metadata=metadata, role_ref=obj["roleRef"], subjects=obj["subjects"], opts=opts
         )
+    if kind == "PriorityClass":
+        return k8s.scheduling.v1.PriorityClass(
+            resource_name,
+            metadata=metadata,
+            value=obj["value"],
+            global_default=obj["globalDefault"],
+            preemption_policy=obj["preemptionPolicy"],
+            description=obj["description"],
+            opts=opts,
+        )
     if kind == "PersistentVolumeClaim":
         return k8s.core.v1.PersistentVolumeClaim(resource_name, metadata=metadata, spec=obj["spec"], opts=opts)
     return k8s.apiextensions.CustomResource(
@@ -216,13 +226,7 @@ def deploy_kafka_kubernetes(
     objects = dataclasses.replace(objects, stateful_set=stateful_set)
     child = _child_opts(parent, name, pod.context, settings, opts)
     resources: list[pulumi.Resource] = []
-    rolled_on = pulumi.Output.from_input(digest)
-    if cluster.security.protocol.uses_tls and not settings.render_dir:
-        # A renewed certificate (cert-manager rewrites the Secret) changes the template: the pods roll onto it.
-        tls = _tls_digest(parent, name, cluster, settings, child)
-        template = stateful_set["spec"]["template"]["metadata"]["annotations"]
-        stateful_set["spec"]["template"]["metadata"]["annotations"] = {**template, TLS_ANNOTATION: tls}
-        rolled_on = pulumi.Output.all(digest, tls).apply(lambda both: f"{both[0]}-{both[1]}")
+    rolled_on = _follow_tls(parent, name, cluster, settings, child, stateful_set, digest)
 
     keys = container_broker_secret_keys(cluster)
     if secret_values is not None and keys:
@@ -234,8 +238,10 @@ def deploy_kafka_kubernetes(
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=secret_resources))
     config = register(objects.config_map, f"{name}-config", child)
     resources.append(config)
-    # The brokers' ServiceAccount and its role to read their node's zone, before their pods.
-    readers = [register(obj, f"{name}-{obj['kind'].lower()}", child) for obj in objects.node_reader]
+    # The brokers' ServiceAccount and its role to read their node's zone, and their priority class, before their pods.
+    readers = [
+        register(obj, f"{name}-{obj['kind'].lower()}", child) for obj in (*objects.node_reader, *objects.priority)
+    ]
     resources += readers
     resources.append(register(objects.headless_service, f"{name}-brokers", child))
     resources.append(register(objects.bootstrap_service, f"{name}-bootstrap", child))
@@ -262,19 +268,49 @@ def deploy_kafka_kubernetes(
     )
     names = (*brokers, brokers_key, settings.cluster_key(cluster.alias, "image"))
     resources += _start_watch(f"{name}-pods-started", stateful_set, digest, names, pod.context, settings, watch_opts)
-    resources.append(register(objects.pod_disruption_budget, f"{name}-pdb", child))
-    resources.append(register(objects.network_policy, f"{name}-netpol", child))
-    for obj in objects.external_services:
-        suffix = obj["metadata"]["name"].removeprefix(f"{cluster.alias}-kafka-")
-        resources.append(register(obj, f"{name}-{suffix}", child))
-    for obj in objects.monitoring:  # the brokers' ServiceMonitor and PrometheusRule
-        resources.append(register(obj, f"{name}-{obj['kind'].lower()}", child))
+    resources += _register_beside(objects, cluster.alias, name, child)
     return KubernetesKafka(
         bootstrap=pulumi.Output.from_input(bootstrap_servers(cluster)), objects=objects, resources=resources
     )
 
 
+def _register_beside(
+    objects: KafkaObjects, alias: str, name: str, child: pulumi.ResourceOptions
+) -> list[pulumi.Resource]:
+    """What stands beside the brokers: the disruption budget, the NetworkPolicy, the external
+    Services, the ServiceMonitor and PrometheusRule."""
+    out = [
+        register(objects.pod_disruption_budget, f"{name}-pdb", child),
+        register(objects.network_policy, f"{name}-netpol", child),
+    ]
+    for obj in objects.external_services:
+        suffix = obj["metadata"]["name"].removeprefix(f"{alias}-kafka-")
+        out.append(register(obj, f"{name}-{suffix}", child))
+    out += [register(obj, f"{name}-{obj['kind'].lower()}", child) for obj in objects.monitoring]
+    return out
+
+
 TLS_ANNOTATION = "mm2-iac.dev/tls"  # on a pod template: the digest of the TLS Secret its pods mount
+
+
+def _follow_tls(
+    parent: pulumi.Resource,
+    name: str,
+    cluster: Cluster,
+    settings: KubernetesSettings,
+    child: pulumi.ResourceOptions,
+    stateful_set: dict[str, Any],
+    digest: str,
+) -> pulumi.Output[str]:
+    """What the brokers' roll follows: their template's digest and, on a TLS cluster, the digest
+    of the TLS Secret they mount, also stamped on `stateful_set`'s template: a renewed certificate
+    (cert-manager rewrites the Secret) changes the template, so the pods roll onto it."""
+    if not cluster.security.protocol.uses_tls or settings.render_dir:
+        return pulumi.Output.from_input(digest)
+    tls = _tls_digest(parent, name, cluster, settings, child)
+    template = stateful_set["spec"]["template"]["metadata"]
+    template["annotations"] = {**template["annotations"], TLS_ANNOTATION: tls}
+    return pulumi.Output.all(digest, tls).apply(lambda both: f"{both[0]}-{both[1]}")
 
 
 def _tls_digest(
@@ -362,6 +398,8 @@ def deploy_connect_kubernetes(
                 _secret(f"{name}-rest-users", users_name, settings.namespace, REST_USERS_KEY, users, child)
             )
     config = register(objects.config_map, f"{name}-config", child)
+    if objects.priority_class is not None:
+        resources.append(register(objects.priority_class, f"{name}-priorityclass", child))
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, config]))
     resources.append(config)
     resources.append(register(objects.deployment, f"{name}-deployment", pod_opts))
@@ -395,8 +433,13 @@ def _watched_helper(
     pod_opts: pulumi.ResourceOptions,
 ) -> list[pulumi.Resource]:
     """A group's helper Deployment of fixed requests in the watcher image (the auto-restart
-    watcher, the lag exporter) and the watch on its pod starting beside it."""
-    deployment, digest = stamped(manifest)
+    watcher, the lag exporter) and the watch on its pod starting beside it. It is placed as the
+    group's workers are (pull secrets, nodes, tolerations, their priority class), in its own account."""
+    pod = settings.group(group)
+    placed = with_placement(
+        manifest, placement_spec(pod, ConnectNames(group).priority_class(settings.namespace), account=False)
+    )
+    deployment, digest = stamped(placed)
     names = (what, "", "", settings.group_key(group, "watcherImage"))
     watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
     context = settings.group(group).context
@@ -443,7 +486,7 @@ class KubernetesBackend:
             secret_values=self.secret_values,
         )
         settings = self.settings or KubernetesSettings()
-        watcher = deploy_watcher_kubernetes(parent, name, request, settings, self.secret_values)
+        watcher = deploy_watcher_kubernetes(parent, name, request, settings, self.secret_values, k8s.resources)
         lag = deploy_lag_exporter_kubernetes(parent, name, request, settings, self.secret_values, k8s)
         return DeployedWorkers(
             resources=(*k8s.resources, *watcher, *lag.resources),
@@ -458,11 +501,12 @@ def deploy_watcher_kubernetes(
     request: WorkerRequest,
     settings: KubernetesSettings,
     secret_values: SecretValues | None,
+    after: list[pulumi.Resource] | None = None,
 ) -> list[pulumi.Resource]:
-    """autoRestart: the group's watcher Deployment (watcher_objects.py), none without autoRestart."""
+    """autoRestart: the group's watcher Deployment (watcher_objects.py), none without autoRestart;
+    after `after` (the workers' objects, their priority class among them)."""
     from pathlib import Path
 
-    from components.platform.kubernetes.names import ConnectNames
     from components.platform.kubernetes.watcher_objects import PASSWORD_KEY, WATCHER_SOURCES, watcher_objects
     from components.topology.auto_restart import watched_connectors
     from components.topology.runtime_config import KUBERNETES_REST_PORT
@@ -489,7 +533,7 @@ def deploy_watcher_kubernetes(
             _secret(f"{name}-watcher-rest", objects.secret_name, settings.namespace, PASSWORD_KEY, password, child)
         )
     resources.append(register(objects.config_map, f"{name}-watcher-config", child))
-    pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(resources)))
+    pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, *(after or [])]))
     what = f"the auto-restart watcher of {group.name}"
     resources += _watched_helper(parent, f"{name}-watcher", objects.deployment, what, group.name, settings, pod_opts)
     return resources

@@ -37,13 +37,16 @@ from components.platform.image_layout import (
     RUNTIME_DIR,
 )
 from components.platform.kubernetes.metadata import (
+    BROKER_PRIORITY,
     Labelled,
     config_hash,
     container_security,
     label_selector,
     object_labels,
     object_meta,
+    placement_spec,
     pod_security,
+    priority_class,
     zone_spread,
 )
 from components.platform.kubernetes.monitoring import METRICS_PORT
@@ -94,9 +97,12 @@ class KafkaObjects:
     node_reader: tuple[dict[str, Any], ...] = ()
     # The ServiceMonitor of the brokers' exporters and their PrometheusRule (`metrics`), else none.
     monitoring: tuple[dict[str, Any], ...] = ()
+    # The brokers' own PriorityClass, none when `priorityClassName` names one.
+    priority: tuple[dict[str, Any], ...] = ()
 
     def all(self) -> tuple[dict[str, Any], ...]:
         return (
+            *self.priority,
             *self.node_reader,
             self.config_map,
             self.headless_service,
@@ -150,10 +156,11 @@ def kafka_objects(cluster: Cluster, settings: KubernetesSettings, cluster_id: st
         pod_disruption_budget=_pod_disruption_budget(broker),
         network_policy=_network_policy(broker),
         external_services=_external_services(broker),
-        node_reader=node_reader_objects(broker.names.statefulset, broker.namespace, broker.labels)
-        if pod.zone_label
-        else (),
+        node_reader=_node_reader(broker),
         monitoring=_monitoring(broker),
+        priority=()
+        if pod.priority_class
+        else (priority_class(broker.names.priority_class(broker.namespace), BROKER_PRIORITY, labels, "Kafka brokers"),),
     )
 
 
@@ -344,6 +351,7 @@ def _stateful_set(broker: _Broker, data: dict[str, str]) -> dict[str, Any]:
                         }
                     },
                     "topologySpreadConstraints": zone_spread(broker.selector, pod.zone_spread == "required"),
+                    **placement_spec(pod, broker.names.priority_class(broker.namespace)),
                     **_rack_reader(broker),
                     "containers": [_container(broker, mounts)],
                     "volumes": volumes,
@@ -361,13 +369,21 @@ def _stateful_set(broker: _Broker, data: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _node_reader(broker: _Broker) -> tuple[dict[str, Any], ...]:
+    """The role that lets the rack init container read its node, bound to the brokers' own
+    ServiceAccount (made here) or to the one `serviceAccount` names; none without zoneLabel."""
+    if not broker.pod.zone_label:
+        return ()
+    return node_reader_objects(broker.names.statefulset, broker.namespace, broker.labels, broker.pod.service_account)
+
+
 def _rack_reader(broker: _Broker) -> dict[str, Any]:
     """The pod spec's fields that read the node's zone before the broker starts (rack.py)."""
     if not broker.pod.zone_label:
         return {}
     setting = broker.zone_label_key
     return {
-        "serviceAccountName": broker.names.statefulset,
+        "serviceAccountName": broker.pod.service_account or broker.names.statefulset,
         "automountServiceAccountToken": False,
         "initContainers": [rack_init_container(broker.pod.image, broker.pod.zone_label, setting)],
     }

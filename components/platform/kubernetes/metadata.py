@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Mapping
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.platform.image_layout import IMAGE_GROUP_ID, IMAGE_USER_ID
+from components.platform.placement import Placement
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 PART_OF = "mm2-replication"
@@ -82,3 +84,45 @@ class Labelled:
 
     def match(self) -> dict[str, Any]:
         return {"matchLabels": dict(self.selector)}
+
+
+# The stack's own PriorityClasses: a broker outranks a worker, so a broker pod that lost its node
+# (or its CPU) is placed first, preempting workers where it must. Both outrank pods with no class.
+BROKER_PRIORITY = 100_000
+WORKER_PRIORITY = 10_000
+
+
+def priority_class(name: str, value: int, labels: Mapping[str, str], what: str) -> dict[str, Any]:
+    """A PriorityClass (cluster-scoped) for one role's pods."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "value": value,
+        "globalDefault": False,
+        "preemptionPolicy": "PreemptLowerPriority",
+        "description": f"{what} (mm2-replication): brokers outrank workers",
+    }
+
+
+def placement_spec(pod: Placement, own_class: str, *, account: bool = True) -> dict[str, Any]:
+    """The pod spec's fields of `pod`'s placement settings: its priority class (the role's own
+    `own_class` unless one is given), pull secrets, node selector, tolerations and, with
+    `account`, its ServiceAccount."""
+    spec: dict[str, Any] = {"priorityClassName": pod.priority_class or own_class}
+    if pod.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": name} for name in pod.image_pull_secrets]
+    if pod.node_selector:
+        spec["nodeSelector"] = dict(pod.node_selector)
+    if pod.tolerations:
+        spec["tolerations"] = [dict(t) for t in pod.tolerations]
+    if account and pod.service_account:
+        spec["serviceAccountName"] = pod.service_account
+    return spec
+
+
+def with_placement(workload: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `workload` (a Deployment or StatefulSet manifest) whose pod spec has `fields`."""
+    out = copy.deepcopy(dict(workload))
+    out["spec"]["template"]["spec"].update(copy.deepcopy(dict(fields)))
+    return out

@@ -32,6 +32,10 @@ class KafkaNames:
     def external_bootstrap(self) -> str:
         return f"{self.alias}-kafka-external-bootstrap"
 
+    def priority_class(self, namespace: str) -> str:
+        """The brokers' PriorityClass: cluster-scoped, so named after the namespace too."""
+        return f"{namespace}-{self.alias}-kafka"
+
     def pod(self, ordinal: int | str) -> str:
         return f"{self.alias}-kafka-{ordinal}"
 
@@ -68,6 +72,10 @@ class ConnectNames:
     @property
     def rule(self) -> str:
         return f"{self.group}-connect-mm2-alerts"
+
+    def priority_class(self, namespace: str) -> str:
+        """The workers' PriorityClass: cluster-scoped, so named after the namespace too."""
+        return f"{namespace}-{self.group}-connect"
 
 
 def connect_secret_names(group: WorkerGroup, pod: ConnectPodSettings) -> tuple[str, str, str]:

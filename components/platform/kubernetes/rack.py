@@ -74,18 +74,22 @@ def token_volume() -> dict[str, Any]:
     }
 
 
-def node_reader_objects(name: str, namespace: str, labels: dict[str, str]) -> tuple[dict[str, Any], ...]:
+def node_reader_objects(
+    name: str, namespace: str, labels: dict[str, str], account: str | None = None
+) -> tuple[dict[str, Any], ...]:
     """The brokers' ServiceAccount `name`, and the cluster-wide role to `get` nodes bound to it
-    (named `<namespace>-<name>-nodes`: ClusterRoles are not namespaced)."""
+    (named `<namespace>-<name>-nodes`: ClusterRoles are not namespaced). With `account`, the role
+    is bound to that existing ServiceAccount instead, and none is made."""
     cluster_wide = f"{namespace}-{name}-nodes"
     meta = {"name": cluster_wide, "labels": dict(labels)}
+    made = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "automountServiceAccountToken": False,
+    }
     return (
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-            "automountServiceAccountToken": False,
-        },
+        *(() if account else (made,)),
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
@@ -97,6 +101,6 @@ def node_reader_objects(name: str, namespace: str, labels: dict[str, str]) -> tu
             "kind": "ClusterRoleBinding",
             "metadata": dict(meta),
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_wide},
-            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            "subjects": [{"kind": "ServiceAccount", "name": account or name, "namespace": namespace}],
         },
     )

@@ -39,6 +39,7 @@ def test_kafka_kubernetes_graph(monitor: RecordingMonitor) -> Any:
             "kafka-a-netpol": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
             "kafka-a-servicemonitor": "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
             "kafka-a-prometheusrule": "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
+            "kafka-a-priorityclass": "kubernetes:scheduling.k8s.io/v1:PriorityClass",
         }
         # The StatefulSet waits for its ConfigMap and for the guard of its fixed fields (a forbidden
         # change fails there, before the StatefulSet is touched); no secret without secret values.
@@ -115,6 +116,7 @@ def test_connect_kubernetes_graph(monitor: RecordingMonitor) -> Any:
             "connect-mm2-secrets": "kubernetes:core/v1:Secret",
             "connect-mm2-rest-users": "kubernetes:core/v1:Secret",
             "connect-mm2-config": "kubernetes:core/v1:ConfigMap",
+            "connect-mm2-priorityclass": "kubernetes:scheduling.k8s.io/v1:PriorityClass",
             "connect-mm2-deployment": "kubernetes:apps/v1:Deployment",
             "connect-mm2-pods-started": "pulumi-python:dynamic/kubernetes:PodsStarted",
             "connect-mm2-api": "kubernetes:core/v1:Service",

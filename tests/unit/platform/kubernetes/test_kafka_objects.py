@@ -26,7 +26,7 @@ def test_services_names_ports_and_headless_publishes_not_ready() -> None:
     assert {p["port"] for p in headless["spec"]["ports"]} == {9092, 9093, 9404}  # client, controller, metrics
     assert objs.stateful_set["spec"]["serviceName"] == "a-kafka-brokers"
     for obj in objs.all():
-        cluster_wide = obj["kind"] in ("ClusterRole", "ClusterRoleBinding")
+        cluster_wide = obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "PriorityClass")
         assert obj["metadata"].get("namespace") == (None if cluster_wide else "kafka")
 
 
@@ -112,7 +112,8 @@ def test_rack_comes_from_the_nodes_zone_read_by_an_init_container() -> None:
     assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
     assert binding["roleRef"]["name"] == role["metadata"]["name"] == "kafka-a-kafka-nodes"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "a-kafka", "namespace": "kafka"}]
-    assert objs.all()[:3] == objs.node_reader
+    # The priority class and the account before anything that makes pods.
+    assert objs.all()[:4] == (*objs.priority, *objs.node_reader)
 
 
 def test_without_a_zone_label_every_broker_of_a_cluster_shares_its_datacenter_as_rack() -> None:
@@ -280,3 +281,43 @@ def test_a_tls_secret_without_a_key_the_brokers_mount_is_named_with_the_setting(
     assert problem is not None
     assert problem.startswith(f"{key}: Secret mm2/us-kafka-tls has no keystore.p12 or truststore.p12 (it has: tls.crt")
     assert f"or name the right Secret in {key}." in problem
+
+
+def test_brokers_outrank_workers_and_placement_settings_reach_the_pods() -> None:
+    from components.platform.kubernetes.metadata import BROKER_PRIORITY, WORKER_PRIORITY
+
+    (own,) = kafka().priority
+    assert own["metadata"]["name"] == "kafka-a-kafka" and own["value"] == BROKER_PRIORITY > WORKER_PRIORITY
+    assert own["preemptionPolicy"] == "PreemptLowerPriority" and own["globalDefault"] is False
+    assert kafka().stateful_set["spec"]["template"]["spec"]["priorityClassName"] == "kafka-a-kafka"
+    placed = {
+        "imagePullSecrets": ["registry"],
+        "nodeSelector": {"pool": "kafka"},
+        "tolerations": [{"key": "dedicated", "value": "kafka", "effect": "NoSchedule"}],
+        "priorityClassName": "platform-critical",
+        "serviceAccount": "kafka-brokers",
+    }
+    objs = kafka("a", kubernetes_settings({"namespace": "kafka", "clusters": {"a": placed}}))
+    pod = objs.stateful_set["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "platform-critical" and objs.priority == ()
+    assert pod["imagePullSecrets"] == [{"name": "registry"}] and pod["nodeSelector"] == {"pool": "kafka"}
+    assert pod["tolerations"] == [{"key": "dedicated", "value": "kafka", "effect": "NoSchedule"}]
+    # Their own account reads the node's zone: the role is bound to it, and no account is made.
+    assert pod["serviceAccountName"] == "kafka-brokers"
+    assert [o["kind"] for o in objs.node_reader] == ["ClusterRole", "ClusterRoleBinding"]
+    assert objs.node_reader[1]["subjects"][0]["name"] == "kafka-brokers"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("imagePullSecrets", "registry", "imagePullSecrets: give a list of Secret names"),
+        ("nodeSelector", ["pool"], "nodeSelector: give node labels and values"),
+        ("tolerations", [{"key": "x", "effect": "Sometimes"}], "tolerations[0]: {'key': 'x', 'effect': 'Sometimes'}"),
+        ("priorityClassName", "Not_A_Name", "priorityClassName: 'Not_A_Name' is not an object name"),
+    ],
+)
+def test_a_bad_placement_setting_names_its_key(field: str, value: object, said: str) -> None:
+    with pytest.raises(PlatformSettingsError) as err:
+        kubernetes_settings({"clusters": {"a": {field: value}}})
+    assert f"mm2-platform:kubernetes.clusters.a.{said}" in str(err.value)
