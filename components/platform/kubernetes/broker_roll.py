@@ -10,7 +10,9 @@ controller, how far behind the metadata log it is), and the partitions' replicas
 It deletes a pod with its uid as precondition, so a pod Kubernetes replaced meanwhile is never
 deleted twice.
 
-Every wait is bounded by readyTimeout per broker. A roll that may not start, or cannot go on,
+The StatefulSet itself is applied without the provider's wait (`pulumi.com/skipAwait`): this
+resource waits instead, for every broker ready on a new cluster. Every wait is bounded by
+readyTimeout per broker. A roll that may not start, or cannot go on,
 fails `up` naming the brokers, the partitions and what it waited for; the next `up` goes on from
 where it stopped (the resource keeps its old template until a roll completes). The cluster's
 `rollOverride: true` rolls anyway, for emergencies: a preview with it still on after its roll
@@ -38,6 +40,7 @@ from components.platform.kubernetes.roll_plan import (
     BrokerReading,
     PartitionState,
     back_blockers,
+    down_brokers,
     preflight,
     reading_of,
     refusal_text,
@@ -188,6 +191,8 @@ def roll(props: Mapping[str, Any], cluster: Any = None, clock: Any = time.monoto
     pods, partitions = seen[-1]
     order = roll_order(pods, run.cluster.readings(pods))
     if not order:
+        # A new cluster, or one already on this template: its brokers ready is what `up` waits for.
+        run.wait(lambda: down_brokers(run.state()[0], run.replicas), "the brokers to be ready")
         return "nothing to restart"
     problems = preflight(pods, run.replicas, partitions)
     if problems and not run.override:

@@ -57,6 +57,7 @@ from components.platform.settings import KafkaPodSettings, KubernetesSettings
 from components.topology.model import Cluster, Platform
 
 BROKER_TLS_KEYS = ("keystore.p12", "truststore.p12")  # the keys of the brokers' TLS Secret
+SKIP_AWAIT = "pulumi.com/skipAwait"  # pulumi-kubernetes: apply the object without waiting for it
 
 
 def tls_secret_problem(key: str, where: str, wanted: tuple[str, ...], data: Mapping[str, str]) -> str | None:
@@ -328,7 +329,9 @@ def _stateful_set(broker: _Broker, data: dict[str, str]) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
-        "metadata": broker.meta(broker.names.statefulset),
+        # The provider's own wait would hold `up` for readyTimeout on a broker already down, before
+        # the roll could say so: the roll (broker_roll.py) waits for the brokers instead.
+        "metadata": broker.meta(broker.names.statefulset, annotations={SKIP_AWAIT: "true"}),
         "spec": {
             "serviceName": broker.names.headless,
             "replicas": broker.cluster.brokers,

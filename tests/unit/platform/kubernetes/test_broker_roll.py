@@ -102,6 +102,19 @@ def test_nothing_on_the_old_revision_restarts_nothing() -> None:
     assert run(cluster, clock) == "nothing to restart" and cluster.deleted == []
 
 
+def test_a_new_cluster_is_waited_for_until_every_broker_is_ready() -> None:
+    clock = Clock()
+    cluster = Cluster(clock)
+    cluster.pod = {o: replace(p, current=True, ready=o != 0) for o, p in cluster.pod.items()}
+    pods = cluster.pods
+    cluster.pods = lambda: [replace(p, ready=True) if clock.now >= 30 else p for p in pods()]  # type: ignore[method-assign]
+    assert run(cluster, clock) == "nothing to restart" and cluster.deleted == []
+    assert 30 <= clock.now < 35
+    clock.now, cluster.pods = 0.0, pods  # type: ignore[method-assign]
+    with pytest.raises(Refused, match=r"the brokers to be ready: waited 60s \(readyTimeout\) for: broker 0"):
+        run(cluster, clock)
+
+
 def test_with_a_broker_down_the_roll_refuses_before_touching_another() -> None:
     clock = Clock()
     cluster = Cluster(clock, down=1)
