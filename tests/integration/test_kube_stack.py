@@ -295,9 +295,8 @@ def node_lost_under_a_stream_loses_nothing(
         said[0] = shown.stdout + shown.stderr
         return all(n in said[0] for n in needles)
 
-    def lose_and_bring_back() -> tuple[float, float]:
-        lost = kube("lose-node", str(index))
-        assert lost.returncode == 0, lost.stderr
+    def while_lost() -> float:
+        """The checks made while the node is down; how long bin/status took to name it."""
         t0 = time.monotonic()
         down = (f"broker {broker} is down", f"pod us-kafka-{broker} on node {name} (", "which is NotReady")
         try:
@@ -319,7 +318,15 @@ def node_lost_under_a_stream_loses_nothing(
             "KafkaUnderReplicatedPartitions raised for us",
             poll_s=5,
         )
-        back = kube("start-node", str(index))
+        return named
+
+    def lose_and_bring_back() -> tuple[float, float]:
+        lost = kube("lose-node", str(index))
+        assert lost.returncode == 0, lost.stderr
+        try:
+            named = while_lost()
+        finally:  # back also when a check failed, so the rest of the lane and destroy find it
+            back = kube("start-node", str(index))
         assert back.returncode == 0, back.stderr
         t1 = time.monotonic()
         try:
