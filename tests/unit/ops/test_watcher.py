@@ -14,6 +14,7 @@ from components.connect.client import ConnectClient
 from components.ops.watcher import Watcher, read_plan
 from components.watch.backoff import Backoff
 from components.watch.plan import WatchPlan, plan_document
+from tests.unit.clock import Clock
 from tests.unit.connect.fakes import URL, FakeConnect, FakeSleep, running
 
 NAME = "mm2-primary-to-dr-source"
@@ -28,14 +29,6 @@ def failed() -> dict[str, Any]:
     }
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def watcher(
     fake: FakeConnect, tmp: Path, limit: int | None = 2, transport: Any = None
 ) -> tuple[Watcher, Clock, list[str]]:
@@ -46,7 +39,7 @@ def watcher(
         status_file=str(tmp / "watcher-mm2" / "status.json"),
         backoff=Backoff(first_s=5, unit_s=30),
     )
-    clock, lines = Clock(), []
+    clock, lines = Clock(1000.0), []
 
     def client() -> ConnectClient:
         return ConnectClient(URL, transport=transport or fake.transport(), retry_budget_s=0, sleep=FakeSleep())

@@ -11,6 +11,7 @@ import pytest
 from components.platform.kubernetes.broker_roll import BrokerRollProvider, roll
 from components.platform.kubernetes.roll_plan import BrokerPod, BrokerReading, PartitionState
 from components.rpc_values import Refused
+from tests.unit.clock import Clock
 
 PROPS = {
     "cluster": "us",
@@ -24,17 +25,6 @@ PROPS = {
     "override_key": "mm2-platform:kubernetes.clusters.us.rollOverride",
     "admin": {"bootstrap": "127.0.0.1:30090", "client": {}},
 }
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def pause(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class Cluster:

@@ -12,6 +12,7 @@ import pytest
 from components.platform.kubernetes.pod_watch import POLL_S, watch
 from components.platform.kubernetes.scheduling import LASTING_S
 from components.rpc_values import Refused
+from tests.unit.clock import Clock
 from tests.unit.platform.kubernetes.test_scheduling import CLAIM, CPU, PULL, RACK_FAILS, pod
 
 PROPS = {
@@ -26,17 +27,6 @@ PROPS = {
     "context": "",
     "bound": "1m",
 }
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def pause(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class Pods:
