@@ -32,6 +32,7 @@ from components.platform.contract import ContainerPlatforms
 from components.platform.docker.engine import docker_problems
 from components.platform.docker.specs import DockerClaim, docker_claims
 from components.platform.kubernetes.access import Target, access_problems, capacity_notes, targets
+from components.platform.kubernetes.in_cluster import public_bootstrap_notes
 from components.platform.local.layout import NETWORK_PATH, LocalPlatform, run_root
 from components.platform.local.network import LocalNetwork, Network, network_problems
 from components.platform.local.tls import stack_tls, tls_layout
@@ -250,7 +251,12 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
     # What adopted clusters and Connect endpoints authenticate with, known at preview.
     adopted = given_only(config.given, set(required) - set(generated))
     platforms = container_platforms(valid, secrets)
-    for warning in [*config.kubernetes_warnings(topology, valid.kubernetes), *emulation_warnings(topology)]:
+    in_cluster = public_bootstrap_notes(topology, valid.kubernetes)
+    for warning in [
+        *config.kubernetes_warnings(topology, valid.kubernetes),
+        *in_cluster,
+        *emulation_warnings(topology),
+    ]:
         pulumi.log.warn(warning)
     tls = stack_tls(stack, topology, local.run_root, secrets)
     network = _network(topology, local)
