@@ -95,7 +95,9 @@ def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, An
         sampler.join(30)
     said = rolled.stdout + rolled.stderr
     assert rolled.returncode == 0, said[-4000:]
-    steps = [line.strip() for line in said.splitlines() if re.search(r"us: (restarting|broker \d back)", line)]
+    # The engine shows each line as it comes and again among the diagnostics: once each here.
+    found = (re.search(r"us: (restarting|broker \d back).*", line) for line in said.splitlines())
+    steps = list(dict.fromkeys(m.group(0) for m in found if m))
     print("[kube stack] broker roll:\n  " + "\n  ".join(steps))
     order = re.search(r"us: restarting broker\(s\) (\d), (\d), (\d) one at a time", said)
     assert order is not None, said[-4000:]
