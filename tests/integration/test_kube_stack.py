@@ -416,7 +416,16 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     assert "RESULT: PASS" in validate.stdout
 
     stack.pulumi("destroy", "--yes", "--skip-preview")
-    wait_until(lambda: stack_objects(node) == [], 60, "the namespace empty after destroy")
+    left: list[list[str]] = [[]]
+
+    def emptied() -> bool:
+        left[0] = stack_objects(node)
+        return left[0] == []
+
+    try:
+        wait_until(emptied, 60, "the namespace empty after destroy")
+    except AssertionError:
+        raise AssertionError(f"left in the namespace after destroy: {left[0]}") from None
 
 
 def stack_objects(kubeconfig: str) -> list[str]:

@@ -10,8 +10,8 @@ controller, how far behind the metadata log it is), and the partitions' replicas
 It deletes a pod with its uid as precondition, so a pod Kubernetes replaced meanwhile is never
 deleted twice.
 
-The StatefulSet itself is applied without the provider's wait (`pulumi.com/skipAwait`): this
-resource waits instead, for every broker ready on a new cluster. Every wait is bounded by
+The StatefulSet itself is ready for the provider once applied (`pulumi.com/waitFor` its uid):
+this resource waits instead, for every broker ready on a new cluster. Every wait is bounded by
 readyTimeout per broker. A roll that may not start, or cannot go on,
 fails `up` naming the brokers, the partitions and what it waited for; the next `up` goes on from
 where it stopped (the resource keeps its old template until a roll completes). The cluster's

@@ -57,7 +57,7 @@ from components.platform.settings import KafkaPodSettings, KubernetesSettings
 from components.topology.model import Cluster, Platform
 
 BROKER_TLS_KEYS = ("keystore.p12", "truststore.p12")  # the keys of the brokers' TLS Secret
-SKIP_AWAIT = "pulumi.com/skipAwait"  # pulumi-kubernetes: apply the object without waiting for it
+WAIT_FOR = "pulumi.com/waitFor"  # pulumi-kubernetes: what makes the object ready, in place of its own rules
 
 
 def tls_secret_problem(key: str, where: str, wanted: tuple[str, ...], data: Mapping[str, str]) -> str | None:
@@ -329,9 +329,10 @@ def _stateful_set(broker: _Broker, data: dict[str, str]) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
-        # The provider's own wait would hold `up` for readyTimeout on a broker already down, before
-        # the roll could say so: the roll (broker_roll.py) waits for the brokers instead.
-        "metadata": broker.meta(broker.names.statefulset, annotations={SKIP_AWAIT: "true"}),
+        # The provider's own readiness wait would hold `up` for readyTimeout on a broker already
+        # down, before the roll could say so: the roll (broker_roll.py) waits for the brokers
+        # instead. Ready once applied (it has a uid); its deletion is still awaited (skipAwait would not).
+        "metadata": broker.meta(broker.names.statefulset, annotations={WAIT_FOR: "jsonpath={.metadata.uid}"}),
         "spec": {
             "serviceName": broker.names.headless,
             "replicas": broker.cluster.brokers,

@@ -37,7 +37,7 @@ def test_statefulset_replicas_storage_probes_resources_and_image() -> None:
     assert spec["podManagementPolicy"] == "Parallel"
     assert spec["updateStrategy"] == {"type": "OnDelete"}  # the stack's roll restarts them (broker_roll.py)
     # ... and waits for them: the provider's wait would hold up on a broker already down.
-    assert sts["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert sts["metadata"]["annotations"] == {"pulumi.com/waitFor": "jsonpath={.metadata.uid}"}
     [claim] = spec["volumeClaimTemplates"]
     assert claim["spec"]["resources"]["requests"]["storage"] == "100Gi"
     main = container(sts)
