@@ -35,6 +35,7 @@ from components.kafka.admin import READ_TIMEOUT_S, admin_client
 from components.platform.kubernetes.access import read_kubeconfig
 from components.platform.kubernetes.api import call, get_json
 from components.platform.kubernetes.monitoring import METRICS_PORT
+from components.platform.kubernetes.names import KafkaNames
 from components.platform.kubernetes.roll_plan import (
     BrokerPod,
     BrokerReading,
@@ -216,7 +217,10 @@ def _restart(run: _Roll, ordinal: int) -> str:
         return step_blockers(ordinal, pods, run.replicas, partitions, run.cluster.readings(pods))
 
     waited = run.wait(may_go, f"broker {ordinal} may restart")
-    pod: BrokerPod = latest["pods"][ordinal]
+    # With the override a broker may have no pod at all: the StatefulSet makes its new one.
+    pod: BrokerPod = latest["pods"].get(ordinal) or BrokerPod(
+        ordinal, KafkaNames(run.alias).pod(ordinal), "", False, False
+    )
     offline = single_replica(ordinal, latest["partitions"])
     if offline:
         LOG.warning(
@@ -225,7 +229,8 @@ def _restart(run: _Roll, ordinal: int) -> str:
         )
     LOG.info(f"{run.alias}: restarting broker {ordinal} (pod {pod.name} on node {pod.node or '?'})")
     started = run.clock()
-    run.cluster.delete(pod)
+    if pod.uid:
+        run.cluster.delete(pod)
     run.restarted.append(ordinal)
     ready_at: list[float] = []
     stuck_since: dict[str, float] = {}
