@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.monitoring.jmx_exporter import BROKER_STATE, RECORD_COUNT
+from components.monitoring.jmx_exporter import BROKER_STATE, RECORD_COUNT, UNDER_REPLICATED
 from components.platform.kubernetes.metadata import container_security, pod_security
 from components.platform.kubernetes.monitoring import METRICS_PORT
 from components.topology.runtime_config import KUBERNETES_REST_PORT
 from tests.integration.harness import wait_until
 from tests.integration.kube import EXTERNAL, NAMESPACE, REST, WATCHER_TAG, kubectl
 from toolchain.kubernetes.prometheus import NAMESPACE as MONITORING
-from toolchain.kubernetes.prometheus import PROMETHEUS_SERVICE
+from toolchain.kubernetes.prometheus import PROMETHEUS, PROMETHEUS_SERVICE
 
 PROMETHEUS_PROXY = f"/api/v1/namespaces/{MONITORING}/services/{PROMETHEUS_SERVICE}:web/proxy"
 RUNTIME_PROPS = "/opt/mm2/runtime/server.properties"  # what the broker started with (its start script writes it)
@@ -232,3 +232,33 @@ def broker_metric(node: str, pod: str, metric: str) -> float | None:
         if name == metric:
             return float(value)
     return None
+
+
+def prometheus_node(node: str) -> str:
+    """The node the operator's Prometheus (pod prometheus-<name>-0) runs on."""
+    shown = kubectl(
+        node, "-n", MONITORING, "get", "pod", f"prometheus-{PROMETHEUS}-0", "-o", "jsonpath={.spec.nodeName}"
+    )
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
+
+
+def under_replicated_seen(node: str, lost: str, surviving_broker: str) -> str:
+    """While node `lost` is down: the brokers' alert on under-replicated partitions raised in the
+    operator's Prometheus, or, when Prometheus ran on that node, the metric it reads on a
+    surviving broker. Which of the two was seen."""
+    if prometheus_node(node) != lost:
+        wait_until(
+            lambda: alert_states(node, "KafkaUnderReplicatedPartitions", mm2_cluster="us") != [],
+            120,
+            "KafkaUnderReplicatedPartitions raised for us",
+            poll_s=5,
+        )
+        return "KafkaUnderReplicatedPartitions raised in Prometheus"
+    wait_until(
+        lambda: (broker_metric(node, surviving_broker, UNDER_REPLICATED) or 0) > 0,
+        60,
+        f"{surviving_broker} reporting under-replicated partitions",
+        poll_s=3,
+    )
+    return f"Prometheus was on the lost node: {surviving_broker} reports under-replicated partitions"
