@@ -254,10 +254,9 @@ def _kafka_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Kafka
     base = KafkaPodSettings()
     if "resources" in values:
         values["resources"] = _resources(values["resources"], f"{where}.resources", base.resources, problems)
-    if "external_service_annotations" in values:
-        values["external_service_annotations"] = MappingProxyType(
-            {str(k): str(v) for k, v in dict(values["external_service_annotations"]).items()}
-        )
+    for key in ("external_service_annotations", "prometheus_labels"):
+        if key in values:
+            values[key] = MappingProxyType({str(k): str(v) for k, v in dict(values[key]).items()})
     for key in ("image", "storage_size", "storage_class", "heap", "secrets_secret", "tls_secret", "context"):
         if key in values and values[key] is not None:
             values[key] = str(values[key])
@@ -270,10 +269,6 @@ def _kafka_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Kafka
     if values.get("zone_spread", "preferred") not in ("preferred", "required"):
         problems.append(f"{where}.zoneSpread: must be preferred or required, got {values['zone_spread']!r}.")
         values.pop("zone_spread")
-    if "prometheus_labels" in values:
-        values["prometheus_labels"] = MappingProxyType(
-            {str(k): str(v) for k, v in dict(values["prometheus_labels"]).items()}
-        )
     flags = ("delete_claims", "deleteClaims"), ("recreate_statefulset", "recreateStatefulSet")
     for key, name in (*flags, ("metrics", "metrics"), ("roll_override", "rollOverride")):
         if key in values:

@@ -29,9 +29,9 @@ from components.platform.kubernetes.metadata import (
     label_selector,
     object_labels,
     object_meta,
+    own_priority_class,
     placement_spec,
     pod_security,
-    priority_class,
     zone_spread,
 )
 from components.platform.kubernetes.monitoring import METRICS_PORT, alert_rules, jmx_exporter_config
@@ -142,10 +142,8 @@ def connect_objects(group: WorkerGroup, topology: Topology, settings: Kubernetes
         url=connect_url(group, settings.namespace),
         metrics_service=_metrics_service(workers),
         network_policy=_network_policy(workers),
-        priority_class=None
-        if pod.priority_class
-        else priority_class(
-            workers.names.priority_class(workers.namespace), WORKER_PRIORITY, workers.labels, "MM2 Connect workers"
+        priority_class=own_priority_class(
+            pod, workers.names.priority_class(workers.namespace), WORKER_PRIORITY, workers.labels, "MM2 Connect workers"
         ),
     )
 

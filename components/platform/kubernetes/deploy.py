@@ -239,9 +239,8 @@ def deploy_kafka_kubernetes(
     config = register(objects.config_map, f"{name}-config", child)
     resources.append(config)
     # The brokers' ServiceAccount and its role to read their node's zone, and their priority class, before their pods.
-    readers = [
-        register(obj, f"{name}-{obj['kind'].lower()}", child) for obj in (*objects.node_reader, *objects.priority)
-    ]
+    first = (*objects.node_reader, *((objects.priority_class,) if objects.priority_class is not None else ()))
+    readers = [register(obj, f"{name}-{obj['kind'].lower()}", child) for obj in first]
     resources += readers
     resources.append(register(objects.headless_service, f"{name}-brokers", child))
     resources.append(register(objects.bootstrap_service, f"{name}-bootstrap", child))
@@ -442,9 +441,8 @@ def _watched_helper(
     deployment, digest = stamped(placed)
     names = (what, "", "", settings.group_key(group, "watcherImage"))
     watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
-    context = settings.group(group).context
     registered = register(deployment, resource_name, pod_opts)
-    watch = _start_watch(f"{resource_name}-pods-started", deployment, digest, names, context, settings, watch_opts)
+    watch = _start_watch(f"{resource_name}-pods-started", deployment, digest, names, pod.context, settings, watch_opts)
     return [registered, *watch]
 
 

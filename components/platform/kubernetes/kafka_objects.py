@@ -44,9 +44,9 @@ from components.platform.kubernetes.metadata import (
     label_selector,
     object_labels,
     object_meta,
+    own_priority_class,
     placement_spec,
     pod_security,
-    priority_class,
     zone_spread,
 )
 from components.platform.kubernetes.monitoring import METRICS_PORT
@@ -99,11 +99,11 @@ class KafkaObjects:
     # The ServiceMonitor of the brokers' exporters and their PrometheusRule (`metrics`), else none.
     monitoring: tuple[dict[str, Any], ...] = ()
     # The brokers' own PriorityClass, none when `priorityClassName` names one.
-    priority: tuple[dict[str, Any], ...] = ()
+    priority_class: dict[str, Any] | None = None
 
     def all(self) -> tuple[dict[str, Any], ...]:
         return (
-            *self.priority,
+            *((self.priority_class,) if self.priority_class is not None else ()),
             *self.node_reader,
             self.config_map,
             self.headless_service,
@@ -159,9 +159,9 @@ def kafka_objects(cluster: Cluster, settings: KubernetesSettings, cluster_id: st
         external_services=_external_services(broker),
         node_reader=_node_reader(broker),
         monitoring=_monitoring(broker),
-        priority=()
-        if pod.priority_class
-        else (priority_class(broker.names.priority_class(broker.namespace), BROKER_PRIORITY, labels, "Kafka brokers"),),
+        priority_class=own_priority_class(
+            pod, broker.names.priority_class(broker.namespace), BROKER_PRIORITY, labels, "Kafka brokers"
+        ),
     )
 
 

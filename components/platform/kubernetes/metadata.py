@@ -92,8 +92,12 @@ BROKER_PRIORITY = 100_000
 WORKER_PRIORITY = 10_000
 
 
-def priority_class(name: str, value: int, labels: Mapping[str, str], what: str) -> dict[str, Any]:
-    """A PriorityClass (cluster-scoped) for one role's pods."""
+def own_priority_class(
+    pod: Placement, name: str, value: int, labels: Mapping[str, str], what: str
+) -> dict[str, Any] | None:
+    """The role's own PriorityClass (cluster-scoped) `name`, None when `pod` names one of the cluster's."""
+    if pod.priority_class:
+        return None
     return {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",

@@ -115,7 +115,7 @@ def test_rack_comes_from_the_nodes_zone_read_by_an_init_container() -> None:
     assert binding["roleRef"]["name"] == role["metadata"]["name"] == "kafka-a-kafka-nodes"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "a-kafka", "namespace": "kafka"}]
     # The priority class and the account before anything that makes pods.
-    assert objs.all()[:4] == (*objs.priority, *objs.node_reader)
+    assert objs.all()[:4] == (objs.priority_class, *objs.node_reader)
 
 
 def test_without_a_zone_label_every_broker_of_a_cluster_shares_its_datacenter_as_rack() -> None:
@@ -288,7 +288,8 @@ def test_a_tls_secret_without_a_key_the_brokers_mount_is_named_with_the_setting(
 def test_brokers_outrank_workers_and_placement_settings_reach_the_pods() -> None:
     from components.platform.kubernetes.metadata import BROKER_PRIORITY, WORKER_PRIORITY
 
-    (own,) = kafka().priority
+    own = kafka().priority_class
+    assert own is not None
     assert own["metadata"]["name"] == "kafka-a-kafka" and own["value"] == BROKER_PRIORITY > WORKER_PRIORITY
     assert own["preemptionPolicy"] == "PreemptLowerPriority" and own["globalDefault"] is False
     assert kafka().stateful_set["spec"]["template"]["spec"]["priorityClassName"] == "kafka-a-kafka"
@@ -301,7 +302,7 @@ def test_brokers_outrank_workers_and_placement_settings_reach_the_pods() -> None
     }
     objs = kafka("a", kubernetes_settings({"namespace": "kafka", "clusters": {"a": placed}}))
     pod = objs.stateful_set["spec"]["template"]["spec"]
-    assert pod["priorityClassName"] == "platform-critical" and objs.priority == ()
+    assert pod["priorityClassName"] == "platform-critical" and objs.priority_class is None
     assert pod["imagePullSecrets"] == [{"name": "registry"}] and pod["nodeSelector"] == {"pool": "kafka"}
     assert pod["tolerations"] == [{"key": "dedicated", "value": "kafka", "effect": "NoSchedule"}]
     # Their own account reads the node's zone: the role is bound to it, and no account is made.
