@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from components.platform.contract import ContainerPlatforms, PlatformBackend
 from components.platform.docker.deploy import DockerBackend
-from components.platform.kubernetes.deploy import KubernetesBackend
+from components.platform.kubernetes.backend import KubernetesBackend
 from components.platform.local.deploy import LocalBackend
 from components.platform.local.layout import LocalPlatform
 from components.platform.local.network import LocalNetwork

@@ -5,12 +5,19 @@ each pod binds 0.0.0.0 and is advertised under a name other pods resolve; on doc
 container shares the host's network and node i binds 127.0.0.1 on the local platform's port
 plan (`BrokerNetwork.host_port_base`). Listeners:
 
-- CLIENT (9092, or base+2i): the cluster's security protocol; clients and inter-broker traffic.
-  On kubernetes this is what `<alias>-kafka-bootstrap:9092` reaches.
-- CONTROLLER (9093, or base+2i+1): PLAINTEXT, KRaft quorum only. Kubernetes restricts it to
-  broker pods with a NetworkPolicy; on docker it is bound to loopback.
+- CLIENT (9092, or base+2i): the cluster's security protocol, for clients. On kubernetes this
+  is what `<alias>-kafka-bootstrap:9092` reaches; on docker it carries inter-broker traffic too.
+- REPLICATION (9091, kubernetes only): inter-broker traffic, on the brokers' own protocol
+  (`internal_protocol`). A NetworkPolicy lets only broker pods reach it.
+- CONTROLLER (9093, or base+2i+1): the KRaft quorum. On kubernetes the brokers' own protocol and
+  restricted to broker pods like REPLICATION; on docker PLAINTEXT, bound to loopback.
 - EXTERNAL (port 9094, optional): the cluster's security protocol again, advertised under an
   address reachable from outside (load balancer per broker); for clusters in other regions.
+
+The brokers' own protocol on kubernetes: mutual TLS with their certificates on a TLS cluster
+(every certificate of the cluster's CA presented there is the super user `kafka-broker`), SASL
+PLAIN as `admin` on a SASL_PLAINTEXT one, PLAINTEXT on a PLAINTEXT one. A cluster with SASL runs
+StandardAuthorizer with the stack's users (components/topology/security.py), as local ones do.
 
 Per-pod values (node id, advertised host, rack) are not known when Pulumi renders a StatefulSet,
 so they are shell expressions (`${ORDINAL}`, `${RACK}`) the broker's start script expands; the
@@ -30,12 +37,18 @@ from components.platform.image_layout import (
     RUNTIME_DIR,
 )
 from components.topology.config_provider import FILE_PROVIDER_PROPERTIES, file_placeholder
-from components.topology.model import Cluster, SaslMechanism
+from components.topology.model import Cluster, SaslMechanism, SecretRef
+from components.topology.runtime_config import stack_sasl_properties
+from components.topology.security import BROKER_USER, admin_password, stack_managed
 from components.topology.settings import BROKER_OWNED, BROKER_OWNED_PREFIXES, reject_owned
 
 CLIENT_PORT = 9092
 CONTROLLER_PORT = 9093
 EXTERNAL_PORT = 9094
+REPLICATION_PORT = 9091
+# Every certificate the cluster's CA signed, presented on the brokers' own listeners, is the
+# brokers' one principal: what `super.users` names (a broker's DN is whoever issued it's choice).
+BROKER_PRINCIPAL_RULE = rf"RULE:^.*$/{BROKER_USER}/"
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,9 @@ class BrokerNetwork:
     # host_port_base+2i+1 (CONTROLLER), so the listeners differ per node; None: 9092/9093.
     host_port_base: int | None = None
     listen_host: str = "0.0.0.0"
+    # Kubernetes: a REPLICATION listener of the brokers' own, and REPLICATION and CONTROLLER on
+    # `internal_protocol`; otherwise (docker) inter-broker traffic rides CLIENT, CONTROLLER is PLAINTEXT.
+    own_listeners: bool = False
 
     def client_port(self, node: int) -> int:
         return CLIENT_PORT if self.host_port_base is None else self.host_port_base + 2 * node
@@ -68,6 +84,8 @@ class BrokerNetwork:
     def listeners(self, node: int) -> str:
         """`listeners` of node `node` (every node alike unless ports are per node)."""
         out = f"CLIENT://{self.listen_host}:{self.client_port(node)},CONTROLLER://{self.listen_host}:{self.controller_port(node)}"
+        if self.own_listeners:
+            out += f",REPLICATION://{self.listen_host}:{REPLICATION_PORT}"
         if self.external_host is not None:
             out += f",EXTERNAL://{self.listen_host}:{EXTERNAL_PORT}"
         return out
@@ -87,10 +105,20 @@ def voters(cluster: Cluster, network: BrokerNetwork) -> str:
     )
 
 
+def internal_protocol(cluster: Cluster) -> str:
+    """The security protocol of a kubernetes cluster's own listeners (REPLICATION, CONTROLLER):
+    mutual TLS on a TLS cluster, SASL (PLAIN, `admin`) on a SASL_PLAINTEXT one, else PLAINTEXT."""
+    protocol = cluster.security.protocol
+    if protocol.uses_tls:
+        return "SSL"
+    return "SASL_PLAINTEXT" if protocol.uses_sasl else "PLAINTEXT"
+
+
 def container_broker_properties(
     cluster: Cluster,
     network: BrokerNetwork,
     *,
+    users: Mapping[str, SecretRef] | None = None,
     secrets_file: str = BROKER_SECRETS_FILE,
     tls_dir: str = BROKER_TLS_DIR,
     data_dir: str = BROKER_DATA_DIR,
@@ -100,21 +128,24 @@ def container_broker_properties(
 
     Secrets are `${file:...}` placeholders naming `secrets_file`: SASL passwords under the
     model's SecretRef keys, the broker's TLS store password under `broker_secret_key(alias)`.
+    `users`: the stack's users of a PLAIN cluster (name -> password), which its JAAS table holds.
     """
-    security = cluster.security
-    protocol = security.protocol.value
-    protocol_map = [f"CLIENT:{protocol}", "CONTROLLER:PLAINTEXT"]
-    client_listeners = ["client"]
+    protocol = cluster.security.protocol.value
+    own = internal_protocol(cluster) if network.own_listeners else "PLAINTEXT"
+    protocol_map = [f"CLIENT:{protocol}", f"CONTROLLER:{own}"]
+    client_listeners = ["CLIENT"]
     if network.external_host is not None:
         protocol_map.append(f"EXTERNAL:{protocol}")
-        client_listeners.append("external")
+        client_listeners.append("EXTERNAL")
+    if network.own_listeners:
+        protocol_map.append(f"REPLICATION:{own}")
     rf = str(min(3, cluster.brokers))
     min_isr = str(min(2, cluster.brokers))
     props: dict[str, str] = {
         "process.roles": "broker,controller",
         "controller.quorum.voters": voters(cluster, network),
         "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "CLIENT",
+        "inter.broker.listener.name": "REPLICATION" if network.own_listeners else "CLIENT",
         "listener.security.protocol.map": ",".join(protocol_map),
         # A subdirectory: a fresh volume's root may hold lost+found, which Kafka rejects.
         "log.dirs": f"{data_dir}/log",
@@ -127,22 +158,12 @@ def container_broker_properties(
         "min.insync.replicas": min_isr,
         "auto.create.topics.enable": "false",
         **FILE_PROVIDER_PROPERTIES,
+        **_sasl_properties(cluster, own, client_listeners, users, secrets_file),
     }
-    if network.host_port_base is None:
-        props["listeners"] = network.listeners(0)
-    if security.protocol.uses_sasl and security.sasl_mechanism is not None:
-        mechanism = security.sasl_mechanism
-        user = security.username or ""
-        password = security.password.placeholder(secrets_file) if security.password else ""
-        jaas = f'{mechanism.login_module} required username="{user}" password="{password}"'
-        if mechanism is SaslMechanism.PLAIN:
-            # PlainLoginModule on a broker also holds the user table: user_<name>="<password>".
-            jaas += f' user_{user}="{password}"'
-        props["sasl.enabled.mechanisms"] = mechanism.value
-        props["sasl.mechanism.inter.broker.protocol"] = mechanism.value
-        for listener in client_listeners:
-            props[f"listener.name.{listener}.{mechanism.value.lower()}.sasl.jaas.config"] = jaas + ";"
-    if security.protocol.uses_tls:
+    if own == "SSL":
+        for listener in ("replication", "controller"):
+            props[f"listener.name.{listener}.ssl.client.auth"] = "required"
+    if cluster.security.protocol.uses_tls:
         store_password = file_placeholder(secrets_file, broker_secret_key(cluster.alias))
         props.update(
             {
@@ -154,8 +175,45 @@ def container_broker_properties(
                 "ssl.truststore.password": store_password,
             }
         )
+    if network.host_port_base is None:
+        props["listeners"] = network.listeners(0)
     reject_owned(cluster.broker_config, BROKER_OWNED, BROKER_OWNED_PREFIXES, f"cluster {cluster.alias} brokerConfig")
     props.update(cluster.broker_config)
+    return props
+
+
+def _sasl_properties(
+    cluster: Cluster,
+    own: str,
+    client_listeners: list[str],
+    users: Mapping[str, SecretRef] | None,
+    secrets_file: str,
+) -> dict[str, str]:
+    """SASL on the client listeners. A stack-managed cluster (kubernetes) gets the stack's users
+    and StandardAuthorizer; its brokers are `admin` (SASL on their own listeners) or, with mutual
+    TLS there, `kafka-broker`. Otherwise (docker) the cluster's one user is every identity."""
+    security = cluster.security
+    if not security.protocol.uses_sasl or security.sasl_mechanism is None:
+        return {}
+    if stack_managed(cluster):
+        admin_listeners = ["REPLICATION", "CONTROLLER"] if own == "SASL_PLAINTEXT" else []
+        mutual = own == "SSL"
+        props = stack_sasl_properties(
+            cluster, secrets_file, users, client_listeners, admin_listeners, [f"User:{BROKER_USER}"] if mutual else []
+        )
+        if mutual:
+            props["ssl.principal.mapping.rules"] = BROKER_PRINCIPAL_RULE
+        return props
+    mechanism = security.sasl_mechanism
+    user = security.username or ""
+    password = security.password.placeholder(secrets_file) if security.password else ""
+    jaas = f'{mechanism.login_module} required username="{user}" password="{password}"'
+    if mechanism is SaslMechanism.PLAIN:
+        # PlainLoginModule on a broker also holds the user table: user_<name>="<password>".
+        jaas += f' user_{user}="{password}"'
+    props = {"sasl.enabled.mechanisms": mechanism.value, "sasl.mechanism.inter.broker.protocol": mechanism.value}
+    for listener in client_listeners:
+        props[f"listener.name.{listener.lower()}.{mechanism.value.lower()}.sasl.jaas.config"] = jaas + ";"
     return props
 
 
@@ -164,6 +222,8 @@ def advertised_listeners(network: BrokerNetwork, ordinal: str) -> str:
     node has the same ports)."""
     port = network.advertised_port if network.host_port_base is None else network.client_port(int(ordinal))
     out = f"CLIENT://{network.advertised_host.format(ordinal=ordinal)}:{port}"
+    if network.own_listeners:
+        out += f",REPLICATION://{network.voter_host.format(ordinal=ordinal)}:{REPLICATION_PORT}"
     if network.external_host is not None:
         out += f",EXTERNAL://{network.external_host.format(ordinal=ordinal)}:{external_port(network, ordinal)}"
     return out
@@ -189,9 +249,13 @@ def scram_credentials(cluster: Cluster) -> tuple[SaslMechanism, str, str] | None
     """(mechanism, user, secret key) to add when storage is formatted, for SCRAM clusters.
 
     SCRAM users live in the cluster metadata, so the inter-broker user must exist before the
-    first broker starts: `kafka-storage.sh format --add-scram` creates it.
+    first broker starts: `kafka-storage.sh format --add-scram` creates it. Not on a stack-managed
+    cluster, whose brokers are `admin` or `kafka-broker` to each other: the stack creates its
+    users through the Admin API once they run.
     """
     security = cluster.security
+    if stack_managed(cluster):
+        return None
     if (
         security.protocol.uses_sasl
         and security.sasl_mechanism in (SaslMechanism.SCRAM_SHA_256, SaslMechanism.SCRAM_SHA_512)
@@ -202,12 +266,20 @@ def scram_credentials(cluster: Cluster) -> tuple[SaslMechanism, str, str] | None
     return None
 
 
-def container_broker_secret_keys(cluster: Cluster) -> tuple[str, ...]:
-    """Every secrets-file key a container cluster's brokers read (their SASL password and TLS
-    store password). Not `runtime_config.broker_secret_keys`, the local brokers' keys."""
+def container_broker_secret_keys(cluster: Cluster, users: Mapping[str, SecretRef] | None = None) -> tuple[str, ...]:
+    """Every secrets-file key a container cluster's brokers read (their SASL passwords and TLS
+    store password). Not `runtime_config.broker_secret_keys`, the local brokers' keys.
+
+    A stack-managed cluster's brokers read `admin`'s password, and on a PLAIN cluster those of
+    `users` (its JAAS table); others the cluster's one user's."""
     keys: list[str] = []
-    if cluster.security.protocol.uses_sasl and cluster.security.password:
-        keys.append(cluster.security.password.key)
+    security = cluster.security
+    if stack_managed(cluster):
+        keys.append(admin_password(cluster.alias).key)
+        if security.sasl_mechanism is SaslMechanism.PLAIN:
+            keys += sorted({ref.key for ref in (users or {}).values()} - set(keys))
+    elif security.protocol.uses_sasl and security.password:
+        keys.append(security.password.key)
     if cluster.security.protocol.uses_tls:
         keys.append(broker_secret_key(cluster.alias))
     return tuple(keys)

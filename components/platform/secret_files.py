@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from components.platform.container_broker import container_broker_secret_keys
 from components.platform.topology_facts import group_clusters
 from components.topology.model import Platform, Topology, WorkerGroup
+from components.topology.security import worker_security
 
 SECRETS_KEY = "secrets.properties"  # the one key of every secrets-file Secret
 REST_USERS_KEY = "users.properties"
@@ -27,9 +28,11 @@ def container_group_secret_keys(topology: Topology, group: WorkerGroup) -> tuple
     """Every key a container worker group's secrets file must hold: the credentials of every
     cluster it talks to (storage cluster included), which its worker and connector configs name.
 
-    Not `components.topology.security.group_secret_keys`, which is what the group's connectors
-    alone resolve (the clusters of its flows)."""
+    On a stack-managed storage cluster the workers are their own user (`worker_security`), whose
+    password is there too. Not `components.topology.security.group_secret_keys`, which is what the
+    group's connectors alone resolve (the clusters of its flows)."""
     keys = {ref.key for cluster in group_clusters(topology, group) for ref in cluster.security.secret_refs()}
+    keys |= {ref.key for ref in worker_security(topology, group).secret_refs()}
     return tuple(sorted(keys))
 
 
@@ -62,10 +65,10 @@ def rest_users_text(group: WorkerGroup, values: Mapping[str, str]) -> str:
 
 def container_secret_keys(topology: Topology) -> tuple[str, ...]:
     """Every `mm2:secrets` key a container deployment of this topology reads (brokers, workers,
-    REST users), given by the operator since the container platforms generate none.
+    REST users). The operator gives them, but for the passwords of the users the stack creates on
+    a stack-managed cluster (`admin`, `connect-<group>`: `generated_secret_keys`), made if not given.
 
-    Not `components.topology.security.required_secret_keys`, which covers every platform and
-    includes the passwords the stack generates."""
+    Not `components.topology.security.required_secret_keys`, which covers every platform."""
     keys: set[str] = set()
     for cluster in topology.clusters.values():
         if cluster.platform in (Platform.KUBERNETES, Platform.DOCKER):

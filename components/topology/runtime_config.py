@@ -132,15 +132,36 @@ def broker_properties(
 
 
 def _broker_sasl(cluster: Cluster, secrets_file: str, users: Mapping[str, SecretRef] | None) -> dict[str, str]:
-    """SASL on both listeners, an authorizer, and `admin` as the brokers' own super user.
+    """SASL on both listeners of a local broker, an authorizer, and `admin` as the brokers' own
+    super user (`stack_sasl_properties`). CONTROLLER: SASL_PLAINTEXT with PLAIN (KRaft
+    controllers cannot check SCRAM: the credentials are in the log they serve)."""
+    return {
+        "listener.security.protocol.map": (
+            f"{CLIENT_LISTENER}:{cluster.security.protocol.value},{CONTROLLER_LISTENER}:SASL_PLAINTEXT"
+        ),
+        **stack_sasl_properties(cluster, secrets_file, users, [CLIENT_LISTENER], [CONTROLLER_LISTENER]),
+    }
 
-    - CLIENT: the cluster's mechanism for every client, plus PLAIN for `admin` only (its JAAS
-      user table holds no one else). The stack bootstraps through PLAIN: SCRAM users live in the
-      metadata log, which is empty until the stack creates them, and formatting storage with
-      `--add-scram name=...,password=...` would put a password on a command line.
-    - CONTROLLER: SASL_PLAINTEXT with PLAIN (KRaft controllers cannot check SCRAM: the
-      credentials are in the log they serve), `admin` again.
-    - StandardAuthorizer, deny when no ACL matches, `admin` is the only super user.
+
+def stack_sasl_properties(
+    cluster: Cluster,
+    secrets_file: str,
+    users: Mapping[str, SecretRef] | None,
+    client_listeners: Sequence[str],
+    admin_listeners: Sequence[str],
+    super_users: Sequence[str] = (),
+) -> dict[str, str]:
+    """The SASL and authorizer properties of a stack-managed cluster's brokers (any platform).
+
+    - `client_listeners`: the cluster's mechanism for every client, plus PLAIN for `admin` only
+      (its JAAS user table holds no one else). The stack bootstraps through PLAIN: SCRAM users
+      live in the metadata log, which is empty until the stack creates them, and formatting
+      storage with `--add-scram name=...,password=...` would put a password on a command line.
+    - `admin_listeners` (the brokers' own: controller, replication): PLAIN, `admin` only.
+    - StandardAuthorizer, deny when no ACL matches; `admin` and `super_users` (principals, e.g.
+      `User:kafka-broker`) are the only super users.
+    `users` are name -> password reference of the users a PLAIN cluster must know (SCRAM users
+    live in the metadata log instead).
     """
     mechanism = cluster.security.sasl_mechanism
     assert mechanism is not None
@@ -150,26 +171,24 @@ def _broker_sasl(cluster: Cluster, secrets_file: str, users: Mapping[str, Secret
         plain_users.update({name: ref.placeholder(secrets_file) for name, ref in (users or {}).items()})
     table = " ".join(f'user_{jaas_quote(name)}="{pw}"' for name, pw in sorted(plain_users.items()))
     plain_jaas = f'{PLAIN_MODULE} required username="{ADMIN_USER}" password="{admin}" {table};'
-    client = CLIENT_LISTENER.lower()
     mechanisms = [mechanism.value] if mechanism is SaslMechanism.PLAIN else [mechanism.value, "PLAIN"]
     props = {
-        "listener.security.protocol.map": (
-            f"{CLIENT_LISTENER}:{cluster.security.protocol.value},{CONTROLLER_LISTENER}:SASL_PLAINTEXT"
-        ),
-        f"listener.name.{client}.sasl.enabled.mechanisms": ",".join(mechanisms),
-        f"listener.name.{client}.plain.sasl.jaas.config": plain_jaas,
-        f"listener.name.{CONTROLLER_LISTENER.lower()}.sasl.enabled.mechanisms": "PLAIN",
-        f"listener.name.{CONTROLLER_LISTENER.lower()}.plain.sasl.jaas.config": plain_jaas,
         "sasl.mechanism.inter.broker.protocol": "PLAIN",
         "sasl.mechanism.controller.protocol": "PLAIN",
         "authorizer.class.name": STANDARD_AUTHORIZER,
-        "super.users": f"User:{ADMIN_USER}",
+        "super.users": ";".join([f"User:{ADMIN_USER}", *super_users]),
         "allow.everyone.if.no.acl.found": "false",
         **FILE_PROVIDER_PROPERTIES,
     }
-    if mechanism is not SaslMechanism.PLAIN:
-        # SCRAM needs no JAAS user table: the broker looks users up in the metadata log.
-        props[f"listener.name.{client}.{mechanism.value.lower()}.sasl.jaas.config"] = f"{SCRAM_MODULE} required;"
+    for listener in (name.lower() for name in client_listeners):
+        props[f"listener.name.{listener}.sasl.enabled.mechanisms"] = ",".join(mechanisms)
+        props[f"listener.name.{listener}.plain.sasl.jaas.config"] = plain_jaas
+        if mechanism is not SaslMechanism.PLAIN:
+            # SCRAM needs no JAAS user table: the broker looks users up in the metadata log.
+            props[f"listener.name.{listener}.{mechanism.value.lower()}.sasl.jaas.config"] = f"{SCRAM_MODULE} required;"
+    for listener in (name.lower() for name in admin_listeners):
+        props[f"listener.name.{listener}.sasl.enabled.mechanisms"] = "PLAIN"
+        props[f"listener.name.{listener}.plain.sasl.jaas.config"] = plain_jaas
     return props
 
 

@@ -2,10 +2,13 @@
 
 Pure like the rest of the model: names, secret references and ACL bindings are derived from
 the topology; the platform code creates the users (SCRAM), writes the secrets and applies the
-ACLs. Three kinds of principal per stack-managed cluster (a `local` cluster with SASL):
+ACLs. Three kinds of principal per stack-managed cluster (a `local` or `kubernetes` cluster with
+SASL):
 
-- `admin`: super user, also the broker's own identity (inter-broker and controller traffic);
-  the stack authenticates as it to create users, ACLs and topics.
+- `admin`: super user; the stack authenticates as it to create users, ACLs and topics. It is
+  also the brokers' own identity on local clusters and on kubernetes clusters without TLS; a
+  kubernetes cluster with TLS has its brokers authenticate each other by certificate instead
+  (`BROKER_USER`, the brokers' own listeners).
 - the MM2 user (`security.username`, `mm2` by default): what the flows' connectors connect as,
   limited by :func:`flow_acls` to the topics, groups and internal topics its flows touch.
 - `connect-<group>`: a Connect worker group's own identity on the cluster holding its storage
@@ -104,9 +107,19 @@ class User:
 # ---- users and secrets -----------------------------------------------------------------------
 
 
+# Platforms whose brokers the stack configures with an authorizer and its own users (docker's
+# brokers still authenticate everyone as the cluster's one SASL user, without an authorizer).
+MANAGED_PLATFORMS = (Platform.LOCAL, Platform.KUBERNETES)
+# What a kubernetes cluster's brokers are to each other on their own listeners: every certificate
+# the cluster's CA signed, presented there (mutual TLS), maps to this one super user
+# (container_broker.py). No stack user may take the name.
+BROKER_USER = "kafka-broker"
+
+
 def stack_managed(cluster: Cluster) -> bool:
-    """True when the stack creates this cluster's users and ACLs (a local cluster with SASL)."""
-    return cluster.platform is Platform.LOCAL and cluster.security.protocol.uses_sasl
+    """True when the stack creates this cluster's users and ACLs (a local or kubernetes cluster
+    with SASL): its brokers run StandardAuthorizer with `admin` as super user."""
+    return cluster.platform in MANAGED_PLATFORMS and cluster.security.protocol.uses_sasl
 
 
 def admin_password(alias: str) -> SecretRef:
@@ -143,7 +156,7 @@ def cluster_users(topology: Topology, alias: str) -> tuple[User, ...]:
     if security.username and security.password and security.username != ADMIN_USER:
         users.append(User(security.username, security.password, "mm2"))
     for group in topology.worker_groups.values():
-        if group.cluster == alias and not group.url:
+        if group.cluster == alias and group.platform is not Platform.EXTERNAL:
             users.append(User(worker_username(group), worker_password(group), "worker"))
     return tuple(users)
 
@@ -404,7 +417,7 @@ def exactly_once_worker_transactional_id(group: WorkerGroup) -> str:
 def worker_acls(topology: Topology, group: WorkerGroup) -> set[Acl]:
     """ACLs of `connect-<group>` on its storage cluster: its group id and its three storage topics."""
     cluster = topology.clusters[group.cluster]
-    if not stack_managed(cluster) or group.url:
+    if not stack_managed(cluster) or group.platform is Platform.EXTERNAL:
         return set()
     principal = f"User:{worker_username(group)}"
     storage = tuple((t, AclPattern.LITERAL) for t in (group.config_topic, group.offset_topic, group.status_topic))
@@ -429,6 +442,18 @@ def worker_acls(topology: Topology, group: WorkerGroup) -> set[Acl]:
     return grants
 
 
+def lag_reader_acls(topology: Topology, group: WorkerGroup) -> set[Acl]:
+    """On kubernetes, a group's lag exporter reads MM2's committed offsets from the group's offsets
+    topic as its storage cluster's configured user (lag_exporter_objects.py), which the flows'
+    grants do not cover: READ and DESCRIBE there. On the local platform it reads as `admin`."""
+    cluster = topology.clusters[group.cluster]
+    principal = _principal(cluster)
+    if not stack_managed(cluster) or group.platform is not Platform.KUBERNETES or principal is None:
+        return set()
+    offsets = ((group.offset_topic, AclPattern.LITERAL),)
+    return _grant(principal, offsets, AclResource.TOPIC, (AclOperation.READ, AclOperation.DESCRIBE))
+
+
 def cluster_acls(topology: Topology, alias: str) -> tuple[Acl, ...]:
     """Every ACL the stack applies on `alias`, sorted (stable diffs)."""
     if not stack_managed(topology.clusters[alias]):
@@ -438,7 +463,7 @@ def cluster_acls(topology: Topology, alias: str) -> tuple[Acl, ...]:
         acls |= flow_acls(topology, flow).get(alias, set())
     for group in topology.worker_groups.values():
         if group.cluster == alias:
-            acls |= worker_acls(topology, group)
+            acls |= worker_acls(topology, group) | lag_reader_acls(topology, group)
     return tuple(sorted(acls))
 
 
@@ -446,10 +471,10 @@ def security_problems(topology: Topology) -> list[str]:
     """Topology-wide security mistakes the parser cannot see per cluster (empty when fine)."""
     problems = []
     for alias, cluster in topology.clusters.items():
-        if stack_managed(cluster) and cluster.security.username == ADMIN_USER:
+        if stack_managed(cluster) and cluster.security.username in (ADMIN_USER, BROKER_USER):
             problems.append(
-                f"mm2:clusters.{alias}.security.username: {ADMIN_USER!r} is the stack's super user. "
-                "Fix: give MM2 its own user, e.g. username: mm2, so ACLs can limit it."
+                f"mm2:clusters.{alias}.security.username: {cluster.security.username!r} is a super user of "
+                "the brokers the stack runs. Fix: give MM2 its own user, e.g. username: mm2, so ACLs can limit it."
             )
     problems += tls_problems(topology)
     return problems
@@ -494,7 +519,9 @@ def tls_problems(topology: Topology) -> list[str]:
 
 
 __all__ = [
+    "BROKER_USER",
     "CLUSTER_RESOURCE_NAME",
+    "MANAGED_PLATFORMS",
     "Acl",
     "AclOperation",
     "AclPattern",
@@ -509,6 +536,7 @@ __all__ = [
     "flow_secret_keys",
     "generated_secret_keys",
     "group_secret_keys",
+    "lag_reader_acls",
     "librdkafka_client",
     "pattern_resources",
     "render_secrets",

@@ -16,26 +16,25 @@ referenced only and must exist. TLS stores are always referenced (cert-manager c
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.platform.container_broker import container_broker_secret_keys
-from components.platform.contract import BrokerRequest, DeployedBrokers, DeployedWorkers, WorkerRequest
+from components.platform.container_broker import container_broker_secret_keys, internal_protocol
 from components.platform.kubernetes.broker_roll import BrokerRoll
 from components.platform.kubernetes.connect_objects import ConnectObjects, connect_objects
-from components.platform.kubernetes.fixed_fields import shape_inputs
+from components.platform.kubernetes.fixed_fields import listener_layout, shape_inputs
 from components.platform.kubernetes.kafka_objects import (
     BROKER_TLS_KEYS,
     KafkaObjects,
     kafka_objects,
     tls_secret_problem,
 )
-from components.platform.kubernetes.metadata import config_hash, placement_spec, with_placement
-from components.platform.kubernetes.names import ConnectNames, KafkaNames, connect_secret_names, kafka_secret_names
+from components.platform.kubernetes.metadata import config_hash
+from components.platform.kubernetes.names import KafkaNames, connect_secret_names, kafka_secret_names
 from components.platform.kubernetes.pod_watch import PodsStarted
 from components.platform.kubernetes.scheduling import stamped
 from components.platform.kubernetes.shape_guard import StatefulSetShape
@@ -49,6 +48,7 @@ from components.platform.secret_files import (
 from components.platform.settings import KubernetesSettings
 from components.platform.topology_facts import kraft_cluster_id
 from components.topology import Cluster, Topology, WorkerGroup, bootstrap_servers
+from components.topology.security import User
 
 SecretValues = pulumi.Input[Mapping[str, str]]
 
@@ -73,7 +73,7 @@ class KubernetesConnect:
     opts: pulumi.ResourceOptions | None = None
 
 
-def _child_opts(
+def child_opts(
     parent: pulumi.Resource, name: str, context: str | None, settings: KubernetesSettings, opts: Any
 ) -> pulumi.ResourceOptions:
     """parent=the component; a provider of our own when a kubeconfig context or a render
@@ -148,7 +148,7 @@ def register(obj: Mapping[str, Any], resource_name: str, opts: pulumi.ResourceOp
     )
 
 
-def _start_watch(
+def start_watch(
     resource_name: str,
     workload: Mapping[str, Any],
     digest: str,
@@ -179,7 +179,7 @@ def _start_watch(
     return [PodsStarted(resource_name, props, opts)]
 
 
-def _secret(
+def files_secret(
     resource_name: str,
     secret_name: str,
     namespace: str,
@@ -210,29 +210,31 @@ def deploy_kafka_kubernetes(
     stack: str | None = None,
     secret_values: SecretValues | None = None,
     admin: pulumi.Input[Mapping[str, str]] | None = None,
+    users: Sequence[User] = (),
 ) -> KubernetesKafka:
     """A KRaft cluster (combined broker+controller StatefulSet) as children of `parent`.
 
     Registers the ConfigMap, the headless Service `<alias>-kafka-brokers`, the bootstrap Service
     `<alias>-kafka-bootstrap`, the StatefulSet (PVC template, anti-affinity, zone spread, probes,
     resources), a PodDisruptionBudget, a NetworkPolicy, optional external LoadBalancers and, with
-    `secret_values`, the brokers' secrets-file Secret.
+    `secret_values`, the brokers' secrets-file Secret. `users`: the stack's users of the cluster.
     """
     settings = settings or KubernetesSettings()
     pod = settings.cluster(cluster.alias)
     cluster_id = kraft_cluster_id(stack or pulumi.get_stack(), cluster.alias)
-    objects = kafka_objects(cluster, settings, cluster_id)
+    passwords = {user.name: user.password for user in users}
+    objects = kafka_objects(cluster, settings, cluster_id, passwords)
     stateful_set, digest = stamped(objects.stateful_set)
     objects = dataclasses.replace(objects, stateful_set=stateful_set)
-    child = _child_opts(parent, name, pod.context, settings, opts)
+    child = child_opts(parent, name, pod.context, settings, opts)
     resources: list[pulumi.Resource] = []
     rolled_on = _follow_tls(parent, name, cluster, settings, child, stateful_set, digest)
 
-    keys = container_broker_secret_keys(cluster)
+    keys = container_broker_secret_keys(cluster, passwords)
     if secret_values is not None and keys:
         secret_name, _ = kafka_secret_names(cluster, pod)
         text = pulumi.Output.from_input(secret_values).apply(lambda v: secrets_file_text(keys, v))
-        resources.append(_secret(f"{name}-secrets", secret_name, settings.namespace, SECRETS_KEY, text, child))
+        resources.append(files_secret(f"{name}-secrets", secret_name, settings.namespace, SECRETS_KEY, text, child))
     # Pods must not start before their Secret exists, or they crash-loop on the missing mount.
     secret_resources = list(resources)
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=secret_resources))
@@ -246,7 +248,14 @@ def deploy_kafka_kubernetes(
     resources.append(register(objects.bootstrap_service, f"{name}-bootstrap", child))
     shape = StatefulSetShape(
         f"{name}-statefulset-shape",
-        shape_inputs(cluster.alias, settings.namespace, objects.stateful_set["metadata"]["name"], pod, cluster.brokers),
+        shape_inputs(
+            cluster.alias,
+            settings.namespace,
+            objects.stateful_set["metadata"]["name"],
+            pod,
+            cluster.brokers,
+            listener_layout(internal_protocol(cluster)),
+        ),
         pulumi.ResourceOptions(parent=parent),
     )
     stateful = register(
@@ -266,7 +275,7 @@ def deploy_kafka_kubernetes(
         parent=parent, depends_on=[config, shape, *readers, *secret_resources], ignore_changes=["template"]
     )
     names = (*brokers, brokers_key, settings.cluster_key(cluster.alias, "image"))
-    resources += _start_watch(f"{name}-pods-started", stateful_set, digest, names, pod.context, settings, watch_opts)
+    resources += start_watch(f"{name}-pods-started", stateful_set, digest, names, pod.context, settings, watch_opts)
     resources += _register_beside(objects, cluster.alias, name, child)
     return KubernetesKafka(
         bootstrap=pulumi.Output.from_input(bootstrap_servers(cluster)), objects=objects, resources=resources
@@ -381,7 +390,7 @@ def deploy_connect_kubernetes(
     objects = connect_objects(group, topology, settings)
     deployment, digest = stamped(objects.deployment)
     objects = dataclasses.replace(objects, deployment=deployment)
-    child = _child_opts(parent, name, pod.context, settings, opts)
+    child = child_opts(parent, name, pod.context, settings, opts)
     resources: list[pulumi.Resource] = []
 
     if secret_values is not None:
@@ -390,11 +399,11 @@ def deploy_connect_kubernetes(
         keys = container_group_secret_keys(topology, group)
         if keys:
             text = values.apply(lambda v: secrets_file_text(keys, v))
-            resources.append(_secret(f"{name}-secrets", files_name, settings.namespace, SECRETS_KEY, text, child))
+            resources.append(files_secret(f"{name}-secrets", files_name, settings.namespace, SECRETS_KEY, text, child))
         if group.rest_auth:
             users = values.apply(lambda v: rest_users_text(group, v))
             resources.append(
-                _secret(f"{name}-rest-users", users_name, settings.namespace, REST_USERS_KEY, users, child)
+                files_secret(f"{name}-rest-users", users_name, settings.namespace, REST_USERS_KEY, users, child)
             )
     config = register(objects.config_map, f"{name}-config", child)
     if objects.priority_class is not None:
@@ -406,7 +415,7 @@ def deploy_connect_kubernetes(
     watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
     workers_key = f"mm2:workerGroups.{group.name}.workers"
     names = (*workers, workers_key, settings.group_key(group.name, "image"))
-    resources += _start_watch(f"{name}-pods-started", deployment, digest, names, pod.context, settings, watch_opts)
+    resources += start_watch(f"{name}-pods-started", deployment, digest, names, pod.context, settings, watch_opts)
     resources.append(register(objects.service, f"{name}-api", child))
     if objects.metrics_service is not None:
         resources.append(register(objects.metrics_service, f"{name}-metrics", child))
@@ -422,177 +431,7 @@ def deploy_connect_kubernetes(
     )
 
 
-def _watched_helper(
-    parent: pulumi.ComponentResource,
-    resource_name: str,
-    manifest: Mapping[str, Any],
-    what: str,
-    group: str,
-    settings: KubernetesSettings,
-    pod_opts: pulumi.ResourceOptions,
-) -> list[pulumi.Resource]:
-    """A group's helper Deployment of fixed requests in the watcher image (the auto-restart
-    watcher, the lag exporter) and the watch on its pod starting beside it. It is placed as the
-    group's workers are (pull secrets, nodes, tolerations, their priority class), in its own account."""
-    pod = settings.group(group)
-    placed = with_placement(
-        manifest, placement_spec(pod, ConnectNames(group).priority_class(settings.namespace), account=False)
-    )
-    deployment, digest = stamped(placed)
-    names = (what, "", "", settings.group_key(group, "watcherImage"))
-    watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
-    registered = register(deployment, resource_name, pod_opts)
-    watch = _start_watch(f"{resource_name}-pods-started", deployment, digest, names, pod.context, settings, watch_opts)
-    return [registered, *watch]
-
-
 def broker_pods(settings: KubernetesSettings, alias: str) -> dict[str, str]:
     """Where cluster `alias`'s brokers run (`DeployedBrokers.pods`): broker N is pod `<statefulset>-N`."""
     context = settings.cluster(alias).context or ""
     return {"context": context, "namespace": settings.namespace, "statefulset": KafkaNames(alias).statefulset}
-
-
-@dataclass(frozen=True)
-class KubernetesBackend:
-    """The kubernetes platform's `PlatformBackend`."""
-
-    settings: KubernetesSettings | None
-    stack: str
-    secret_values: SecretValues | None = None
-
-    def deploy_brokers(self, parent: pulumi.ComponentResource, name: str, request: BrokerRequest) -> DeployedBrokers:
-        k8s = deploy_kafka_kubernetes(
-            parent,
-            name,
-            request.cluster,
-            settings=self.settings,
-            stack=self.stack,
-            secret_values=self.secret_values,
-            admin=request.admin,
-        )
-        pods = broker_pods(self.settings or KubernetesSettings(), request.cluster.alias)
-        return DeployedBrokers(resources=tuple(k8s.resources), pods=pods)
-
-    def deploy_workers(self, parent: pulumi.ComponentResource, name: str, request: WorkerRequest) -> DeployedWorkers:
-        k8s = deploy_connect_kubernetes(
-            parent,
-            name,
-            request.group,
-            request.topology,
-            pulumi.ResourceOptions(depends_on=[request.storage]),
-            settings=self.settings,
-            secret_values=self.secret_values,
-        )
-        settings = self.settings or KubernetesSettings()
-        watcher = deploy_watcher_kubernetes(parent, name, request, settings, self.secret_values, k8s.resources)
-        lag = deploy_lag_exporter_kubernetes(parent, name, request, settings, self.secret_values, k8s)
-        return DeployedWorkers(
-            resources=(*k8s.resources, *watcher, *lag.resources),
-            url=k8s.url,
-            lag_url=lag.url,
-        )
-
-
-def deploy_watcher_kubernetes(
-    parent: pulumi.ComponentResource,
-    name: str,
-    request: WorkerRequest,
-    settings: KubernetesSettings,
-    secret_values: SecretValues | None,
-    after: list[pulumi.Resource] | None = None,
-) -> list[pulumi.Resource]:
-    """autoRestart: the group's watcher Deployment (watcher_objects.py), none without autoRestart;
-    after `after` (the workers' objects, their priority class among them)."""
-    from pathlib import Path
-
-    from components.platform.kubernetes.watcher_objects import PASSWORD_KEY, WATCHER_SOURCES, watcher_objects
-    from components.topology.auto_restart import watched_connectors
-    from components.topology.runtime_config import KUBERNETES_REST_PORT
-    from components.watch.plan import WatchPlan, plan_document
-
-    group = request.group
-    connectors = watched_connectors(request.topology, group.name)
-    if not connectors:
-        return []
-    # The watcher runs in the cluster: it reaches the workers through their Service.
-    url = f"http://{ConnectNames(group.name).service}.{settings.namespace}.svc:{KUBERNETES_REST_PORT}"
-    plan = plan_document(WatchPlan(group=group.name, url=url, connectors=connectors))
-    root = Path(__file__).resolve().parents[3]
-    sources = {path: (root / path).read_text() for path in WATCHER_SOURCES}
-    username = group.rest_username if group.rest_auth else None
-    image = str(settings.group(group.name).watcher_image)
-    objects = watcher_objects(group.name, settings.namespace, plan, sources, rest_username=username, image=image)
-    child = _child_opts(parent, f"{name}-watcher", settings.group(group.name).context, settings, None)
-    resources: list[pulumi.Resource] = []
-    if objects.secret_name and secret_values is not None and group.rest_password is not None:
-        key = group.rest_password.key
-        password = pulumi.Output.from_input(secret_values).apply(lambda v: str(v[key]))
-        resources.append(
-            _secret(f"{name}-watcher-rest", objects.secret_name, settings.namespace, PASSWORD_KEY, password, child)
-        )
-    resources.append(register(objects.config_map, f"{name}-watcher-config", child))
-    pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, *(after or [])]))
-    what = f"the auto-restart watcher of {group.name}"
-    resources += _watched_helper(parent, f"{name}-watcher", objects.deployment, what, group.name, settings, pod_opts)
-    return resources
-
-
-@dataclass
-class KubernetesLagExporter:
-    """What `deploy_lag_exporter_kubernetes` registered, and where the exporter answers in the cluster."""
-
-    url: str | None = None
-    resources: list[pulumi.Resource] = field(default_factory=list)
-
-
-def deploy_lag_exporter_kubernetes(
-    parent: pulumi.ComponentResource,
-    name: str,
-    request: WorkerRequest,
-    settings: KubernetesSettings,
-    secret_values: SecretValues | None,
-    workers: KubernetesConnect,
-) -> KubernetesLagExporter:
-    """The group's lag exporter (lag_exporter_objects.py), none without enabled flows.
-
-    Through the workers' provider, after them: its first reading needs the group's offsets topic,
-    which the workers create. With `secret_values` the stack creates the Secret of the clients'
-    secret settings; without, it must exist (docs/kubernetes.md)."""
-    import json
-    from pathlib import Path
-
-    from components.platform.kubernetes.lag_exporter_objects import (
-        CLIENTS_KEY,
-        LAG_EXPORTER_SOURCES,
-        lag_exporter_objects,
-        secret_clients_document,
-    )
-    from components.platform.lag_exporter import lag_flows
-
-    group, topology = request.group, request.topology
-    if not lag_flows(topology, group.name):
-        return KubernetesLagExporter()
-    root = Path(__file__).resolve().parents[3]
-    sources = {path: (root / path).read_text() for path in LAG_EXPORTER_SOURCES}
-    objects = lag_exporter_objects(group, topology, settings, sources)
-    child = _child_opts(parent, f"{name}-lag-exporter", settings.group(group.name).context, settings, workers.opts)
-    resources: list[pulumi.Resource] = []
-    if objects.secret_name and secret_values is not None:
-        document = pulumi.Output.from_input(secret_values).apply(
-            lambda v: json.dumps(secret_clients_document(topology, group.name, v), sort_keys=True)
-        )
-        secret_name = objects.secret_name
-        resources.append(
-            _secret(f"{name}-lag-exporter-clients", secret_name, settings.namespace, CLIENTS_KEY, document, child)
-        )
-    resources.append(register(objects.config_map, f"{name}-lag-exporter-config", child))
-    resources.append(register(objects.state_claim, f"{name}-lag-exporter-state", child))
-    pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, *workers.resources]))
-    what = f"the lag exporter of {group.name}"
-    resources += _watched_helper(
-        parent, f"{name}-lag-exporter", objects.deployment, what, group.name, settings, pod_opts
-    )
-    resources.append(register(objects.service, f"{name}-lag-exporter-svc", child))
-    if objects.service_monitor is not None:
-        resources.append(register(objects.service_monitor, f"{name}-lag-exporter-servicemonitor", child))
-    return KubernetesLagExporter(url=objects.url, resources=resources)

@@ -13,6 +13,12 @@ Nor may a cluster's `brokers` change: every broker is a KRaft voter and the vote
 voters that may elect a second leader of their own; 5 -> 3 removes voters and the replicas they
 hold. That is refused with the procedure, whatever `recreateStatefulSet` says.
 
+Nor may the security of the brokers' own listeners (replication, controller) change: a roll
+restarts one broker at a time, and a broker on the new protocol cannot reach the quorum or the
+replicas of brokers still on the old one, so it never catches up and the roll stops with one
+broker out. Clusters made before the brokers had listeners of their own (inter-broker traffic on
+the client listener, a PLAINTEXT controller listener) recorded no layout: that is theirs.
+
 Pure; `components/platform/kubernetes/shape_guard.py` is the dynamic resource whose diff runs
 it, so the preview fails before anything changes (the StatefulSet depends on it).
 """
@@ -26,15 +32,25 @@ from components.platform.settings import KafkaPodSettings
 
 # The StatefulSet's fixed fields as the settings keys that set them.
 FIXED = {"storageSize": "storage size", "storageClass": "storage class"}
+# The own-listener layout of a cluster made before the brokers had listeners of their own.
+FIRST_LAYOUT = "inter-broker on the client listener, controller on PLAINTEXT"
 
 
-def shape_inputs(alias: str, namespace: str, statefulset: str, pod: KafkaPodSettings, brokers: int) -> dict[str, Any]:
+def listener_layout(protocol: str) -> str:
+    """The layout the guard records, its brokers' own listeners on `protocol` (container_broker.internal_protocol)."""
+    return f"replication and controller listeners on {protocol}"
+
+
+def shape_inputs(
+    alias: str, namespace: str, statefulset: str, pod: KafkaPodSettings, brokers: int, listeners: str
+) -> dict[str, Any]:
     """What the guard records of one cluster's StatefulSet, and the settings that allow a change."""
     return {
         "cluster": alias,
         "namespace": namespace,
         "statefulset": statefulset,
         "brokers": brokers,
+        "listeners": listeners,
         "storageSize": pod.storage_size,
         "storageClass": pod.storage_class or "",
         "recreate": pod.recreate_statefulset,
@@ -46,7 +62,7 @@ def fixed_field_problems(olds: Mapping[str, Any], news: Mapping[str, Any]) -> li
     """One message per fixed field that `news` changes."""
     recreate, delete_claims = bool(news.get("recreate")), bool(news.get("deleteClaims"))
     alias, namespace, name = news["cluster"], news["namespace"], news["statefulset"]
-    problems = _voter_problems(olds, news)
+    problems = [*_voter_problems(olds, news), *_listener_problems(olds, news)]
     where = f"mm2-platform:kubernetes.clusters.{alias}"
     for key, label in FIXED.items():
         before, after = olds.get(key, news[key]), news[key]
@@ -91,4 +107,21 @@ def _voter_problems(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[st
         + f": refused. Fix: put back brokers: {before}. To resize {alias}: add a cluster of {after} brokers "
         f"beside it in this stack, replicate {alias}'s topics to it with a flow, move producers and consumers "
         "over (docs/day2-operations.md, switchover), then remove the old cluster."
+    ]
+
+
+def _listener_problems(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[str]:
+    """A change of the brokers' own listeners' security, which a roll cannot make."""
+    before, after = olds.get("listeners", FIRST_LAYOUT), news.get("listeners", FIRST_LAYOUT)
+    if before == after:
+        return []
+    alias = news["cluster"]
+    return [
+        f"mm2:clusters.{alias}.security: the brokers of {alias} would go from {before} to {after}. A roll "
+        "restarts one broker at a time, and a broker on the new settings can neither reach the quorum nor "
+        "replicate from the brokers still on the old ones, so it never catches up: refused. Fix: put back "
+        f"{alias}'s security settings; a cluster made before its brokers had listeners of their own keeps "
+        f"its layout. To move {alias} to the new layout: add a cluster beside it in this stack, replicate "
+        f"{alias}'s topics to it with a flow, move producers and consumers over (docs/day2-operations.md, "
+        "switchover), then remove the old cluster."
     ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from components.monitoring.broker_rules import broker_alert_groups
@@ -20,6 +20,7 @@ from components.platform.container_broker import (
     CLIENT_PORT,
     CONTROLLER_PORT,
     EXTERNAL_PORT,
+    REPLICATION_PORT,
     BrokerNetwork,
     advertised_listeners,
     broker_node_port,
@@ -54,7 +55,7 @@ from components.platform.kubernetes.names import KafkaNames, kafka_secret_names
 from components.platform.kubernetes.rack import RACK_FILE, node_reader_objects, rack_init_container, token_volume
 from components.platform.secret_files import SECRETS_KEY
 from components.platform.settings import KafkaPodSettings, KubernetesSettings
-from components.topology.model import Cluster, Platform
+from components.topology.model import Cluster, Platform, SecretRef
 
 BROKER_TLS_KEYS = ("keystore.p12", "truststore.p12")  # the keys of the brokers' TLS Secret
 WAIT_FOR = "pulumi.com/waitFor"  # pulumi-kubernetes: what makes the object ready, in place of its own rules
@@ -82,6 +83,7 @@ def kubernetes_broker_network(cluster: Cluster, namespace: str, pod: KafkaPodSet
         advertised_host=host,
         external_host=pod.external_host,
         external_port_base=pod.external_node_port,
+        own_listeners=True,
     )
 
 
@@ -124,10 +126,15 @@ class _Broker(Labelled):
     pod: KafkaPodSettings
     names: KafkaNames
     zone_label_key: str = ""  # the full key of the setting of the label broker.rack is read from
+    # The stack's users of a PLAIN cluster (name -> password), which the brokers' JAAS table holds.
+    users: Mapping[str, SecretRef] = field(default_factory=dict)
 
 
-def kafka_objects(cluster: Cluster, settings: KubernetesSettings, cluster_id: str) -> KafkaObjects:
-    """Every Kubernetes object of one KRaft cluster (combined broker+controller StatefulSet)."""
+def kafka_objects(
+    cluster: Cluster, settings: KubernetesSettings, cluster_id: str, users: Mapping[str, SecretRef] | None = None
+) -> KafkaObjects:
+    """Every Kubernetes object of one KRaft cluster (combined broker+controller StatefulSet).
+    `users`: the stack's users of the cluster (name -> password), for a PLAIN cluster's JAAS table."""
     if cluster.platform is not Platform.KUBERNETES:
         raise ValueError(f"cluster {cluster.alias} is {cluster.platform.value}, not kubernetes")
     pod = settings.cluster(cluster.alias)
@@ -142,6 +149,7 @@ def kafka_objects(cluster: Cluster, settings: KubernetesSettings, cluster_id: st
         pod=pod,
         names=KafkaNames(cluster.alias),
         zone_label_key=settings.cluster_key(cluster.alias, "zoneLabel"),
+        users=dict(users or {}),
     )
     data = _config_data(broker, cluster_id)
     return KafkaObjects(
@@ -187,7 +195,7 @@ def _config_data(broker: _Broker, cluster_id: str) -> dict[str, str]:
         preamble,
     )
     return {
-        "server.properties": properties_text(container_broker_properties(cluster, network)),
+        "server.properties": properties_text(container_broker_properties(cluster, network, users=broker.users)),
         "start.sh": script,
         "jmx-exporter.yaml": json.dumps(broker_exporter_config(), indent=2, sort_keys=True) + "\n",
     }
@@ -207,6 +215,7 @@ def _headless_service(broker: _Broker) -> dict[str, Any]:
             "selector": dict(broker.selector),
             "ports": [
                 {"name": "client", "port": CLIENT_PORT, "targetPort": CLIENT_PORT},
+                {"name": "replication", "port": REPLICATION_PORT, "targetPort": REPLICATION_PORT},
                 {"name": "controller", "port": CONTROLLER_PORT, "targetPort": CONTROLLER_PORT},
                 # Every broker's exporter, ready or not, for the ServiceMonitor (`metrics`).
                 {"name": "metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT},
@@ -243,7 +252,7 @@ def _storage(broker: _Broker) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     if broker.pod.zone_label:
         volumes.append(token_volume())
     secrets_secret, tls_secret = kafka_secret_names(broker.cluster, broker.pod)
-    if container_broker_secret_keys(broker.cluster):
+    if container_broker_secret_keys(broker.cluster, broker.users):
         mounts.append({"name": "secrets", "mountPath": posixpath.dirname(BROKER_SECRETS_FILE), "readOnly": True})
         volumes.append(
             {
@@ -274,6 +283,7 @@ def _container(broker: _Broker, mounts: list[dict[str, Any]]) -> dict[str, Any]:
     pod = broker.pod
     container_ports = [
         {"name": "client", "containerPort": CLIENT_PORT},
+        {"name": "replication", "containerPort": REPLICATION_PORT},
         {"name": "controller", "containerPort": CONTROLLER_PORT},
         {"name": "metrics", "containerPort": METRICS_PORT},
     ]
@@ -417,10 +427,13 @@ def _network_policy(broker: _Broker) -> dict[str, Any]:
             "policyTypes": ["Ingress"],
             "ingress": [
                 {"ports": client_rule_ports},
-                # The PLAINTEXT controller listener is for the quorum only.
+                # The brokers' own listeners, replication and the quorum, for the brokers only.
                 {
                     "from": [{"podSelector": broker.match()}],
-                    "ports": [{"port": CONTROLLER_PORT, "protocol": "TCP"}],
+                    "ports": [
+                        {"port": REPLICATION_PORT, "protocol": "TCP"},
+                        {"port": CONTROLLER_PORT, "protocol": "TCP"},
+                    ],
                 },
                 # The exporter stays open to scrapers, as the workers' does.
                 {"ports": [{"port": METRICS_PORT, "protocol": "TCP"}]},

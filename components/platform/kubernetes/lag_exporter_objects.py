@@ -8,8 +8,9 @@ mounted from the ConfigMap, as the watcher's are: nothing is installed at start.
 
 - It reads each cluster as the group's Connect workers do: the same bootstrap
   (`bootstrap_servers`: the cluster's `bootstrap`, else its in-cluster `<alias>-kafka-bootstrap`
-  Service) and the same principal (the cluster's configured SASL user, `security.username`, which
-  is also the `clusters.<alias>.client` the stack exports for its tools). Its SASL password (and
+  Service) and the principal of the flows' connectors (the cluster's configured SASL user,
+  `security.username`; on a cluster with the stack's authorizer it may also read the group's
+  offsets topic, `security.lag_reader_acls`). Its SASL password (and
   a client keystore's password) reach the pod as the environment variable
   MM2_LAG_EXPORTER_SECRETS (JSON, `{alias: {"sasl.password": ...}}`) from the Secret
   `<group>-lag-exporter-clients`, never through the ConfigMap.

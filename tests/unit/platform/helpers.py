@@ -89,6 +89,10 @@ SECRET_VALUES = {
     "kafka1.mm2.password": "k1-Zq88",
     "kafka2.mm2.password": "k2-Zq89",
     "connect.rest.password": "rest-Zq90",
+    # The stack's own users on the kubernetes clusters (generated when not given).
+    "a.admin.password": "adm-a-Zq91",
+    "b.admin.password": "adm-b-Zq92",
+    "mm2.worker.password": "wk-Zq93",
 }
 
 

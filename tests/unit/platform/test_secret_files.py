@@ -15,12 +15,16 @@ def test_secret_files_render_and_name_missing_keys() -> None:
         secrets_file_text(("a.x", "b.y"), {"a.x": "1"})
     topo = topology(SASL_KUBERNETES)
     assert rest_users_text(topo.worker_groups["mm2"], {"mm2.rest.password": "pw"}) == "mm2-admin: pw\n"
+    # The brokers read admin's password (their JAAS table), the workers their own user's.
     assert container_secret_keys(topo) == (
+        "a.admin.password",
         "a.broker.tls.password",
         "a.mm2.password",
         "a.ssl.truststore.password",
+        "b.admin.password",
         "b.broker.tls.password",
         "b.mm2.password",
         "b.ssl.truststore.password",
         "mm2.rest.password",
+        "mm2.worker.password",
     )

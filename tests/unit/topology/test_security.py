@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from components.topology import broker_properties, parse_topology, worker_properties
@@ -15,6 +17,7 @@ from components.topology.security import (
     cluster_users,
     flow_acls,
     generated_secret_keys,
+    lag_reader_acls,
     pattern_resources,
     render_secrets,
     required_secret_keys,
@@ -270,3 +273,38 @@ def test_turning_exactly_once_off_keeps_the_transactional_grants_until_no_worker
     assert worker_acls(disabling, disabling.worker_groups["mm2"]) == worker_acls(on, on.worker_groups["mm2"])
     off = parse_topology(config)
     assert not [a for a in cluster_acls(off, "dr") if a.resource is txn]
+
+
+def _sasl(user: str, alias: str) -> dict[str, object]:
+    password = {"secret": f"{alias}.{user}.password"}
+    return {"protocol": "SASL_PLAINTEXT", "saslMechanism": "SCRAM-SHA-512", "username": user, "password": password}
+
+
+def _kubernetes_config() -> dict[str, Any]:
+    """secure_config on the kubernetes platform: the stack runs the brokers and the workers there."""
+    config = secure_config()
+    for alias, body in config["clusters"].items():
+        body["platform"] = "kubernetes"
+        body.pop("port", None)
+        body["security"] = _sasl("mm2", alias)
+    config["workerGroups"]["mm2"].update(platform="kubernetes", url="http://127.0.0.1:30083")
+    config["workerGroups"]["mm2"].pop("restPort", None)
+    return config
+
+
+def test_kubernetes_clusters_get_the_stack_users_and_the_workers_their_grants() -> None:
+    topology = parse_topology(_kubernetes_config())
+    assert [u.name for u in cluster_users(topology, "dr")] == ["admin", "mm2", "connect-mm2"]
+    group_ = topology.worker_groups["mm2"]
+    assert worker_acls(topology, group_) and set(cluster_acls(topology, "dr")) >= worker_acls(topology, group_)
+    # The lag exporter reads MM2's committed offsets as the cluster's MM2 user there.
+    assert lag_reader_acls(topology, group_) == topic("User:mm2", "mm2-mm2-offsets", LIT, R, D)
+    local = parse_topology(secure_config())
+    assert lag_reader_acls(local, local.worker_groups["mm2"]) == set()  # there it reads as admin
+
+
+def test_no_stack_user_may_take_the_brokers_own_name() -> None:
+    config = _kubernetes_config()
+    config["clusters"]["dr"]["security"] = _sasl("kafka-broker", "dr")
+    problems = security_problems(parse_topology(config))
+    assert len(problems) == 1 and "'kafka-broker' is a super user" in problems[0]

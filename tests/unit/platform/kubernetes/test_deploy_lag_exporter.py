@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 
 from components.platform.contract import WorkerRequest
-from components.platform.kubernetes.deploy import KubernetesBackend
+from components.platform.kubernetes.backend import KubernetesBackend
 from components.platform.secret_files import container_secret_keys
 from components.platform.settings import KubernetesSettings
 from components.rpc_values import plain

@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 
 from components.platform.contract import WorkerRequest
-from components.platform.kubernetes.deploy import deploy_watcher_kubernetes
+from components.platform.kubernetes.helper_deploy import deploy_watcher_kubernetes
 from components.platform.settings import KubernetesSettings, kubernetes_settings
 from tests.unit.mocks import RecordingMonitor
 

@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from components.platform.kubernetes.fixed_fields import fixed_field_problems, shape_inputs
+from components.platform.kubernetes.fixed_fields import fixed_field_problems, listener_layout, shape_inputs
 from components.platform.settings import KafkaPodSettings
 
 POD = KafkaPodSettings(storage_size="1Gi")
 
 
-def shape(pod: KafkaPodSettings, brokers: int = 3) -> dict[str, object]:
-    return shape_inputs("us", "mm2", "us-kafka", pod, brokers)
+def shape(pod: KafkaPodSettings, brokers: int = 3, protocol: str = "SSL") -> dict[str, object]:
+    return shape_inputs("us", "mm2", "us-kafka", pod, brokers, listener_layout(protocol))
 
 
 def test_the_same_shape_and_other_changes_pass() -> None:
@@ -48,3 +48,15 @@ def test_a_new_broker_count_is_refused_with_the_resize_procedure(before: int, af
 def test_a_guard_recorded_before_it_knew_the_count_accepts_any() -> None:
     olds = {k: v for k, v in shape(POD).items() if k != "brokers"}
     assert fixed_field_problems(olds, shape(POD, 5)) == []
+
+
+def test_new_security_on_the_brokers_own_listeners_is_refused_with_the_procedure() -> None:
+    (problem,) = fixed_field_problems(shape(POD, protocol="SASL_PLAINTEXT"), shape(POD, protocol="SSL"))
+    assert problem.startswith("mm2:clusters.us.security: the brokers of us would go from replication and controller")
+    assert "never catches up: refused" in problem and "add a cluster beside it" in problem
+
+
+def test_a_cluster_made_before_its_brokers_had_own_listeners_keeps_its_layout() -> None:
+    first = {k: v for k, v in shape(POD).items() if k != "listeners"}
+    (problem,) = fixed_field_problems(first, shape(POD))
+    assert "from inter-broker on the client listener, controller on PLAINTEXT to replication and controller" in problem

@@ -23,7 +23,8 @@ def test_services_names_ports_and_headless_publishes_not_ready() -> None:
     assert headless["metadata"]["name"] == "a-kafka-brokers"
     assert headless["spec"]["clusterIP"] == "None"
     assert headless["spec"]["publishNotReadyAddresses"] is True
-    assert {p["port"] for p in headless["spec"]["ports"]} == {9092, 9093, 9404}  # client, controller, metrics
+    # client, replication, controller, metrics
+    assert {p["port"] for p in headless["spec"]["ports"]} == {9091, 9092, 9093, 9404}
     assert objs.stateful_set["spec"]["serviceName"] == "a-kafka-brokers"
     for obj in objs.all():
         cluster_wide = obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "PriorityClass")
@@ -132,14 +133,18 @@ def test_broker_properties_listeners_quorum_and_security() -> None:
     assert props["controller.quorum.voters"] == ",".join(
         f"{i}@a-kafka-{i}.a-kafka-brokers.kafka.svc:9093" for i in range(3)
     )
-    assert props["listener.security.protocol.map"] == "CLIENT:SASL_SSL,CONTROLLER:PLAINTEXT"
-    assert props["sasl.enabled.mechanisms"] == "SCRAM-SHA-512"
+    assert props["listener.security.protocol.map"] == "CLIENT:SASL_SSL,CONTROLLER:SSL,REPLICATION:SSL"
+    assert props["listeners"] == "CLIENT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093,REPLICATION://0.0.0.0:9091"
+    assert props["inter.broker.listener.name"] == "REPLICATION"
+    assert props["listener.name.client.sasl.enabled.mechanisms"] == "SCRAM-SHA-512,PLAIN"
     assert props["ssl.keystore.location"] == "/etc/kafka/tls/keystore.p12"
     assert props["min.insync.replicas"] == "2"
     assert "node.id" not in props  # per pod, written by the start script
     script = objs.config_map["data"]["start.sh"]
-    assert "advertised.listeners=CLIENT://a-kafka-${ORDINAL}.a-kafka-brokers.kafka.svc:9092" in script
-    assert "--add-scram" in script and "name=mm2" in script
+    host = "a-kafka-${ORDINAL}.a-kafka-brokers.kafka.svc"
+    assert f"advertised.listeners=CLIENT://{host}:9092,REPLICATION://{host}:9091" in script
+    # The stack creates its SCRAM users through the Admin API once the brokers run.
+    assert "--add-scram" not in script
 
 
 def test_secrets_are_mounted_from_secrets_not_configmaps() -> None:
@@ -150,13 +155,14 @@ def test_secrets_are_mounted_from_secrets_not_configmaps() -> None:
     assert volumes["config"]["configMap"]["name"] == "a-kafka-config"
 
 
-def test_controller_port_only_reachable_from_brokers() -> None:
+def test_replication_and_controller_ports_only_reachable_from_brokers() -> None:
     policy = kafka().network_policy
     ingress = policy["spec"]["ingress"]
     open_rule = next(r for r in ingress if "from" not in r)
     assert {p["port"] for p in open_rule["ports"]} == {9092}
-    quorum = next(r for r in ingress if "from" in r)
-    assert quorum["ports"] == [{"port": 9093, "protocol": "TCP"}]
+    own = next(r for r in ingress if "from" in r)
+    assert own["from"] == [{"podSelector": policy["spec"]["podSelector"]}]
+    assert {p["port"] for p in own["ports"]} == {9091, 9093}
 
 
 def test_external_listener_load_balancer_per_broker() -> None:
