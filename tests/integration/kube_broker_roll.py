@@ -22,6 +22,12 @@ BROKER_CHANGE = {"background.threads": "9"}
 US_BROKERS = 3
 
 
+def worker_uids(node: str) -> set[str]:
+    """The Connect workers' pods (not the watchers', which a worker setting does not touch)."""
+    names = re.compile(r"^to-(us|eu)-connect-[0-9a-f]+-[0-9a-z]+$")
+    return {p["metadata"]["uid"] for p in pods(node) if names.match(p["metadata"]["name"])}
+
+
 def us_broker_uids(node: str) -> dict[str, str]:
     return {
         p["metadata"]["name"]: p["metadata"]["uid"] for p in pods(node) if p["metadata"]["name"].startswith("us-kafka-")
@@ -62,14 +68,18 @@ def served_certificates() -> list[bytes]:
 
 
 def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, Any], tls: tuple[Path, str, str]) -> None:
-    """The broker setting refused above, with us whole again, and us's certificate renewed in its
-    Secret as cert-manager does, while records stream us->eu with acks=all: one up restarts us's
-    three brokers one at a time, the active controller last, each after the last is back in sync,
-    and each then presents the new certificate. No record is lost or refused, and no broker ever
+    """The broker setting refused above, with us whole again, us's certificate renewed in its
+    Secret as cert-manager does, and a worker setting changed, while records stream us->eu with
+    acks=all: one up restarts us's three brokers one at a time, the active controller last, each
+    after the last is back in sync, and each then presents the new certificate; then the workers
+    roll, their Deployments updated in place. No record is lost or refused, and no broker ever
     reports a partition below min.insync.replicas."""
     root, password, _ = tls
     old_certificates = served_certificates()
     renew_broker_tls(node, root, password, "us")
+    stack.config["config"]["mm2-platform:kubernetes"]["connect"]["heap"] = "400m"
+    stack.write_config()
+    workers, deployment = worker_uids(node), object_uid(node, "deployment", "to-eu-connect")
     before = us_broker_uids(node)
     worst, stop = [0.0], threading.Event()
 
@@ -104,6 +114,8 @@ def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, An
     assert [int(o) for o in order.groups()[:2]] == sorted((int(o) for o in order.groups()[:2]), reverse=True)
     assert len([s for s in steps if " back: RUNNING after " in s]) == 3, steps
     assert set(us_broker_uids(node).values()).isdisjoint(before.values()), "not every broker was restarted"
+    assert workers.isdisjoint(worker_uids(node)), "the workers were not replaced by the roll"
+    assert object_uid(node, "deployment", "to-eu-connect") == deployment, "the Deployment was replaced"
     renewed = served_certificates()
     assert all(new != old for new, old in zip(renewed, old_certificates, strict=True)), (
         "a broker kept its old certificate"

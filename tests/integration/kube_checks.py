@@ -188,8 +188,8 @@ def lag_alert(node: str) -> str | None:
 
 def network_policy_is_enforced(node: str) -> None:
     """kube-router enforces the stack's NetworkPolicies: from a pod that is none of the stack's,
-    a broker's client port and a worker's metrics port open, while the brokers' controller port
-    and (restFrom) the workers' REST port are refused. The workers reach the brokers and each
+    a broker's client port and a worker's metrics port open, while the brokers' own ports
+    (replication, controller) and (restFrom) the workers' REST port are refused. The workers reach the brokers and each
     other meanwhile: records were copied both ways through them."""
     shown = {p["metadata"]["name"]: p for p in pods(node)}
     broker = shown["us-kafka-0"]["status"]["podIP"]
@@ -200,6 +200,7 @@ def network_policy_is_enforced(node: str) -> None:
     )
     targets = [
         ("broker client", broker, 9092),
+        ("broker replication", broker, 9091),
         ("broker controller", broker, 9093),
         ("worker rest", worker, KUBERNETES_REST_PORT),
         ("worker metrics", worker, METRICS_PORT),
@@ -208,6 +209,7 @@ def network_policy_is_enforced(node: str) -> None:
     print(f"[kube stack] from a foreign pod: {found}")
     assert found == {
         "broker client": "open",
+        "broker replication": "ConnectionRefusedError",
         "broker controller": "ConnectionRefusedError",
         "worker rest": "ConnectionRefusedError",
         "worker metrics": "open",
@@ -262,3 +264,37 @@ def under_replicated_seen(node: str, lost: str, surviving_broker: str) -> str:
         poll_s=3,
     )
     return f"Prometheus was on the lost node: {surviving_broker} reports under-replicated partitions"
+
+
+def authorizer_holds_mm2_to_its_grants(outputs: dict[str, Any], mm2_password: str) -> None:
+    """us runs StandardAuthorizer with the stack's ACLs: MM2's user, which only reads `orders` there
+    (us->eu) and writes what eu->us copies, is refused a write to `orders`, which the stack's
+    admin (the outputs' client) makes."""
+    from confluent_kafka import KafkaError, Producer
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    client = {**outputs["clusters"]["us"]["client"], "sasl.username": "mm2", "sasl.password": mm2_password}
+    conf = {"bootstrap.servers": outputs["clusters"]["us"]["bootstrap"], "log_level": 0}
+    errors: list[Any] = []
+    producer = Producer({**conf, **client, "message.timeout.ms": 20000})
+    producer.produce("orders", b"not-allowed", on_delivery=lambda err, _msg: errors.append(err))
+    assert producer.flush(30) == 0, "the refused write was never answered"
+    assert errors and errors[0] is not None and errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, errors
+    admin = AdminClient({**conf, **outputs["clusters"]["us"]["client"]})
+    anything: Any = None
+    every = AclBindingFilter(
+        ResourceType.ANY, anything, ResourcePatternType.ANY, anything, anything, AclOperation.ANY, AclPermissionType.ANY
+    )
+    bindings = admin.describe_acls(every, request_timeout=20).result()
+    principals = sorted({b.principal for b in bindings})
+    print(
+        f"[kube stack] us authorizer: {len(bindings)} ACLs for {', '.join(principals)}; mm2's write to orders refused"
+    )
+    assert {"User:mm2", "User:connect-to-us"} <= set(principals), principals
