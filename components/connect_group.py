@@ -26,6 +26,7 @@ from components.platform.local.layout import PROCESS_PROPERTIES, LocalPlatform, 
 from components.platform.local.network import LocalNetwork
 from components.platform.local.tls import StackTls
 from components.platform.local.watcher import deploy_local_watcher
+from components.platform.topology_facts import group_clusters
 from components.topology import Platform, Topology, WorkerGroup, worker_rest_urls
 from components.topology.connectors import EXACTLY_ONCE_DISABLING, EXACTLY_ONCE_PREPARING, wants_exactly_once
 from components.topology.java_properties import parse_properties
@@ -89,7 +90,10 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
         # deployer reaches it through).
         backend = platform_backend(group.platform, local, platforms or ContainerPlatforms(), tls, network)
         if backend is not None:
-            request = WorkerRequest(group, topology, secrets, clusters[group.cluster], self.auth, self.ca_pem)
+            others = tuple(clusters[c.alias] for c in group_clusters(topology, group) if c.alias != group.cluster)
+            request = WorkerRequest(
+                group, topology, secrets, clusters[group.cluster], self.auth, self.ca_pem, others=others
+            )
             deployed = backend.deploy_workers(self, name, request)
             self.workers = list(deployed.resources)
             endpoint = deployed.url if deployed.url is not None else endpoint

@@ -51,7 +51,7 @@ class DeployedBrokers:
 
 @dataclass(frozen=True)
 class WorkerRequest:
-    """One worker group's workers to deploy, after its storage cluster."""
+    """One worker group's workers to deploy, after its storage cluster and the other clusters its flows touch."""
 
     group: WorkerGroup
     topology: Topology
@@ -59,6 +59,8 @@ class WorkerRequest:
     storage: pulumi.Resource  # the storage cluster's component
     auth: pulumi.Output[dict[str, str]] | None = None  # REST basic-auth credentials (restAuth)
     ca_pem: pulumi.Output[str] | None = None  # CA the REST listener is verified against (restTls)
+    # The other clusters its flows touch: their users (a rotated password) come before the workers.
+    others: tuple[pulumi.Resource, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ class KubernetesBackend:
             name,
             request.group,
             request.topology,
-            pulumi.ResourceOptions(depends_on=[request.storage]),
+            pulumi.ResourceOptions(depends_on=[request.storage, *request.others]),
             settings=self.settings,
             secret_values=self.secret_values,
         )

@@ -299,6 +299,18 @@ def _register_beside(
 
 
 TLS_ANNOTATION = "mm2-iac.dev/tls"  # on a pod template: the digest of the TLS Secret its pods mount
+SECRETS_ANNOTATION = "mm2-iac.dev/secrets"  # on a pod template: the digest of the secret files its pods read
+
+
+def follow_secrets(workload: dict[str, Any], files: Sequence[pulumi.Output[str]]) -> None:
+    """Stamp `workload`'s pod template (after `stamped`) with a digest of the secret files its pods
+    read, so a rotated password rolls them onto the new file. The digest is not kept secret: 16 hex
+    characters of a SHA-256 over every file, as Helm's checksum annotations are."""
+    if not files:
+        return
+    digest = pulumi.Output.all(*files).apply(lambda texts: config_hash({"files": list(texts)}))
+    template = workload["spec"]["template"]["metadata"]
+    template["annotations"] = {**template.get("annotations", {}), SECRETS_ANNOTATION: pulumi.Output.unsecret(digest)}
 
 
 def _follow_tls(
@@ -397,14 +409,19 @@ def deploy_connect_kubernetes(
         values = pulumi.Output.from_input(secret_values)
         files_name, users_name, _ = connect_secret_names(group, pod)
         keys = container_group_secret_keys(topology, group)
+        files: list[pulumi.Output[str]] = []
         if keys:
-            text = values.apply(lambda v: secrets_file_text(keys, v))
-            resources.append(files_secret(f"{name}-secrets", files_name, settings.namespace, SECRETS_KEY, text, child))
-        if group.rest_auth:
-            users = values.apply(lambda v: rest_users_text(group, v))
+            files.append(values.apply(lambda v: secrets_file_text(keys, v)))
             resources.append(
-                files_secret(f"{name}-rest-users", users_name, settings.namespace, REST_USERS_KEY, users, child)
+                files_secret(f"{name}-secrets", files_name, settings.namespace, SECRETS_KEY, files[-1], child)
             )
+        if group.rest_auth:
+            files.append(values.apply(lambda v: rest_users_text(group, v)))
+            resources.append(
+                files_secret(f"{name}-rest-users", users_name, settings.namespace, REST_USERS_KEY, files[-1], child)
+            )
+        # A rotated password rolls the workers (after the clusters' users have it: they come first).
+        follow_secrets(deployment, files)
     config = register(objects.config_map, f"{name}-config", child)
     if objects.priority_class is not None:
         resources.append(register(objects.priority_class, f"{name}-priorityclass", child))

@@ -4,7 +4,7 @@ placed as the group's workers are, with the watch on its pod starting."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +16,7 @@ from components.platform.kubernetes.deploy import (
     SecretValues,
     child_opts,
     files_secret,
+    follow_secrets,
     register,
     start_watch,
 )
@@ -56,16 +57,20 @@ def deploy_watcher_kubernetes(
     objects = watcher_objects(group.name, settings.namespace, plan, sources, rest_username=username, image=image)
     child = child_opts(parent, f"{name}-watcher", settings.group(group.name).context, settings, None)
     resources: list[pulumi.Resource] = []
+    files: list[pulumi.Output[str]] = []
     if objects.secret_name and secret_values is not None and group.rest_password is not None:
         key = group.rest_password.key
         password = pulumi.Output.from_input(secret_values).apply(lambda v: str(v[key]))
+        files.append(password)
         resources.append(
             files_secret(f"{name}-watcher-rest", objects.secret_name, settings.namespace, PASSWORD_KEY, password, child)
         )
     resources.append(register(objects.config_map, f"{name}-watcher-config", child))
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, *(after or [])]))
     what = f"the auto-restart watcher of {group.name}"
-    resources += _watched_helper(parent, f"{name}-watcher", objects.deployment, what, group.name, settings, pod_opts)
+    resources += _watched_helper(
+        parent, f"{name}-watcher", objects.deployment, what, group.name, settings, pod_opts, files
+    )
     return resources
 
 
@@ -109,10 +114,12 @@ def deploy_lag_exporter_kubernetes(
     objects = lag_exporter_objects(group, topology, settings, sources)
     child = child_opts(parent, f"{name}-lag-exporter", settings.group(group.name).context, settings, workers.opts)
     resources: list[pulumi.Resource] = []
+    files: list[pulumi.Output[str]] = []
     if objects.secret_name and secret_values is not None:
         document = pulumi.Output.from_input(secret_values).apply(
             lambda v: json.dumps(secret_clients_document(topology, group.name, v), sort_keys=True)
         )
+        files.append(document)
         secret_name = objects.secret_name
         resources.append(
             files_secret(f"{name}-lag-exporter-clients", secret_name, settings.namespace, CLIENTS_KEY, document, child)
@@ -122,7 +129,7 @@ def deploy_lag_exporter_kubernetes(
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, *workers.resources]))
     what = f"the lag exporter of {group.name}"
     resources += _watched_helper(
-        parent, f"{name}-lag-exporter", objects.deployment, what, group.name, settings, pod_opts
+        parent, f"{name}-lag-exporter", objects.deployment, what, group.name, settings, pod_opts, files
     )
     resources.append(register(objects.service, f"{name}-lag-exporter-svc", child))
     if objects.service_monitor is not None:
@@ -138,15 +145,18 @@ def _watched_helper(
     group: str,
     settings: KubernetesSettings,
     pod_opts: pulumi.ResourceOptions,
+    secret_files: Sequence[pulumi.Output[str]] = (),
 ) -> list[pulumi.Resource]:
     """A group's helper Deployment of fixed requests in the watcher image (the auto-restart
     watcher, the lag exporter) and the watch on its pod starting beside it. It is placed as the
-    group's workers are (pull secrets, nodes, tolerations, their priority class), in its own account."""
+    group's workers are (pull secrets, nodes, tolerations, their priority class), in its own
+    account, and rolls when `secret_files` (what it reads of the stack's secrets) change."""
     pod = settings.group(group)
     placed = with_placement(
         manifest, placement_spec(pod, ConnectNames(group).priority_class(settings.namespace), account=False)
     )
     deployment, digest = stamped(placed)
+    follow_secrets(deployment, secret_files)
     names = (what, "", "", settings.group_key(group, "watcherImage"))
     watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
     registered = register(deployment, resource_name, pod_opts)

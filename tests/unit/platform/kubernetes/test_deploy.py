@@ -7,7 +7,12 @@ from typing import Any
 
 import pulumi
 
-from components.platform.kubernetes.deploy import broker_pods, deploy_connect_kubernetes, deploy_kafka_kubernetes
+from components.platform.kubernetes.deploy import (
+    SECRETS_ANNOTATION,
+    broker_pods,
+    deploy_connect_kubernetes,
+    deploy_kafka_kubernetes,
+)
 from components.platform.settings import KubernetesSettings
 from tests.unit.mocks import RecordingMonitor
 
@@ -218,3 +223,38 @@ def test_with_the_admin_connection_the_brokers_roll_after_their_statefulset(moni
         assert ".admin" in r["kafka-a-roll"].secret_paths
 
     return settle([out.bootstrap], out.resources).apply(check)
+
+
+def _template_annotations(monitor: RecordingMonitor, name: str) -> dict[str, Any]:
+    from google.protobuf import json_format
+
+    [request] = [r for r in monitor.requests if r.name == name]
+    manifest = json_format.MessageToDict(request.object)
+    return dict(manifest["spec"]["template"]["metadata"]["annotations"])
+
+
+@pulumi.runtime.test
+def test_a_rotated_password_rolls_the_workers_without_its_digest_being_secret(monitor: RecordingMonitor) -> Any:
+    topo = topology(SASL_KUBERNETES)
+    rotated = {**SECRET_VALUES, "mm2.worker.password": "wk-rotated-Zq99"}
+    outs = []
+    for name, values in (("connect-one", SECRET_VALUES), ("connect-same", SECRET_VALUES), ("connect-new", rotated)):
+        parent = Parent("mm2:index:ConnectWorkerGroup", name)
+        settings = KubernetesSettings(namespace="kafka")
+        group = topo.worker_groups["mm2"]
+        outs.append(
+            deploy_connect_kubernetes(
+                parent, name, group, topo, settings=settings, secret_values=pulumi.Output.secret(values)
+            )
+        )
+
+    def check(_: Any) -> None:
+        digests = [
+            _template_annotations(monitor, f"connect-{n}-deployment")[SECRETS_ANNOTATION]
+            for n in ("one", "same", "new")
+        ]
+        assert digests[0] == digests[1] != digests[2] and len(digests[0]) == 16
+        assert all(value not in digests[0] for value in SECRET_VALUES.values())
+        assert regs(monitor)["connect-one-deployment"].secret_paths == []  # the digest is plain, the Deployment too
+
+    return settle([o.url for o in outs], [r for o in outs for r in o.resources]).apply(check)
