@@ -5,6 +5,7 @@ renewed (components/platform/kubernetes/broker_roll.py)."""
 from __future__ import annotations
 
 import re
+import secrets
 import ssl
 import threading
 import time
@@ -13,7 +14,7 @@ from typing import Any
 
 from components.monitoring.jmx_exporter import UNDER_MIN_ISR
 from tests.integration.harness import TestStack
-from tests.integration.kube import EXTERNAL, NAMESPACE, kubectl, renew_broker_tls
+from tests.integration.kube import EXTERNAL, NAMESPACE, REST, kubectl, renew_broker_tls
 from tests.integration.kube_checks import broker_metric, pods
 from tests.integration.streaming import streamed_during
 
@@ -69,14 +70,16 @@ def served_certificates() -> list[bytes]:
 
 def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, Any], tls: tuple[Path, str, str]) -> None:
     """The broker setting refused above, with us whole again, us's certificate renewed in its
-    Secret as cert-manager does, and a worker setting changed, while records stream us->eu with
-    acks=all: one up restarts us's three brokers one at a time, the active controller last, each
-    after the last is back in sync, and each then presents the new certificate; then the workers
-    roll, their Deployments updated in place. No record is lost or refused, and no broker ever
-    reports a partition below min.insync.replicas."""
+    Secret as cert-manager does, every SCRAM password of MM2 and the workers rotated, and a worker
+    setting changed, while records stream us->eu with acks=all: one up restarts us's three brokers
+    one at a time, the active controller last, each after the last is back in sync, and each then
+    presents the new certificate; the new passwords reach the brokers through the Admin API, then
+    the workers roll onto them, their Deployments updated in place. No record is lost or refused,
+    no broker ever reports a partition below min.insync.replicas, and MM2's old password is refused."""
     root, password, _ = tls
     old_certificates = served_certificates()
     renew_broker_tls(node, root, password, "us")
+    old_mm2 = rotate_passwords(stack)
     stack.config["config"]["mm2-platform:kubernetes"]["connect"]["heap"] = "400m"
     stack.write_config()
     workers, deployment = worker_uids(node), object_uid(node, "deployment", "to-eu-connect")
@@ -128,3 +131,29 @@ def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, An
     assert not streamed.missing, f"{streamed.missing} of {streamed.sent} records never arrived on eu"
     assert not streamed.failed, f"records the producer could not write: {dict(streamed.failed)}"
     assert worst[0] == 0, f"a broker reported {worst[0]:.0f} partition(s) below min.insync.replicas"
+    old_password_refused(outputs, old_mm2)
+
+
+def rotate_passwords(stack: TestStack) -> str:
+    """New passwords for MM2's user on both clusters (given, as an operator rotates them) and for
+    both groups' workers (generated anew through mm2:rotate); MM2's old one on us."""
+    old = stack.pulumi("config", "get", "--path", 'mm2:secrets["us.mm2.password"]').stdout.strip()
+    for alias in EXTERNAL:
+        stack.set_secret(f"{alias}.mm2.password", secrets.token_urlsafe(18))
+    stack.config["config"]["mm2:rotate"] = {f"{group}.worker.password": "rotated" for group in REST}
+    return old
+
+
+def old_password_refused(outputs: dict[str, Any], old: str) -> None:
+    """MM2's user no longer logs in to us with its old password."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    client = {**outputs["clusters"]["us"]["client"], "sasl.username": "mm2", "sasl.password": old}
+    admin = AdminClient({"bootstrap.servers": outputs["clusters"]["us"]["bootstrap"], "log_level": 0, **client})
+    try:
+        admin.list_topics(timeout=15)
+    except KafkaException as exc:
+        assert "authentication" in str(exc).lower() or "sasl" in str(exc).lower(), str(exc)
+    else:
+        raise AssertionError("MM2's old password still logs in to us")

@@ -357,6 +357,8 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     forbidden_change_is_refused_at_preview(node, stack)
     node_lost_under_a_stream_loses_nothing(node, stack, outputs, tmp_path)
     broker_roll_loses_nothing(node, stack, outputs, tls)
+    new_mm2 = stack.pulumi("config", "get", "--path", 'mm2:secrets["us.mm2.password"]').stdout.strip()
+    authorizer_holds_mm2_to_its_grants(outputs, new_mm2)  # MM2's new password logs in, its grants unchanged
 
     outputs_file = write_outputs(outputs, tmp_path / "outputs.json")
     last: list[subprocess.CompletedProcess[str]] = []
