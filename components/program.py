@@ -69,6 +69,7 @@ from components.topology.security import (
     cluster_users,
     generated_secret_keys,
     required_secret_keys,
+    rotation_problems,
     security_problems,
 )
 from components.topology.tls import with_local_tls
@@ -170,7 +171,8 @@ def validate(config: StackConfig) -> ValidStack:
     except TopologyError as exc:
         problems.append(str(exc))
     if topology is not None:
-        problems += security_problems(topology) + emulation_problems(topology)
+        problems += security_problems(topology) + rotation_problems(topology, config.rotate)
+        problems += emulation_problems(topology)
         topology = with_network(topology, config.stack, run_root(config.project_dir, config.stack))
         topology = with_link_broker_settings(topology)
         if topology.network is not None:

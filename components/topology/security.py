@@ -480,6 +480,25 @@ def security_problems(topology: Topology) -> list[str]:
     return problems
 
 
+ADMIN_ROTATION = (
+    "the brokers read it once, at start, and the stack authenticates as admin with it, so a new one would "
+    "lock the stack out of the brokers still on the old one"
+)
+
+
+def rotation_problems(topology: Topology, rotate: Mapping[str, object]) -> list[str]:
+    """`mm2:rotate` keys the stack cannot rotate yet: a kubernetes cluster's admin password."""
+    problems = []
+    for alias, cluster in topology.clusters.items():
+        key = admin_password(alias).key
+        if key in rotate and cluster.platform is Platform.KUBERNETES and stack_managed(cluster):
+            problems.append(
+                f"mm2:rotate.{key}: rotating the admin password of kubernetes cluster {alias} is not supported yet: "
+                f"{ADMIN_ROTATION}. Fix: remove the key from mm2:rotate (MM2's and the workers' passwords rotate)."
+            )
+    return problems
+
+
 def tls_problems(topology: Topology) -> list[str]:
     """Security settings MM2 cannot bridge.
 
@@ -541,6 +560,7 @@ __all__ = [
     "pattern_resources",
     "render_secrets",
     "required_secret_keys",
+    "rotation_problems",
     "security_problems",
     "stack_managed",
     "tls_problems",

@@ -50,8 +50,10 @@ from components.platform.kubernetes.roll_plan import (
     step_blockers,
 )
 from components.platform.kubernetes.scheduling import LASTING_S, unplaced, unstarted
-from components.rpc_values import Refused, plain
+from components.rpc_values import Refused, has_unknown, plain
+from components.topology.model import ADMIN_USER
 from components.topology.objectives import parse_duration
+from components.topology.security import ADMIN_ROTATION
 
 LOG = logging.getLogger("dynamic_provider.broker_roll")
 POLL_S = 2.0
@@ -260,6 +262,16 @@ def _restart(run: _Roll, ordinal: int) -> str:
 _NOT_A_CHANGE = ("admin", "context", "rolled")
 
 
+def _admin_rotated(olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
+    """Whether `news` logs in as the same `admin` as `olds` with another password (unknown at a
+    preview where the password is generated anew: mm2:rotate is refused for it instead)."""
+    if has_unknown(news.get("admin")):
+        return False
+    old, new = ((plain(p.get("admin")) or {}).get("client") or {} for p in (olds, news))
+    same_user = old.get("sasl.username") == new.get("sasl.username") == ADMIN_USER
+    return same_user and new.get("sasl.password") != old.get("sasl.password")
+
+
 class BrokerRollProvider(ResourceProvider):  # type: ignore[misc]
     def create(self, props: dict[str, Any]) -> CreateResult:
         # Pods from before this resource existed may run an older template: rolled as well.
@@ -271,6 +283,11 @@ class BrokerRollProvider(ResourceProvider):  # type: ignore[misc]
                 f"{news['override_key']}: still true, but this up changes nothing of {news['cluster']}'s brokers: "
                 "there is no roll to force, and left on it would skip the safety checks of the next roll unasked. "
                 "Fix: remove the key from the stack config (or set it to false)."
+            )
+        if _admin_rotated(olds, news):
+            raise Refused(
+                f"mm2:secrets.{news['cluster']}.admin.password: a new admin password for kubernetes cluster "
+                f"{news['cluster']} is not supported yet: {ADMIN_ROTATION}. Fix: put back the one it has."
             )
         changed = any(olds.get(k) != v for k, v in news.items() if k not in _NOT_A_CHANGE)
         return DiffResult(changes=changed, replaces=[], stables=[], delete_before_replace=False)

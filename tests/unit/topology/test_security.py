@@ -21,6 +21,7 @@ from components.topology.security import (
     pattern_resources,
     render_secrets,
     required_secret_keys,
+    rotation_problems,
     security_problems,
     worker_acls,
 )
@@ -308,3 +309,12 @@ def test_no_stack_user_may_take_the_brokers_own_name() -> None:
     config["clusters"]["dr"]["security"] = _sasl("kafka-broker", "dr")
     problems = security_problems(parse_topology(config))
     assert len(problems) == 1 and "'kafka-broker' is a super user" in problems[0]
+
+
+def test_a_kubernetes_admin_password_may_not_be_rotated_yet() -> None:
+    topology = parse_topology(_kubernetes_config())
+    (problem,) = rotation_problems(topology, {"dr.admin.password": "2", "dr.mm2.password": "2"})
+    assert problem.startswith("mm2:rotate.dr.admin.password: rotating the admin password of kubernetes cluster dr")
+    assert (
+        rotation_problems(parse_topology(secure_config()), {"dr.admin.password": "2"}) == []
+    )  # not refused here on local

@@ -157,3 +157,19 @@ def test_an_override_left_on_is_refused_at_preview() -> None:
     assert provider.diff("mm2/us-kafka", on, {**on, "template": "t3"}).changes
     # A new admin password is how the roll connects, not a reason to roll.
     assert not provider.diff("mm2/us-kafka", PROPS, {**PROPS, "admin": {"bootstrap": "x", "client": {}}}).changes
+
+
+def test_a_new_admin_password_is_refused_at_preview_naming_the_key() -> None:
+    provider = BrokerRollProvider()
+
+    def admin(password: str, user: str = "admin") -> dict[str, Any]:
+        client = {"sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": password}
+        return {**PROPS, "admin": {"bootstrap": "127.0.0.1:30090", "client": client}}
+
+    with pytest.raises(Refused, match=r"mm2:secrets\.us\.admin\.password: a new admin password .* not supported yet"):
+        provider.diff("mm2/us-kafka", admin("old-pw"), admin("new-pw"))
+    assert not provider.diff("mm2/us-kafka", admin("old-pw"), admin("old-pw")).changes
+    # A cluster moving onto the stack's admin (from its one SCRAM user) is not a rotation.
+    assert not provider.diff("mm2/us-kafka", admin("pw", user="mm2"), admin("new-pw")).changes
+    unknown = {**PROPS, "admin": "04da6b54-80e4-46f7-96ec-b56ff0331ba9"}  # not known at this preview
+    assert not provider.diff("mm2/us-kafka", admin("old-pw"), unknown).changes
