@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from components.monitoring.jmx_exporter import UNDER_MIN_ISR
-from tests.integration.harness import TestStack
+from tests.integration.harness import TestStack, wait_until
 from tests.integration.kube import EXTERNAL, NAMESPACE, REST, kubectl, renew_broker_tls
 from tests.integration.kube_checks import broker_metric, pods
 from tests.integration.streaming import streamed_during
@@ -63,9 +63,18 @@ def roll_refused_with_a_broker_down(node: str, stack: TestStack, broker: int) ->
 
 
 def served_certificates() -> list[bytes]:
-    """The certificate each us broker presents on its external listener (its node port)."""
+    """The certificate each us broker presents on its external listener (its node port). Polled,
+    bounded: after a node comes back, the path to its broker's node port takes a while to return."""
     base = EXTERNAL["us"]
-    return [ssl.get_server_certificate(("127.0.0.1", base + 1 + i)).encode() for i in range(US_BROKERS)]
+
+    def served() -> list[bytes] | None:
+        try:
+            return [ssl.get_server_certificate(("127.0.0.1", base + 1 + i)).encode() for i in range(US_BROKERS)]
+        except OSError:  # ssl.SSLError too: a connection the node port path closed
+            return None
+
+    found: list[bytes] = wait_until(served, 120, "every us broker serving its certificate", poll_s=2)
+    return found
 
 
 def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, Any], tls: tuple[Path, str, str]) -> None:
