@@ -107,7 +107,11 @@ class ReplicationFlow(pulumi.ComponentResource):
         states = {spec.name: resource.state for spec, resource in zip(every, resources, strict=True)}
         keys = flow_secret_keys(topology, flow)
         self.rollout: CredentialRollout | None = None
-        if keys and credentials is not None:
+        # On kubernetes the workers roll onto a changed secrets file (their pod template carries
+        # its digest), so every task starts again with the new values: restarting them after
+        # would only stop them a second time.
+        rolls = topology.worker_groups[flow.worker_group].platform is Platform.KUBERNETES
+        if keys and credentials is not None and not rolls:
             # Connector configs hold placeholders only, so a rotated password changes none of
             # them: restart the flow's connectors when the passwords they resolve change.
             self.rollout = CredentialRollout(
