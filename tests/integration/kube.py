@@ -231,3 +231,13 @@ def first_said(lines: list[tuple[float, str]], needle: str) -> float:
     said = [t for t, line in lines if needle in line]
     assert said, f"the output never says {needle!r}: " + "".join(line for _, line in lines)[-4000:]
     return said[0]
+
+
+def diagnostics(said: str, limit: int = 6000) -> str:
+    """What a failed `pulumi up` said about its failures: its Diagnostics section (before the
+    outputs, which can push it out of a short tail), else the tail."""
+    start = said.find("Diagnostics:")
+    if start < 0:
+        return said[-limit:]
+    end = min((i for i in (said.find("Outputs:", start), said.find("Resources:", start)) if i > 0), default=len(said))
+    return said[start:end][:limit]

@@ -14,7 +14,7 @@ from typing import Any
 
 from components.monitoring.jmx_exporter import UNDER_MIN_ISR
 from tests.integration.harness import TestStack, wait_until
-from tests.integration.kube import EXTERNAL, NAMESPACE, REST, kubectl, renew_broker_tls
+from tests.integration.kube import EXTERNAL, NAMESPACE, REST, diagnostics, kubectl, renew_broker_tls
 from tests.integration.kube_checks import broker_metric, pods
 from tests.integration.streaming import streamed_during
 
@@ -116,7 +116,7 @@ def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, An
         stop.set()
         sampler.join(30)
     said = rolled.stdout + rolled.stderr
-    assert rolled.returncode == 0, said[-4000:]
+    assert rolled.returncode == 0, diagnostics(said)
     # The engine shows each line as it comes and again among the diagnostics: once each here.
     found = (re.search(r"us: (restarting|broker \d back).*", line) for line in said.splitlines())
     steps = list(dict.fromkeys(m.group(0) for m in found if m))

@@ -87,6 +87,7 @@ from tests.integration.kube_checks import (
     ready,
     under_replicated_seen,
 )
+from tests.integration.kube_drain import drained_node_keeps_one_broker_out
 from tests.integration.streaming import streamed_during
 
 pytestmark = LANE
@@ -356,6 +357,7 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     authorizer_holds_mm2_to_its_grants(outputs, mm2_password)
     forbidden_change_is_refused_at_preview(node, stack)
     node_lost_under_a_stream_loses_nothing(node, stack, outputs, tmp_path)
+    drained_node_keeps_one_broker_out(node, outputs, *lost_node(node)[1:])
     broker_roll_loses_nothing(node, stack, outputs, tls)
     new_mm2 = stack.pulumi("config", "get", "--path", 'mm2:secrets["us.mm2.password"]').stdout.strip()
     authorizer_holds_mm2_to_its_grants(outputs, new_mm2)  # MM2's new password logs in, its grants unchanged
