@@ -8,7 +8,8 @@ input and output; errors name users, never passwords.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pulumi
@@ -35,7 +36,25 @@ def _mechanism(props: Mapping[str, Any]) -> Any:
     ]
 
 
-def _alter(props: Mapping[str, Any], upsert: Mapping[str, str], delete: list[str]) -> None:
+# Right after a roll the controller may have just moved: an upsert can time out for a while
+# (seen on the Kubernetes lane once the active controller restarted). Upserts and deletions are
+# idempotent, so those are sent again until this bound.
+RETRY_S = 60.0
+RETRY_PAUSE_S = 2.0
+_RETRIABLE = ("_TIMED_OUT", "REQUEST_TIMED_OUT", "NOT_CONTROLLER", "_TRANSPORT")
+
+
+def _retriable(exc: Exception) -> bool:
+    error: Any = exc.args[0] if exc.args else None
+    if callable(getattr(error, "retriable", None)) and error.retriable():
+        return True
+    return any(code in str(exc).upper() for code in _RETRIABLE)
+
+
+def _attempt(
+    admin: Any, props: Mapping[str, Any], upsert: Mapping[str, str], delete: list[str]
+) -> dict[str, Exception]:
+    """One AlterUserScramCredentials of `upsert` and `delete`: the users it failed for, with why."""
     from confluent_kafka.admin import ScramCredentialInfo, UserScramCredentialDeletion, UserScramCredentialUpsertion
 
     mechanism = _mechanism(props)
@@ -44,21 +63,37 @@ def _alter(props: Mapping[str, Any], upsert: Mapping[str, str], delete: list[str
         for name, password in sorted(upsert.items())
     ]
     changes += [UserScramCredentialDeletion(name, mechanism) for name in sorted(delete)]
-    if not changes:
-        return
-    admin = admin_client(props)
-    failed = []
+    failed: dict[str, Exception] = {}
     for name, future in admin.alter_user_scram_credentials(changes, request_timeout=ADMIN_TIMEOUT_S).items():
         try:
             future.result()
         except Exception as exc:  # KafkaException: carries the broker's error, never the password
             if name in delete and "RESOURCE_NOT_FOUND" in str(exc).upper():
                 continue
-            failed.append(f"{name}: {exc}")
+            failed[name] = exc
+    return failed
+
+
+def _alter(
+    props: Mapping[str, Any],
+    upsert: Mapping[str, str],
+    delete: list[str],
+    pause: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    if not upsert and not delete:
+        return
+    admin = admin_client(props)
+    deadline = clock() + RETRY_S
+    failed = _attempt(admin, props, upsert, delete)
+    while failed and all(_retriable(exc) for exc in failed.values()) and clock() < deadline:
+        pause(RETRY_PAUSE_S)
+        again = {n: p for n, p in upsert.items() if n in failed}
+        failed = _attempt(admin, props, again, [n for n in delete if n in failed])
     if failed:
         raise ScramError(
             f"SCRAM users on cluster {props.get('cluster')!r} ({props['bootstrap']}): "
-            + "; ".join(failed)
+            + "; ".join(f"{name}: {exc}" for name, exc in failed.items())
             + ". Fix: check that the brokers are up and that the stack's admin user is a super user "
             "(super.users), then run `pulumi up` again."
         )

@@ -9,9 +9,9 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import ScramMechanism
 
 from components.kafka import scram
-from components.kafka.scram import ITERATIONS, ScramError, ScramUsersProvider
+from components.kafka.scram import ITERATIONS, ScramError, ScramUsersProvider, _alter
 
-from .fakes import BOOTSTRAP, FakeAdmin, kafka_error, secret
+from .fakes import BOOTSTRAP, FakeAdmin, failed, kafka_error, secret
 
 SHA512 = ScramMechanism.SCRAM_SHA_512
 SHA256 = ScramMechanism.SCRAM_SHA_256
@@ -200,3 +200,30 @@ def test_delete_of_an_ephemeral_cluster_leaves_it_alone(fake: FakeAdmin) -> None
     on_cluster(fake, USERS)
     ScramUsersProvider().delete("primary/scram-users", props(ephemeral=True))
     assert (fake.clients, fake.calls) == ([], [])
+
+
+def test_an_upsert_that_times_out_while_the_controller_moves_is_sent_again(
+    fake: FakeAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, tries = fake.alter_user_scram_credentials, []
+
+    def slow_at_first(changes: list[Any], request_timeout: float) -> Any:
+        tries.append([c.user for c in changes])
+        if len(tries) == 1:
+            return {c.user: failed(kafka_error(KafkaError._TIMED_OUT)) for c in changes}
+        return real(changes, request_timeout)
+
+    monkeypatch.setattr(fake, "alter_user_scram_credentials", slow_at_first)
+    pauses: list[float] = []
+    _alter(props({"mm2": "pw-mm2"}), {"mm2": "pw-mm2"}, [], pause=pauses.append, clock=lambda: 0.0)
+    assert tries == [["mm2"], ["mm2"]] and pauses == [2.0]
+    assert fake.users == {"mm2": {SHA512: b"pw-mm2"}}
+
+
+def test_a_timeout_that_lasts_past_the_bound_is_a_scram_error(fake: FakeAdmin) -> None:
+    fake.failures["alter_user_scram_credentials"] = kafka_error(KafkaError._TIMED_OUT)
+    now = iter([0.0, 10.0, 70.0])
+    pauses: list[float] = []
+    with pytest.raises(ScramError, match=r"mm2: .*_TIMED_OUT"):
+        _alter(props({"mm2": "pw-mm2"}), {"mm2": "pw-mm2"}, [], pause=pauses.append, clock=lambda: next(now))
+    assert pauses == [2.0]  # one more try inside the bound, none after it
