@@ -271,14 +271,9 @@ def authorizer_holds_mm2_to_its_grants(outputs: dict[str, Any], mm2_password: st
     (us->eu) and writes what eu->us copies, is refused a write to `orders`, which the stack's
     admin (the outputs' client) makes."""
     from confluent_kafka import KafkaError, Producer
-    from confluent_kafka.admin import (
-        AclBindingFilter,
-        AclOperation,
-        AclPermissionType,
-        AdminClient,
-        ResourcePatternType,
-        ResourceType,
-    )
+    from confluent_kafka.admin import AdminClient
+
+    from components.kafka.admin import every_acl_binding
 
     client = {**outputs["clusters"]["us"]["client"], "sasl.username": "mm2", "sasl.password": mm2_password}
     conf = {"bootstrap.servers": outputs["clusters"]["us"]["bootstrap"], "log_level": 0}
@@ -288,11 +283,7 @@ def authorizer_holds_mm2_to_its_grants(outputs: dict[str, Any], mm2_password: st
     assert producer.flush(30) == 0, "the refused write was never answered"
     assert errors and errors[0] is not None and errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, errors
     admin = AdminClient({**conf, **outputs["clusters"]["us"]["client"]})
-    anything: Any = None
-    every = AclBindingFilter(
-        ResourceType.ANY, anything, ResourcePatternType.ANY, anything, anything, AclOperation.ANY, AclPermissionType.ANY
-    )
-    bindings = admin.describe_acls(every, request_timeout=20).result()
+    bindings = admin.describe_acls(every_acl_binding(), request_timeout=20).result()
     principals = sorted({b.principal for b in bindings})
     print(
         f"[kube stack] us authorizer: {len(bindings)} ACLs for {', '.join(principals)}; mm2's write to orders refused"
