@@ -47,7 +47,7 @@ CONTROLLER_PORT = 9093
 EXTERNAL_PORT = 9094
 REPLICATION_PORT = 9091
 # Every certificate the cluster's CA signed, presented on the brokers' own listeners, is the
-# brokers' one principal: what `super.users` names (a broker's DN is whoever issued it's choice).
+# brokers' one principal, which `super.users` names (a broker certificate's DN is its issuer's choice).
 BROKER_PRINCIPAL_RULE = rf"RULE:^.*$/{BROKER_USER}/"
 
 
