@@ -22,9 +22,11 @@ UNDER_REPLICATED_FOR = "3m"
 CRITICAL_FOR = "1m"
 
 
-def broker_alert_groups(cluster: str, sel: str) -> list[dict[str, Any]]:
+def broker_alert_groups(
+    cluster: str, sel: str, *, under_replicated_for: str = UNDER_REPLICATED_FOR, critical_for: str = CRITICAL_FOR
+) -> list[dict[str, Any]]:
     """The rule group of cluster `cluster`'s brokers; `sel` are the PromQL matchers (no braces)
-    of their scrape targets."""
+    of their scrape targets; the `for` times of the under-replicated alert and the critical ones."""
     base = {"mm2_cluster": cluster}
     critical, warning = {**base, "severity": "critical"}, {**base, "severity": "warning"}
     next_step = f"`bin/status` names the cluster's down brokers and their nodes; `kubectl get pods` for {cluster}'s."
@@ -32,7 +34,7 @@ def broker_alert_groups(cluster: str, sel: str) -> list[dict[str, Any]]:
         alert_rule(
             "KafkaUnderMinIsrPartitions",
             f"sum({UNDER_MIN_ISR}{{{sel}}}) > 0",
-            CRITICAL_FOR,
+            critical_for,
             critical,
             f"{cluster}: partitions below min.insync.replicas",
             f"{{{{ $value }}}} partition(s) of {cluster} have fewer in-sync replicas than min.insync.replicas: "
@@ -41,7 +43,7 @@ def broker_alert_groups(cluster: str, sel: str) -> list[dict[str, Any]]:
         alert_rule(
             "KafkaOfflinePartitions",
             f"max({OFFLINE_PARTITIONS}{{{sel}}}) > 0",
-            CRITICAL_FOR,
+            critical_for,
             critical,
             f"{cluster}: partitions without a leader",
             f"{{{{ $value }}}} partition(s) of {cluster} have no leader: nothing can be read from or written to "
@@ -51,7 +53,7 @@ def broker_alert_groups(cluster: str, sel: str) -> list[dict[str, Any]]:
             "KafkaActiveControllers",
             # No series at all (every broker unscraped) is no active controller either.
             f"(sum({ACTIVE_CONTROLLERS}{{{sel}}}) or on() vector(0)) != 1",
-            CRITICAL_FOR,
+            critical_for,
             critical,
             f"{cluster}: not exactly one active controller",
             f"{cluster} has {{{{ $value }}}} active KRaft controllers: without one, no metadata changes (leaders, "
@@ -60,11 +62,11 @@ def broker_alert_groups(cluster: str, sel: str) -> list[dict[str, Any]]:
         alert_rule(
             "KafkaUnderReplicatedPartitions",
             f"sum({UNDER_REPLICATED}{{{sel}}}) > 0",
-            UNDER_REPLICATED_FOR,
+            under_replicated_for,
             warning,
             f"{cluster}: under-replicated partitions",
             f"{{{{ $value }}}} partition(s) of {cluster} have been short of in-sync replicas for "
-            f"{UNDER_REPLICATED_FOR}: one more broker down and their writes fail. {next_step}",
+            f"{under_replicated_for}: one more broker down and their writes fail. {next_step}",
         ),
     ]
     return [{"name": f"kafka-{cluster}", "rules": rules}]

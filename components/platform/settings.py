@@ -12,11 +12,14 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
+from components.monitoring.broker_rules import CRITICAL_FOR, UNDER_REPLICATED_FOR
+from components.monitoring.rules import Thresholds
 from components.platform.errors import PlatformError
 from components.platform.image_layout import KAFKA_IMAGE, WATCHER_IMAGE
 from components.platform.placement import PLACEMENT_FIELDS, Placement, parse_placement
+from components.topology.objectives import format_duration, parse_duration
 
 # The project's own images (bin/bootstrap --images builds them; see image_layout). A prod
 # cluster pulls them from the user's registry under the names these fields are set to.
@@ -47,6 +50,15 @@ class Resources:
 
 
 KUBERNETES_CONFIG = "mm2-platform:kubernetes"  # the stack config namespace of these settings
+
+
+@dataclass(frozen=True)
+class BrokerAlertSettings:
+    """How long a cluster's broker alerts wait before they fire (components/monitoring/broker_rules.py):
+    `under_replicated_for` longer than one broker's restart, so a healthy roll stays quiet."""
+
+    under_replicated_for: str = UNDER_REPLICATED_FOR
+    critical_for: str = CRITICAL_FOR
 
 
 @dataclass(frozen=True)
@@ -84,14 +96,20 @@ class KafkaPodSettings(Placement):
     # min.insync.replicas (components/platform/kubernetes/roll_plan.py): for emergencies only; an
     # `up` that leaves it on after its roll is refused at preview.
     roll_override: bool = False
+    alerts: BrokerAlertSettings = BrokerAlertSettings()
 
 
 @dataclass(frozen=True)
 class AlertSettings:
+    """A worker group's alerts (components/monitoring/rules.py): `for_duration` is how long the
+    latency alerts wait, `failure_for` the failure ones (a connector or task FAILED, heartbeats
+    stale, no records while the source produces)."""
+
     replication_latency_ms: int = 30_000
     checkpoint_latency_ms: int = 180_000
     heartbeat_window_minutes: int = 5
     for_duration: str = "5m"
+    failure_for: str = Thresholds.failure_for
 
 
 @dataclass(frozen=True)
@@ -156,6 +174,9 @@ class DockerSettings:
     connect_heap: str = "768m"
 
 
+_Alerts = TypeVar("_Alerts", "AlertSettings", "BrokerAlertSettings")
+
+
 class PlatformSettingsError(PlatformError, ValueError):
     """Every problem in the `mm2-platform` config, reported at once."""
 
@@ -184,6 +205,7 @@ _KAFKA_FIELDS = {
     "metrics": "metrics",
     "prometheusLabels": "prometheus_labels",
     "rollOverride": "roll_override",
+    "alerts": "alerts",
     "context": "context",
     **PLACEMENT_FIELDS,
 }
@@ -210,7 +232,9 @@ _ALERT_FIELDS = {
     "checkpointLatencyMs": "checkpoint_latency_ms",
     "heartbeatWindowMinutes": "heartbeat_window_minutes",
     "for": "for_duration",
+    "failureFor": "failure_for",
 }
+_BROKER_ALERT_FIELDS = {"underReplicatedFor": "under_replicated_for", "criticalFor": "critical_for"}
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -275,6 +299,10 @@ def _kafka_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Kafka
             if not isinstance(values[key], bool):
                 problems.append(f"{where}.{name}: {values[key]!r} is not true or false.")
             values[key] = values[key] is True
+    if "alerts" in values:
+        values["alerts"] = _alerts(
+            values["alerts"], _BROKER_ALERT_FIELDS, BrokerAlertSettings(), f"{where}.alerts", problems
+        )
     if "external_node_port" in values:
         values["external_node_port"] = _node_port(values["external_node_port"], f"{where}.externalNodePort", problems)
     host = values.get("external_host")
@@ -291,6 +319,42 @@ def _kafka_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Kafka
         )
         values.pop("external_host")
     return replace(base, **values)
+
+
+def _alerts(raw: Any, names: Mapping[str, str], default: _Alerts, where: str, problems: list[str]) -> _Alerts:
+    """`default` with the alert settings in `raw`: counts as whole numbers, `for` times as
+    durations (`30s`, `5m`, `2h`: what Prometheus takes too)."""
+    if not isinstance(raw, Mapping):
+        problems.append(f"{where}: expected a mapping of {', '.join(names)}, got {raw!r}")
+        return default
+    values = _fields(raw, names, where, problems)
+    keys = {field: key for key, field in names.items()}
+    for name, value in list(values.items()):
+        if isinstance(getattr(default, name), int):
+            number = _whole_number(value)
+            if number is not None and number > 0:
+                values[name] = number
+                continue
+            problems.append(f"{where}.{keys[name]}: {value!r} is not a positive whole number.")
+        else:
+            seconds = parse_duration(value)
+            if seconds:
+                values[name] = format_duration(seconds)
+                continue
+            problems.append(f"{where}.{keys[name]}: {value!r} is not a duration; give one such as 30s, 5m or 1h.")
+        values.pop(name)
+    return replace(default, **values)
+
+
+def _whole_number(value: Any) -> int | None:
+    """`value` as a whole number (also written as a string, as `pulumi config set` may store
+    it); None for anything else, booleans included."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
 
 
 def _node_port(raw: Any, where: str, problems: list[str]) -> int | None:
@@ -315,16 +379,7 @@ def _connect_pod(raw: Mapping[str, Any], where: str, problems: list[str]) -> Con
         if key in values:
             values[key] = MappingProxyType({str(k): str(v) for k, v in dict(values[key]).items()})
     if "alerts" in values:
-        alert_raw = values["alerts"] if isinstance(values["alerts"], Mapping) else {}
-        alert_values = _fields(alert_raw, _ALERT_FIELDS, f"{where}.alerts", problems)
-        for key in ("replication_latency_ms", "checkpoint_latency_ms", "heartbeat_window_minutes"):
-            if key in alert_values:
-                try:
-                    alert_values[key] = int(alert_values[key])
-                except (TypeError, ValueError):
-                    problems.append(f"{where}.alerts: {key} must be a whole number, got {alert_values[key]!r}.")
-                    alert_values.pop(key)
-        values["alerts"] = replace(AlertSettings(), **alert_values)
+        values["alerts"] = _alerts(values["alerts"], _ALERT_FIELDS, AlertSettings(), f"{where}.alerts", problems)
     if "metrics" in values:
         values["metrics"] = str(values["metrics"]).lower() == "true"
     if values.get("service_type", "ClusterIP") not in ("ClusterIP", "LoadBalancer", "NodePort"):

@@ -514,6 +514,10 @@ def _monitoring(broker: _Broker) -> tuple[dict[str, Any], ...]:
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": object_meta(f"{broker.names.statefulset}-alerts", broker.namespace, labels),
-        "spec": {"groups": broker_alert_groups(alias, sel)},
+        "spec": {
+            "groups": broker_alert_groups(
+                alias, sel, under_replicated_for=pod.alerts.under_replicated_for, critical_for=pod.alerts.critical_for
+            )
+        },
     }
     return monitor, rule

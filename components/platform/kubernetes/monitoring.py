@@ -37,6 +37,7 @@ def alert_rules(
         checkpoint_latency_ms=alerts.checkpoint_latency_ms,
         window=f"{alerts.heartbeat_window_minutes}m",
         latency_for=alerts.for_duration,
+        failure_for=alerts.failure_for,
     )
     return alert_groups(topology, group, selectors, thresholds)
 

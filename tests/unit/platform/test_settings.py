@@ -67,3 +67,32 @@ def test_ready_timeout_bounds_the_providers_wait_and_must_be_a_duration() -> Non
     with pytest.raises(PlatformSettingsError) as raised:
         kubernetes_settings({"readyTimeout": "soon"})
     assert "mm2-platform:kubernetes.readyTimeout: 'soon' is not a duration" in str(raised.value)
+
+
+def test_alert_times_are_durations_and_counts_whole_numbers_each_named_when_wrong() -> None:
+    settings = kubernetes_settings(
+        {
+            "kafka": {"alerts": {"underReplicatedFor": "30s"}},
+            "clusters": {"us": {"alerts": {"criticalFor": "120s"}}},
+            "connect": {"alerts": {"failureFor": "1m", "heartbeatWindowMinutes": "1"}},
+        }
+    )
+    # Written as Prometheus takes them, in the largest unit that is exact.
+    assert settings.cluster("us").alerts.critical_for == "2m"
+    assert settings.cluster("us").alerts.under_replicated_for == "30s"
+    assert settings.cluster("eu").alerts.critical_for == "1m"  # the default: no override for eu
+    assert (settings.connect.alerts.failure_for, settings.connect.alerts.heartbeat_window_minutes) == ("1m", 1)
+    assert settings.connect.alerts.for_duration == "5m"
+    with pytest.raises(PlatformSettingsError) as raised:
+        kubernetes_settings(
+            {
+                "kafka": {"alerts": {"underReplicatedFor": "3 minutes", "forr": "1m"}},
+                "connect": {"alerts": {"failureFor": 60, "replicationLatencyMs": 0, "for": True}},
+            }
+        )
+    text = str(raised.value)
+    assert "mm2-platform:kubernetes.kafka.alerts.underReplicatedFor: '3 minutes' is not a duration" in text
+    assert "mm2-platform:kubernetes.kafka.alerts.forr: unknown field" in text
+    assert "mm2-platform:kubernetes.connect.alerts.failureFor: 60 is not a duration" in text
+    assert "mm2-platform:kubernetes.connect.alerts.replicationLatencyMs: 0 is not a positive whole number" in text
+    assert "mm2-platform:kubernetes.connect.alerts.for: True is not a duration" in text

@@ -278,6 +278,22 @@ def test_metrics_bring_a_service_monitor_labelling_the_cluster_and_the_broker_al
     assert kafka("a", settings).monitoring == ()
 
 
+def test_the_broker_alerts_wait_as_long_as_the_cluster_says() -> None:
+    def waits(settings: Any) -> dict[str, str]:
+        _, rule = kafka("a", settings).monitoring
+        return {r["alert"]: r["for"] for group in rule["spec"]["groups"] for r in group["rules"]}
+
+    assert waits(SETTINGS)["KafkaUnderReplicatedPartitions"] == "3m"
+    alerts = {"underReplicatedFor": "45s", "criticalFor": "2m"}
+    given = waits(kubernetes_settings({"namespace": "kafka", "clusters": {"a": {"alerts": alerts}}}))
+    assert given == {
+        "KafkaUnderMinIsrPartitions": "2m",
+        "KafkaOfflinePartitions": "2m",
+        "KafkaActiveControllers": "2m",
+        "KafkaUnderReplicatedPartitions": "45s",
+    }
+
+
 def test_a_tls_secret_without_a_key_the_brokers_mount_is_named_with_the_setting() -> None:
     from components.platform.kubernetes.kafka_objects import BROKER_TLS_KEYS, tls_secret_problem
 

@@ -66,3 +66,14 @@ def test_no_lag_rules_without_the_workload() -> None:
     topo = topology(SASL_KUBERNETES)
     [group] = alert_rules(topo.worker_groups["mm2"], topo, "kafka", AlertSettings(), lag_exporter=False)
     assert not [r for r in group["rules"] if r["alert"] in LAG_ALERTS]
+
+
+def test_the_failure_alerts_wait_as_long_as_the_group_says() -> None:
+    topo = topology(SASL_KUBERNETES)
+    alerts = AlertSettings(failure_for="45s", for_duration="10m", heartbeat_window_minutes=1)
+    [group] = alert_rules(topo.worker_groups["mm2"], topo, "kafka", alerts, lag_exporter=False)
+    waits = {r["alert"]: r["for"] for r in group["rules"]}
+    assert waits["MM2NoRecordsWhileSourceProducing"] == waits["MM2ConnectorFailed"] == "45s"
+    assert waits["MM2HeartbeatStale"] == "45s" and waits["MM2ReplicationLatencyHigh"] == "10m"
+    no_records = next(r for r in group["rules"] if r["alert"] == "MM2NoRecordsWhileSourceProducing")
+    assert "[1m]" in no_records["expr"]
