@@ -138,12 +138,17 @@ SECRET_KEYS = (
 
 def stack_config(ca_pem: str = "/etc/mm2/kube-test/ca.pem") -> dict[str, Any]:
     """examples/kube-node.yaml with this run's CA (`ca_pem`: what this machine verifies the brokers
-    with) and a short RPO on each flow, so the lane's pause passes it soon."""
+    with), a short RPO on each flow, so the lane's pause passes it soon, and short alert waits."""
     config = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     for cluster in config["config"]["mm2:clusters"].values():
         cluster["security"]["caLocation"] = ca_pem
     for flow in config["config"]["mm2:flows"].values():
         flow["rpo"] = "20s"
+    # Alerts that wait seconds, not minutes, so the lane sees them fire: us's under-replicated
+    # partitions while a node is lost, eu->us's records not copied while the flow is paused.
+    platform = config["config"]["mm2-platform:kubernetes"]
+    platform["clusters"]["us"]["alerts"] = {"underReplicatedFor": "30s"}
+    platform["workerGroups"]["to-us"]["alerts"] = {"heartbeatWindowMinutes": 1, "failureFor": "30s"}
     return dict(config)
 
 

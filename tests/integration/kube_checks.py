@@ -6,16 +6,17 @@ kube-router enforces."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
-from components.monitoring.jmx_exporter import BROKER_STATE, RECORD_COUNT, UNDER_REPLICATED
+from components.monitoring.jmx_exporter import BROKER_STATE, RECORD_COUNT
 from components.platform.kubernetes.metadata import container_security, pod_security
 from components.platform.kubernetes.monitoring import METRICS_PORT
 from components.topology.runtime_config import KUBERNETES_REST_PORT
 from tests.integration.harness import wait_until
 from tests.integration.kube import EXTERNAL, NAMESPACE, REST, WATCHER_TAG, kubectl
 from toolchain.kubernetes.prometheus import NAMESPACE as MONITORING
-from toolchain.kubernetes.prometheus import PROMETHEUS, PROMETHEUS_SERVICE
+from toolchain.kubernetes.prometheus import PROMETHEUS_SERVICE
 
 PROMETHEUS_PROXY = f"/api/v1/namespaces/{MONITORING}/services/{PROMETHEUS_SERVICE}:web/proxy"
 RUNTIME_PROPS = "/opt/mm2/runtime/server.properties"  # what the broker started with (its start script writes it)
@@ -175,17 +176,6 @@ def prometheus_scrapes_the_stack(node: str) -> None:
     print(f"[kube stack] Prometheus (operator) scrapes {len(last[0])} targets, {len(names)} alert rules loaded")
 
 
-def lag_alert(node: str) -> str | None:
-    """The state of MM2FlowLagAboveRPO for flow eu->us in the operator's Prometheus, or None."""
-    alerts = prometheus_api(node, "/api/v1/alerts")["alerts"]
-    states = [
-        a["state"]
-        for a in alerts
-        if a["labels"].get("alertname") == "MM2FlowLagAboveRPO" and a["labels"].get("flow") == "eu->us"
-    ]
-    return states[0] if states else None
-
-
 def network_policy_is_enforced(node: str) -> None:
     """kube-router enforces the stack's NetworkPolicies: from a pod that is none of the stack's,
     a broker's client port and a worker's metrics port open, while the brokers' own ports
@@ -236,34 +226,12 @@ def broker_metric(node: str, pod: str, metric: str) -> float | None:
     return None
 
 
-def prometheus_node(node: str) -> str:
-    """The node the operator's Prometheus (pod prometheus-<name>-0) runs on."""
-    shown = kubectl(
-        node, "-n", MONITORING, "get", "pod", f"prometheus-{PROMETHEUS}-0", "-o", "jsonpath={.spec.nodeName}"
-    )
-    assert shown.returncode == 0, shown.stderr
-    return shown.stdout
-
-
-def under_replicated_seen(node: str, lost: str, surviving_broker: str) -> str:
-    """While node `lost` is down: the brokers' alert on under-replicated partitions raised in the
-    operator's Prometheus, or, when Prometheus ran on that node, the metric it reads on a
-    surviving broker. Which of the two was seen."""
-    if prometheus_node(node) != lost:
-        wait_until(
-            lambda: alert_states(node, "KafkaUnderReplicatedPartitions", mm2_cluster="us") != [],
-            120,
-            "KafkaUnderReplicatedPartitions raised for us",
-            poll_s=5,
-        )
-        return "KafkaUnderReplicatedPartitions raised in Prometheus"
-    wait_until(
-        lambda: (broker_metric(node, surviving_broker, UNDER_REPLICATED) or 0) > 0,
-        60,
-        f"{surviving_broker} reporting under-replicated partitions",
-        poll_s=3,
-    )
-    return f"Prometheus was on the lost node: {surviving_broker} reports under-replicated partitions"
+def alert_fires(node: str, alert: str, within_s: float, **labels: str) -> float:
+    """Wait until `alert` with `labels` fires in the operator's Prometheus (bounded by `within_s`);
+    the seconds it took."""
+    t0 = time.monotonic()
+    wait_until(lambda: "firing" in alert_states(node, alert, **labels), within_s, f"{alert} {labels} firing", poll_s=3)
+    return time.monotonic() - t0
 
 
 def authorizer_holds_mm2_to_its_grants(outputs: dict[str, Any], mm2_password: str) -> None:

@@ -77,15 +77,15 @@ from tests.integration.kube import (
 )
 from tests.integration.kube_broker_roll import broker_roll_loses_nothing, roll_refused_with_a_broker_down
 from tests.integration.kube_checks import (
+    alert_fires,
+    alert_states,
     authorizer_holds_mm2_to_its_grants,
     broker_racks,
-    lag_alert,
     metrics_are_served_and_their_kinds_accepted,
     network_policy_is_enforced,
     pods,
     prometheus_scrapes_the_stack,
     ready,
-    under_replicated_seen,
 )
 from tests.integration.kube_drain import drained_node_keeps_one_broker_out
 from tests.integration.streaming import streamed_during
@@ -207,6 +207,44 @@ def pause_flow(outputs: dict[str, Any], flow: str, action: str) -> None:
         httpx.put(f"{url}/connectors/{source}/{action}", auth=auth, timeout=10).raise_for_status()
 
 
+def paused_flow_raises_its_alerts(node: str, outputs: dict[str, Any]) -> None:
+    """eu->us paused while records stream into eu's `orders`: its lag passes the flow's RPO (20 s)
+    and MM2FlowLagAboveRPO fires after the rule's minute; with eu taking records and none copied
+    for the group's window (1 minute on the lane), MM2NoRecordsWhileSourceProducing fires after its
+    `failureFor`, both through the operator's Prometheus. Resumed: the lag alert clears and every
+    record streamed during the pause arrives on us."""
+    flow, alerts = {"flow": "eu->us"}, ("MM2FlowLagAboveRPO", "MM2NoRecordsWhileSourceProducing")
+
+    def paused() -> dict[str, float]:
+        """Pause, wait for both alerts (each one's time since the pause), resume."""
+        pause_flow(outputs, "eu->us", "pause")
+        t0, fired = time.monotonic(), {}
+
+        def both_firing() -> bool:
+            for alert in alerts:
+                if alert not in fired and "firing" in alert_states(node, alert, **flow):
+                    fired[alert] = time.monotonic() - t0
+            return len(fired) == len(alerts)
+
+        try:
+            wait_until(both_firing, 240, f"{' and '.join(alerts)} firing for eu->us", poll_s=3)
+        finally:  # resumed also when an alert never fired: the stream's records must still arrive
+            pause_flow(outputs, "eu->us", "resume")
+        return fired
+
+    fired, streamed = streamed_during(outputs, ("eu", "orders"), ("us", "eu.orders"), paused)
+    resumed = time.monotonic()
+    wait_until(lambda: alert_states(node, "MM2FlowLagAboveRPO", **flow) == [], 180, "MM2FlowLagAboveRPO cleared")
+    print(
+        f"[kube stack] eu->us paused under {streamed.sent} records: MM2FlowLagAboveRPO fired "
+        f"{fired[alerts[0]]:.0f}s and {alerts[1]} {fired[alerts[1]]:.0f}s after the pause; lag alert cleared "
+        f"{time.monotonic() - resumed:.0f}s after every record arrived"
+    )
+    assert not streamed.missing, (
+        f"{streamed.missing} of {streamed.sent} records streamed during the pause never arrived"
+    )
+
+
 def forbidden_change_is_refused_at_preview(node: str, stack: TestStack) -> None:
     """A new storageSize would make the provider replace the brokers' StatefulSet (Kubernetes
     forbids changing its claim template in place): preview fails naming the key and the fix, and
@@ -280,10 +318,12 @@ def node_lost_under_a_stream_loses_nothing(
         arrived = copied(outputs, "eu", "us.orders", "while-lost")
         assert written <= arrived, f"{len(written - arrived)} record(s) written with {name} down not copied"
         roll_refused_with_a_broker_down(node, stack, broker)
-        # The partitions broker `broker` held are short of it: the alert's rule sees it (pending
-        # for its 3 minutes, so firing is left to promtool's tests).
-        surviving = f"us-kafka-{(broker + 1) % len(ZONES)}"
-        print(f"[kube stack] with {name} lost: {under_replicated_seen(node, name, surviving)}")
+        # The partitions broker `broker` held are short of it: us's alert fires after its
+        # `underReplicatedFor` (30 s on the lane, tests/integration/kube.py stack_config).
+        fired = alert_fires(node, "KafkaUnderReplicatedPartitions", 150, mm2_cluster="us")
+        print(
+            f"[kube stack] with {name} lost: KafkaUnderReplicatedPartitions firing ({fired:.0f}s after the roll check)"
+        )
         return named
 
     def lose_and_bring_back() -> tuple[float, float]:
@@ -339,20 +379,9 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
         assert written[source] <= seen, f"{source}->{target}: {len(written[source] - seen)} record(s) not copied"
     metrics_are_served_and_their_kinds_accepted(node)
     prometheus_scrapes_the_stack(node)
-    # eu->us paused with a record behind it: its lag passes the flow's RPO (20 s) and, after the
-    # rule's minute, MM2FlowLagAboveRPO fires through the operator's Prometheus; resumed, it clears.
-    pause_flow(outputs, "eu->us", "pause")
-    paused = time.monotonic()
-    produce(outputs, "eu", "behind")
     network_policy_is_enforced(node)
     broker_recovers_with_its_data(node, outputs, written["us"])
-    wait_until(lambda: lag_alert(node) == "firing", 240, "MM2FlowLagAboveRPO firing for eu->us", poll_s=3)
-    fired = time.monotonic() - paused
-    pause_flow(outputs, "eu->us", "resume")
-    resumed = time.monotonic()
-    wait_until(lambda: lag_alert(node) is None, 180, "MM2FlowLagAboveRPO cleared for eu->us", poll_s=3)
-    cleared = time.monotonic() - resumed
-    print(f"[kube stack] MM2FlowLagAboveRPO fired {fired:.0f}s after the pause, cleared {cleared:.0f}s after resume")
+    paused_flow_raises_its_alerts(node, outputs)
     mm2_password = stack.pulumi("config", "get", "--path", 'mm2:secrets["us.mm2.password"]').stdout.strip()
     authorizer_holds_mm2_to_its_grants(outputs, mm2_password)
     forbidden_change_is_refused_at_preview(node, stack)

@@ -20,6 +20,7 @@ from typing import Any
 from toolchain.images.recipe import MONITORING_REPOSITORY
 from toolchain.kubernetes.node import (
     CRDS,
+    NODE_NAME,
     ROOT,
     KubeError,
     Layout,
@@ -110,6 +111,9 @@ def _prometheus(image: str) -> dict[str, Any]:
             "ruleSelector": everything,
             "ruleNamespaceSelector": everything,
             "evaluationInterval": EVALUATION_INTERVAL,
+            # On the first node, which the lane never takes down: alerts raised while another
+            # node is lost are watched there (a Prometheus on the lost node would see nothing).
+            "nodeSelector": {"kubernetes.io/hostname": NODE_NAME},
             "resources": {"requests": {"cpu": "50m", "memory": "200Mi"}, "limits": {"memory": "1Gi"}},
             "securityContext": {**_USER, "seccompProfile": {"type": "RuntimeDefault"}},
         },
