@@ -21,6 +21,20 @@ SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 _SIG_KEY = "4dabf18193072939515e22adb298388d"
 
 
+# The cluster aliases of the unit tests' stacks: a worker group's client TLS Secret read in a
+# test holds every store the group's pods may mount for them.
+TEST_ALIASES = ("a", "b", "c", "us", "eu", "us-east", "eu-west", "primary", "backup", "src", "dst")
+
+
+def tls_secret_data(where: str) -> dict[str, str]:
+    """What a TLS Secret read (namespace/name) finds: a group's client stores per cluster for
+    `<group>-connect-tls`, the brokers' stores for any other."""
+    if where.endswith("-connect-tls"):
+        kinds = ("truststore.p12", "keystore.p12", "ca.crt")
+        return {f"{alias}.{kind}": "c3RvcmU=" for alias in TEST_ALIASES for kind in kinds}
+    return {"keystore.p12": "a2V5", "truststore.p12": "dHJ1c3Q="}
+
+
 @dataclass
 class Registration:
     type: str
@@ -77,10 +91,8 @@ class EchoMocks(pmocks.Mocks):
         outs = dict(args.inputs)
         if args.typ == "pulumi-python:dynamic/connect:Connector":
             outs.setdefault("state", "RUNNING")
-        if (
-            args.typ == "kubernetes:core/v1:Secret" and args.resource_id
-        ):  # a Secret read (Secret.get): the brokers' stores
-            outs["data"] = {"keystore.p12": "a2V5", "truststore.p12": "dHJ1c3Q="}
+        if args.typ == "kubernetes:core/v1:Secret" and args.resource_id:  # a Secret read (Secret.get)
+            outs["data"] = tls_secret_data(args.resource_id)
         if args.typ == "pulumi-python:dynamic/security:Credentials":
             # As the provider: the given passwords, and one for every other key it generates or needs.
             keys = [*args.inputs.get("generated", []), *args.inputs.get("required", [])]

@@ -74,7 +74,7 @@ class ConnectObjects:
         return (*first, self.config_map, self.deployment, self.service, self.pod_disruption_budget, *optional)
 
 
-def _client_tls_items(topology: Topology, group: WorkerGroup) -> list[tuple[str, str]]:
+def client_tls_items(topology: Topology, group: WorkerGroup) -> list[tuple[str, str]]:
     """(Secret key, mount path) of every client truststore/keystore the group's configs name."""
     items: dict[str, str] = {}
     for cluster in group_clusters(topology, group):
@@ -227,7 +227,7 @@ def _storage(workers: _Workers) -> tuple[list[dict[str, Any]], list[dict[str, An
     # mount, not subPath, so a renewed certificate (cert-manager updating the Secret) reaches the
     # running pods, and the kubelet makes no per-file bind mounts.
     folders: dict[str, list[dict[str, str]]] = {}
-    for key, path in _client_tls_items(topology, group):
+    for key, path in client_tls_items(topology, group):
         folders.setdefault(posixpath.dirname(path), []).append({"key": key, "path": posixpath.basename(path)})
     for i, (folder, items) in enumerate(sorted(folders.items())):
         name = f"client-tls-{i}"

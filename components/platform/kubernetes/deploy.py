@@ -71,6 +71,9 @@ class KubernetesConnect:
     resources: list[pulumi.Resource] = field(default_factory=list)
     # the group's objects' options (parent, provider): the group's other workloads share them
     opts: pulumi.ResourceOptions | None = None
+    # the digest of the group's client TLS Secret (`follow_tls`), None without one: its lag
+    # exporter mounts that Secret too and rolls on it as the workers do
+    tls: pulumi.Output[str] | None = None
 
 
 def child_opts(
@@ -327,32 +330,47 @@ def _follow_tls(
     (cert-manager rewrites the Secret) changes the template, so the pods roll onto it."""
     if not cluster.security.protocol.uses_tls or settings.render_dir:
         return pulumi.Output.from_input(digest)
-    tls = _tls_digest(parent, name, cluster, settings, child)
-    template = stateful_set["spec"]["template"]["metadata"]
-    template["annotations"] = {**template["annotations"], TLS_ANNOTATION: tls}
+    _, secret_name = kafka_secret_names(cluster, settings.cluster(cluster.alias))
+    key = settings.cluster_key(cluster.alias, "tlsSecret")
+    tls = tls_digest(parent, name, secret_name, BROKER_TLS_KEYS, key, settings, child)
+    follow_tls(stateful_set, tls)
     return pulumi.Output.all(digest, tls).apply(lambda both: f"{both[0]}-{both[1]}")
 
 
-def _tls_digest(
-    parent: pulumi.Resource, name: str, cluster: Cluster, settings: KubernetesSettings, child: pulumi.ResourceOptions
+def tls_digest(
+    parent: pulumi.Resource,
+    name: str,
+    secret_name: str,
+    wanted: Sequence[str],
+    key: str,
+    settings: KubernetesSettings,
+    child: pulumi.ResourceOptions,
 ) -> pulumi.Output[str]:
-    """A digest of the brokers' TLS Secret as it is now (read at each preview and up), not a
-    secret: a short hash of the stores. A Secret without a key the pods mount fails the preview,
-    naming the setting."""
-    _, secret_name = kafka_secret_names(cluster, settings.cluster(cluster.alias))
+    """A digest of TLS Secret `secret_name` as it is now (read at each preview and up), not a
+    secret: a short hash of every store in it. A Secret without a key in `wanted` (what the pods
+    mount) fails the preview, naming the setting `key`."""
     where = f"{settings.namespace}/{secret_name}"
     read = k8s.core.v1.Secret.get(
         f"{name}-tls-read", where, opts=pulumi.ResourceOptions(parent=parent, provider=child.provider)
     )
-    key = settings.cluster_key(cluster.alias, "tlsSecret")
 
     def digest(data: Mapping[str, str] | None) -> str:
-        problem = tls_secret_problem(key, where, BROKER_TLS_KEYS, data or {})
+        problem = tls_secret_problem(key, where, tuple(wanted), data or {})
         if problem:
             raise ValueError(problem)
         return config_hash(dict(data or {}))
 
     return pulumi.Output.unsecret(read.data.apply(digest))
+
+
+def follow_tls(workload: dict[str, Any], digest: pulumi.Output[str] | None) -> None:
+    """Stamp `workload`'s pod template (after `stamped`) with `digest` of the TLS Secret its pods
+    mount: a renewed store (cert-manager rewrites the Secret; Java reads stores once, at start)
+    rolls them onto it."""
+    if digest is None:
+        return
+    template = workload["spec"]["template"]["metadata"]
+    template["annotations"] = {**template.get("annotations", {}), TLS_ANNOTATION: digest}
 
 
 def _roll_inputs(
@@ -404,6 +422,8 @@ def deploy_connect_kubernetes(
     objects = dataclasses.replace(objects, deployment=deployment)
     child = child_opts(parent, name, pod.context, settings, opts)
     resources: list[pulumi.Resource] = []
+    tls = _group_tls(parent, name, group, topology, settings, child)
+    follow_tls(deployment, tls)
 
     if secret_values is not None:
         values = pulumi.Output.from_input(secret_values)
@@ -444,8 +464,27 @@ def deploy_connect_kubernetes(
     if objects.network_policy is not None:
         resources.append(register(objects.network_policy, f"{name}-networkpolicy", child))
     return KubernetesConnect(
-        url=pulumi.Output.from_input(objects.url), objects=objects, resources=resources, opts=child
+        url=pulumi.Output.from_input(objects.url), objects=objects, resources=resources, opts=child, tls=tls
     )
+
+
+def _group_tls(
+    parent: pulumi.Resource,
+    name: str,
+    group: WorkerGroup,
+    topology: Topology,
+    settings: KubernetesSettings,
+    child: pulumi.ResourceOptions,
+) -> pulumi.Output[str] | None:
+    """The digest of the group's client TLS Secret (`follow_tls`), None when its pods mount none."""
+    from components.platform.kubernetes.lag_exporter_objects import group_tls_keys
+
+    wanted = group_tls_keys(topology, group)
+    if not wanted or settings.render_dir:
+        return None
+    _, _, secret_name = connect_secret_names(group, settings.group(group.name))
+    key = settings.group_key(group.name, "tlsSecret")
+    return tls_digest(parent, name, secret_name, wanted, key, settings, child)
 
 
 def broker_pods(settings: KubernetesSettings, alias: str) -> dict[str, str]:

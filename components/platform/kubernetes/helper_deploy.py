@@ -17,6 +17,7 @@ from components.platform.kubernetes.deploy import (
     child_opts,
     files_secret,
     follow_secrets,
+    follow_tls,
     register,
     start_watch,
 )
@@ -129,7 +130,7 @@ def deploy_lag_exporter_kubernetes(
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, *workers.resources]))
     what = f"the lag exporter of {group.name}"
     resources += _watched_helper(
-        parent, f"{name}-lag-exporter", objects.deployment, what, group.name, settings, pod_opts, files
+        parent, f"{name}-lag-exporter", objects.deployment, what, group.name, settings, pod_opts, files, workers.tls
     )
     resources.append(register(objects.service, f"{name}-lag-exporter-svc", child))
     if objects.service_monitor is not None:
@@ -146,17 +147,20 @@ def _watched_helper(
     settings: KubernetesSettings,
     pod_opts: pulumi.ResourceOptions,
     secret_files: Sequence[pulumi.Output[str]] = (),
+    tls: pulumi.Output[str] | None = None,
 ) -> list[pulumi.Resource]:
     """A group's helper Deployment of fixed requests in the watcher image (the auto-restart
     watcher, the lag exporter) and the watch on its pod starting beside it. It is placed as the
     group's workers are (pull secrets, nodes, tolerations, their priority class), in its own
-    account, and rolls when `secret_files` (what it reads of the stack's secrets) change."""
+    account, and rolls when `secret_files` (what it reads of the stack's secrets) or the group's
+    client TLS Secret (`tls`, its digest) change."""
     pod = settings.group(group)
     placed = with_placement(
         manifest, placement_spec(pod, ConnectNames(group).priority_class(settings.namespace), account=False)
     )
     deployment, digest = stamped(placed)
     follow_secrets(deployment, secret_files)
+    follow_tls(deployment, tls)
     names = (what, "", "", settings.group_key(group, "watcherImage"))
     watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
     registered = register(deployment, resource_name, pod_opts)

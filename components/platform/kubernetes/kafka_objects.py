@@ -70,7 +70,7 @@ def tls_secret_problem(key: str, where: str, wanted: tuple[str, ...], data: Mapp
     has = ", ".join(sorted(data)) or "nothing"
     return (
         f"{key}: Secret {where} has no {' or '.join(missing)} (it has: {has}), which the pods mount. Fix: have "
-        f"cert-manager (or whoever makes it) write the PKCS12 stores under {', '.join(wanted)}, or name the right "
+        f"cert-manager (or whoever makes it) write the stores under {', '.join(wanted)}, or name the right "
         f"Secret in {key}."
     )
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from components.platform.kubernetes.connect_objects import client_tls_items
 from components.platform.kubernetes.metadata import (
     Labelled,
     label_selector,
@@ -48,7 +49,7 @@ from components.platform.kubernetes.shipped_code import (
     one_pod_deployment,
     shipped_code,
 )
-from components.platform.lag_exporter import plan_clusters, plan_for
+from components.platform.lag_exporter import lag_flows, plan_clusters, plan_for
 from components.platform.settings import KubernetesSettings
 from components.topology import Cluster, Topology, WorkerGroup
 from components.topology.security import librdkafka_client
@@ -97,6 +98,15 @@ def tls_keys(cluster: Cluster) -> tuple[str, ...]:
     if security.keystore_location:
         keys.append(keystore_key(cluster.alias))
     return tuple(keys)
+
+
+def group_tls_keys(topology: Topology, group: WorkerGroup) -> tuple[str, ...]:
+    """Every key of the group's client TLS Secret (`<group>-connect-tls`) that its pods mount:
+    the workers' stores and, where the group runs a lag exporter, the exporter's CA files."""
+    keys = {key for key, _ in client_tls_items(topology, group)}
+    if lag_flows(topology, group.name):
+        keys.update(_tls_items(topology, group.name))
+    return tuple(sorted(keys))
 
 
 def cluster_client(cluster: Cluster, password: str = "", keystore_password: str = "") -> dict[str, str]:

@@ -123,5 +123,14 @@ def test_prod_exporters_go_through_their_groups_kube_context(monitor: RecordingM
         assert providers == {"connect-to-eu-west-k8s", "connect-to-us-east-k8s"}
         assert r["connect-to-eu-west-lag-exporter"].provider.startswith(urn_of(monitor, "connect-to-eu-west-k8s"))
         assert r["connect-to-us-east-lag-exporter-state"].provider.startswith(urn_of(monitor, "connect-to-us-east-k8s"))
+        # The digest of the group's client TLS Secret (read at each preview) is stamped on the
+        # workers' and the exporter's pod templates: a renewed store rolls both.
+        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        stamps = [
+            state[f"connect-to-eu-west-{w}"]["spec"]["template"]["metadata"]["annotations"]["mm2-iac.dev/tls"]
+            for w in ("deployment", "lag-exporter")
+        ]
+        assert stamps[0] == stamps[1] and len(stamps[0]) == 16
+        assert [p for p in r["connect-to-eu-west-deployment"].secret_paths if "annotations" in p] == []
 
     return settle(urls, resources).apply(check)
