@@ -387,58 +387,7 @@ def main() -> int:
         with cluster.clusters(work / "kafka", heap=args.broker_heap) as brokers:
             print(f"brokers: { {a: b.bootstrap for a, b in brokers.items()} }", flush=True)
             for n, rep_count in zip(sizes, reps, strict=True):
-                topic = f"orders_{n}"
-                cluster.create_topic(brokers["primary"].bootstrap, topic, args.partitions)
-                cluster.create_topic(brokers["dr"].bootstrap, f"primary.{topic}", args.partitions)
-                spec = load.LoadSpec(
-                    brokers["primary"].bootstrap,
-                    topic,
-                    brokers["dr"].bootstrap,
-                    f"primary.{topic}",
-                    args.partitions,
-                    n,
-                    int(time.time() * 1000) - 3_600_000,
-                )
-                print(f"{n:,} records: loading both topics ...", flush=True)
-                load_s = load.load(spec, args.load_workers)
-                print(f"    loaded in {load_s:.1f}s ({2 * n / load_s:,.0f} records/s into the two topics)", flush=True)
-                # The first read after a load costs the brokers more (32 CPU s against 17 for the
-                # same read later, seen at 10M): one untimed bare scan first, so no timed run pays it.
-                warm = run_bare(brokers, topic, n, work, f"{n}-warmup")
-                print(f"    warm-up read (untimed bare scan) in {warm['wall_s']:.0f}s", flush=True)
-                res: dict[str, Any] = {
-                    "load_s": round(load_s, 1),
-                    "warmup_s": warm["wall_s"],
-                    "spark": [],
-                    "baseline": [],
-                    "bare": [],
-                }
-                kinds = ("spark", "baseline", "bare")
-                for rep in range(rep_count):
-                    for kind in kinds[rep % 3 :] + kinds[: rep % 3]:
-                        tag = f"{n}-{rep}"
-                        if kind == "spark":
-                            r = run_spark(brokers, topic, n, work, tag, args.spark_arg)
-                        elif kind == "bare":
-                            r = run_bare(brokers, topic, n, work, tag)
-                        else:
-                            r = run_baseline(brokers, topic, n, args.partitions, work, tag)
-                        res[kind].append(r)
-                        print(f"  [{rep + 1}/{rep_count}] {_brief(kind, r)}", flush=True)
-                        if not r["passed"]:
-                            print(r.get("log_tail", ""), flush=True)
-                if args.fault:
-                    inject_fault(brokers, topic)
-                    r = run_spark(brokers, topic, n, work, f"{n}-fault", args.spark_arg)
-                    res["fault"] = [r]
-                    print(
-                        f"  [fault in p{FAULT_PARTITION}] {_brief('fault', r)} {r['failed_checks']} "
-                        f"{r['partitions_by_path']}",
-                        flush=True,
-                    )
-                results[n] = res
-                cluster.delete_topic(brokers["primary"].bootstrap, topic)
-                cluster.delete_topic(brokers["dr"].bootstrap, f"primary.{topic}")
+                results[n] = _one_size(brokers, args, work, n, rep_count)
     info["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     summary = summarize(sizes, results)
     for r in results.values():
@@ -455,6 +404,64 @@ def main() -> int:
     (out / f"{args.name}-{stamp}.md").write_text(text + "\n")
     print(f"written: {out / f'{args.name}-{stamp}.md'} and .json")
     return 0 if all(s["all_passed"] for s in summary.values()) else 1
+
+
+def _one_size(
+    brokers: dict[str, cluster.Broker], args: argparse.Namespace, work: Path, n: int, rep_count: int
+) -> dict[str, Any]:
+    """Load `n` records into both topics, then `rep_count` rounds of the Spark stage, the baseline
+    and the bare scan (rotated so none always runs first), and with `--fault` one faulted run."""
+    topic = f"orders_{n}"
+    cluster.create_topic(brokers["primary"].bootstrap, topic, args.partitions)
+    cluster.create_topic(brokers["dr"].bootstrap, f"primary.{topic}", args.partitions)
+    spec = load.LoadSpec(
+        brokers["primary"].bootstrap,
+        topic,
+        brokers["dr"].bootstrap,
+        f"primary.{topic}",
+        args.partitions,
+        n,
+        int(time.time() * 1000) - 3_600_000,
+    )
+    print(f"{n:,} records: loading both topics ...", flush=True)
+    load_s = load.load(spec, args.load_workers)
+    print(f"    loaded in {load_s:.1f}s ({2 * n / load_s:,.0f} records/s into the two topics)", flush=True)
+    # The first read after a load costs the brokers more (32 CPU s against 17 for the
+    # same read later, seen at 10M): one untimed bare scan first, so no timed run pays it.
+    warm = run_bare(brokers, topic, n, work, f"{n}-warmup")
+    print(f"    warm-up read (untimed bare scan) in {warm['wall_s']:.0f}s", flush=True)
+    res: dict[str, Any] = {
+        "load_s": round(load_s, 1),
+        "warmup_s": warm["wall_s"],
+        "spark": [],
+        "baseline": [],
+        "bare": [],
+    }
+    kinds = ("spark", "baseline", "bare")
+    for rep in range(rep_count):
+        for kind in kinds[rep % 3 :] + kinds[: rep % 3]:
+            tag = f"{n}-{rep}"
+            if kind == "spark":
+                r = run_spark(brokers, topic, n, work, tag, args.spark_arg)
+            elif kind == "bare":
+                r = run_bare(brokers, topic, n, work, tag)
+            else:
+                r = run_baseline(brokers, topic, n, args.partitions, work, tag)
+            res[kind].append(r)
+            print(f"  [{rep + 1}/{rep_count}] {_brief(kind, r)}", flush=True)
+            if not r["passed"]:
+                print(r.get("log_tail", ""), flush=True)
+    if args.fault:
+        inject_fault(brokers, topic)
+        r = run_spark(brokers, topic, n, work, f"{n}-fault", args.spark_arg)
+        res["fault"] = [r]
+        print(
+            f"  [fault in p{FAULT_PARTITION}] {_brief('fault', r)} {r['failed_checks']} {r['partitions_by_path']}",
+            flush=True,
+        )
+    cluster.delete_topic(brokers["primary"].bootstrap, topic)
+    cluster.delete_topic(brokers["dr"].bootstrap, f"primary.{topic}")
+    return res
 
 
 if __name__ == "__main__":

@@ -166,32 +166,7 @@ def markdown(info: dict[str, Any], args: argparse.Namespace, summary: dict[int, 
             f"| {s['spark_driver_python_peak_rss_mib']:.0f} / {s['spark_driver_jvm_peak_rss_mib']:.0f} "
             f"| {s['spark_driver_jvm_heap_peak_used_mib']} | {s['baseline_peak_rss_mib']:.0f} |"
         )
-    lines += [
-        "",
-        "Where the CPU went (CPU seconds while each validator ran, medians; 'untracked' is every other "
-        "process on the machine, e.g. other users' jobs; capacity = cores x wall time):",
-        "",
-        "| records | validator | wall (s) | validator CPU | CPU per record (µs) | of which Spark driver JVM / Python "
-        "| brokers | jstat | untracked | machine busy / capacity |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for n in sizes:
-        for kind in ("spark", "baseline"):
-            c = summary[n]["cpu_s"][kind]
-            own = sum(v for k, v in c.items() if k.startswith(kind))
-            passed = summary[n][f"{kind}_runs_passed"]
-            label = kind if passed else f"{kind} (failed, until failure)"
-            split = (
-                f"{c.get('spark_driver_jvm', 0):.0f} / {c.get('spark_driver_python', 0):.1f}"
-                if kind == "spark"
-                else "-"
-            )
-            lines.append(
-                f"| {n:,} | {label} | {c['wall_s']:.1f} | {own:.1f} | {own / n * 1e6:.1f} | {split} "
-                f"| {c.get('broker', 0):.1f} "
-                f"| {c.get('jstat', 0):.1f} | {c['untracked_cpu_s']:.1f} "
-                f"| {c['machine_busy_cpu_s']:.0f} / {c['machine_capacity_cpu_s']:.0f} |"
-            )
+    lines += _cpu_table(summary, sizes)
     lines += [
         "",
         "Spark in-stage rate (source records / the fast-path job's seconds: session up, both topics read and "
@@ -222,6 +197,37 @@ def markdown(info: dict[str, Any], args: argparse.Namespace, summary: dict[int, 
         "with local[*] the executors share this JVM, so its RSS and heap include all executor work).",
     ]
     return "\n".join(lines)
+
+
+def _cpu_table(summary: dict[int, dict[str, Any]], sizes: list[int]) -> list[str]:
+    """The table of where the CPU went while each validator ran, per size."""
+    lines = [
+        "",
+        "Where the CPU went (CPU seconds while each validator ran, medians; 'untracked' is every other "
+        "process on the machine, e.g. other users' jobs; capacity = cores x wall time):",
+        "",
+        "| records | validator | wall (s) | validator CPU | CPU per record (µs) | of which Spark driver JVM / Python "
+        "| brokers | jstat | untracked | machine busy / capacity |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in sizes:
+        for kind in ("spark", "baseline"):
+            c = summary[n]["cpu_s"][kind]
+            own = sum(v for k, v in c.items() if k.startswith(kind))
+            passed = summary[n][f"{kind}_runs_passed"]
+            label = kind if passed else f"{kind} (failed, until failure)"
+            split = (
+                f"{c.get('spark_driver_jvm', 0):.0f} / {c.get('spark_driver_python', 0):.1f}"
+                if kind == "spark"
+                else "-"
+            )
+            lines.append(
+                f"| {n:,} | {label} | {c['wall_s']:.1f} | {own:.1f} | {own / n * 1e6:.1f} | {split} "
+                f"| {c.get('broker', 0):.1f} "
+                f"| {c.get('jstat', 0):.1f} | {c['untracked_cpu_s']:.1f} "
+                f"| {c['machine_busy_cpu_s']:.0f} / {c['machine_capacity_cpu_s']:.0f} |"
+            )
+    return lines
 
 
 def render(path: Path) -> int:

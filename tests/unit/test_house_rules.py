@@ -3,7 +3,7 @@
 - the pure core (`components/topology/`) imports no pulumi, httpx, pyspark or confluent_kafka;
 - so do the other pure modules (`components/monitoring/`, `components/topology/restarts.py`), and
   none of them does I/O (no file, process, socket or environment module, no `open()`);
-- no module over 600 lines and no function over 80 lines, outside `bench/`;
+- no module over 600 lines and no function over 80 lines, anywhere (bench/ and toolchain/ too);
 - imports run down the layers of LAYERS (docs/architecture.md, "Import direction"): a package
   imports itself and packages on earlier lines only, never a later line nor a peer on its line;
   the Spark stage imports only the components modules in SPARK_MAY_IMPORT, the policy pack none
@@ -31,13 +31,15 @@ EFFECT_LIBRARIES = ("pulumi", "pulumi_kubernetes", "httpx", "pyspark", "confluen
 IO_MODULES = ("os", "io", "pathlib", "shutil", "tempfile", "subprocess", "socket", "urllib", "http", "glob")
 # Pure beyond the topology: the alert rules every platform shares and the restart decision.
 PURE_PATHS = ("components/topology", "components/monitoring", "components/watch")
-# Folders of generated or vendored material, and bench/ (benchmark drivers are scripts).
-EXEMPT = (".venv", ".mm2", ".pulumi-state", "bench", "toolchain")
+# Folders of generated or vendored material: no rule reads them.
+GENERATED = (".venv", ".mm2", ".pulumi-state")
+# Outside the import layers too: benchmark drivers and the toolchain are scripts beside the code.
+EXEMPT = (*GENERATED, "bench", "toolchain")
 
 
-def python_files(root: Path = ROOT) -> Iterator[Path]:
+def python_files(root: Path = ROOT, exempt: tuple[str, ...] = EXEMPT) -> Iterator[Path]:
     for path in sorted(root.rglob("*.py")):
-        if path.relative_to(root).parts[0] not in EXEMPT:
+        if path.relative_to(root).parts[0] not in exempt:
             yield path
 
 
@@ -131,12 +133,13 @@ def test_pure_modules_import_no_effect_library_and_do_no_io() -> None:
 
 
 def test_no_module_over_the_limit() -> None:
-    big = {_rel(p): n for p in python_files() if (n := module_lines(p.read_text())) > MAX_MODULE_LINES}
+    files = python_files(exempt=GENERATED)
+    big = {_rel(p): n for p in files if (n := module_lines(p.read_text())) > MAX_MODULE_LINES}
     assert big == {}
 
 
 def test_no_function_over_the_limit() -> None:
-    long = {_rel(p): found for p in python_files() if (found := long_functions(p.read_text()))}
+    long = {_rel(p): found for p in python_files(exempt=GENERATED) if (found := long_functions(p.read_text()))}
     assert long == {}
 
 

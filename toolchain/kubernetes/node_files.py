@@ -350,29 +350,7 @@ def daemon_argv(lay: Layout, name: str, node: Node = FIRST) -> list[str]:
             "--log-level=warn",
         ]
     if name == "kube-apiserver":
-        return [
-            str(b / "kube-apiserver"),
-            "--etcd-servers=http://127.0.0.1:2379",
-            "--bind-address=0.0.0.0",
-            f"--secure-port={API_PORT}",
-            f"--advertise-address={NODE_IP}",
-            f"--service-cluster-ip-range={SERVICE_RANGE}",
-            f"--service-node-port-range={lay.node_ports[0]}-{lay.node_ports[1]}",
-            f"--tls-cert-file={pki / 'apiserver.crt'}",
-            f"--tls-private-key-file={pki / 'apiserver.key'}",
-            f"--client-ca-file={pki / 'ca.crt'}",
-            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
-            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
-            "--kubelet-preferred-address-types=InternalIP",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={pki / 'sa.pub'}",
-            f"--service-account-signing-key-file={pki / 'sa.key'}",
-            "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=NodeRestriction",
-            "--allow-privileged=true",
-            "--profiling=false",
-            "--v=1",
-        ]
+        return _apiserver_argv(lay)
     if name == "kube-controller-manager":
         return [
             str(b / "kube-controller-manager"),
@@ -412,6 +390,34 @@ def daemon_argv(lay: Layout, name: str, node: Node = FIRST) -> list[str]:
         script = Path(__file__).with_name("provisioner.py")
         return [sys.executable, str(script), f"https://127.0.0.1:{API_PORT}", str(pki), NODE_NAME, str(lay.volumes)]
     raise KeyError(name)
+
+
+def _apiserver_argv(lay: Layout) -> list[str]:
+    """The API server's command line: etcd on the node's loopback, its certificates, RBAC."""
+    pki = lay.pki
+    return [
+        str(lay.bin / "kube-apiserver"),
+        "--etcd-servers=http://127.0.0.1:2379",
+        "--bind-address=0.0.0.0",
+        f"--secure-port={API_PORT}",
+        f"--advertise-address={NODE_IP}",
+        f"--service-cluster-ip-range={SERVICE_RANGE}",
+        f"--service-node-port-range={lay.node_ports[0]}-{lay.node_ports[1]}",
+        f"--tls-cert-file={pki / 'apiserver.crt'}",
+        f"--tls-private-key-file={pki / 'apiserver.key'}",
+        f"--client-ca-file={pki / 'ca.crt'}",
+        f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+        f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+        "--kubelet-preferred-address-types=InternalIP",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={pki / 'sa.pub'}",
+        f"--service-account-signing-key-file={pki / 'sa.key'}",
+        "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
+        "--allow-privileged=true",
+        "--profiling=false",
+        "--v=1",
+    ]
 
 
 def _node_daemon_argv(lay: Layout, name: str, node: Node) -> list[str]:
