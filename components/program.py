@@ -32,7 +32,7 @@ from components.platform.contract import ContainerPlatforms
 from components.platform.docker.engine import docker_problems
 from components.platform.docker.specs import DockerClaim, docker_claims
 from components.platform.kubernetes.access import Target, access_problems, capacity_notes, targets
-from components.platform.kubernetes.in_cluster import public_bootstrap_notes
+from components.platform.kubernetes.in_cluster import public_bootstrap_notes, with_public_clusters
 from components.platform.local.layout import NETWORK_PATH, LocalPlatform, run_root
 from components.platform.local.network import LocalNetwork, Network, network_problems
 from components.platform.local.tls import stack_tls, tls_layout
@@ -237,6 +237,7 @@ def deploy(config: StackConfig, valid: ValidStack) -> Deployed:
     topology = local_secrets_files(valid.topology, local)
     topology = with_local_tls(topology, tls_layout(local.run_root))
     topology = with_exactly_once_stages(topology, local)
+    topology = with_public_clusters(topology, valid.kubernetes)
     generated = generated_secret_keys(topology)
     # The container platforms' Secrets hold more than the connectors resolve (the brokers' TLS
     # store passwords): the stack writes them, so they must be given too.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from components.topology import ConnectorRole, Topology, connector_name
-from components.topology.connectors import internal_bootstrap_servers
+from components.topology.connectors import group_bootstrap_servers
 from components.watch.lag_plan import LagFlow, LagPlan, split_client
 
 
@@ -41,7 +41,8 @@ def public_clients(
     out = {}
     for alias in plan_clusters(topology, group):
         public, _secret = split_client(clients.get(alias) or {})
-        out[alias] = {"bootstrap.servers": internal_bootstrap_servers(topology.clusters[alias]), **public}
+        bootstrap = group_bootstrap_servers(topology.clusters[alias], topology.worker_groups[group])
+        out[alias] = {"bootstrap.servers": bootstrap, **public}
     return out
 
 

@@ -122,17 +122,20 @@ def security_properties(security: Security, secrets_file: str) -> dict[str, str]
     return props
 
 
-def internal_bootstrap_servers(cluster: Cluster) -> str:
-    """The address the stack's own pods (Connect workers and the connectors they run, the lag
-    exporter) use: `internalBootstrap` when given, else the one everything uses."""
-    return cluster.internal_bootstrap or bootstrap_servers(cluster)
+def group_bootstrap_servers(cluster: Cluster, group: WorkerGroup) -> str:
+    """The address worker group `group`'s own processes (its workers and the connectors they run,
+    its lag exporter) reach `cluster` at: its `internalBootstrap` when it gives one and the group
+    runs in its network (not in `group.public_clusters`), else the one everything uses."""
+    if cluster.internal_bootstrap and cluster.alias not in group.public_clusters:
+        return cluster.internal_bootstrap
+    return bootstrap_servers(cluster)
 
 
-def client_properties(cluster: Cluster, secrets_file: str) -> dict[str, str]:
-    """`bootstrap.servers` plus security: what a connector (run by the workers) needs."""
+def client_properties(cluster: Cluster, group: WorkerGroup) -> dict[str, str]:
+    """`bootstrap.servers` plus security: what a connector run by `group`'s workers needs."""
     return {
-        "bootstrap.servers": internal_bootstrap_servers(cluster),
-        **security_properties(cluster.security, secrets_file),
+        "bootstrap.servers": group_bootstrap_servers(cluster, group),
+        **security_properties(cluster.security, group.secrets_file),
     }
 
 
@@ -215,7 +218,7 @@ def _target_client(topology: Topology, flow: Flow, target: Cluster, secrets: str
     """How the connectors' framework clients reach the target: its address when the workers
     live elsewhere, its MM2 credentials when it is secured."""
     if needs_producer_override(topology, flow):
-        return client_properties(target, secrets)
+        return client_properties(target, topology.worker_groups[flow.worker_group])
     if target.security.protocol is not SecurityProtocol.PLAINTEXT:
         return security_properties(target.security, secrets)
     return {}
@@ -270,8 +273,8 @@ def flow_connectors(topology: Topology, flow: Flow) -> FlowConnectors:
     common: dict[str, str] = {
         "source.cluster.alias": flow.source,
         "target.cluster.alias": flow.target,
-        **_prefixed("source.cluster.", client_properties(source, secrets)),
-        **_prefixed("target.cluster.", client_properties(target, secrets)),
+        **_prefixed("source.cluster.", client_properties(source, group)),
+        **_prefixed("target.cluster.", client_properties(target, group)),
         **_prefixed("source.", dict(source.client)),
         **_prefixed("target.", dict(target.client)),
         "key.converter": BYTE_ARRAY_CONVERTER,

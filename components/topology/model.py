@@ -226,6 +226,10 @@ class WorkerGroup:
     # exactly-once rollout, "disabling" while workers turned off still run with it; None means
     # "enabled" whenever a flow on the group is exactly-once.
     exactly_once_stage: str | None = None
+    # Derived at deploy time from the platform settings (platform/kubernetes/in_cluster.py
+    # `with_public_clusters`): clusters with an `internalBootstrap` that this group runs outside the
+    # network of (a kubernetes cluster in another Kubernetes cluster), so it reaches them at `bootstrap`.
+    public_clusters: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from components.topology.connectors import (
     EXACTLY_ONCE_ENABLED,
     EXACTLY_ONCE_PREPARING,
     flow_connectors,
-    internal_bootstrap_servers,
+    group_bootstrap_servers,
     reverse_heartbeat_connector,
     security_properties,
     wants_exactly_once,
@@ -298,7 +298,7 @@ def _worker_storage_properties(topology: Topology, group: WorkerGroup, own_secre
     rf = str(min(3, cluster.brokers))
     security = security_properties(worker_security(topology, group), own_secrets)
     return {
-        "bootstrap.servers": internal_bootstrap_servers(cluster),
+        "bootstrap.servers": group_bootstrap_servers(cluster, group),
         **security,
         **{f"{client}.{k}": v for client in ("producer", "consumer", "admin") for k, v in security.items()},
         "group.id": group.group_id,

@@ -251,6 +251,14 @@ def test_prod_stack_builds_kubernetes_clusters_and_groups(monitor: RecordingMoni
                 "-servicemonitor": "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
             }
             assert named[f"connect-{group}-lag-exporter"].parent == urn_of(monitor, f"connect-{group}")
+        # Each region's workers reach their own cluster in-cluster and the other region's at its
+        # public bootstrap (Pulumi.prod.yaml gives both an internalBootstrap; contexts differ).
+        state = {urn.rsplit("::", 1)[-1]: reg.state for urn, reg in monitor.resources.items()}
+        source = state["mm2-eu-west-to-us-east-source"]["config"]
+        assert source["source.cluster.bootstrap.servers"] == "eu-west-kafka-bootstrap.kafka.example.com:9094"
+        assert source["target.cluster.bootstrap.servers"] == "us-east-kafka-bootstrap.mm2.svc:9092"
+        workers = state["connect-to-us-east-config"]["data"]["connect-distributed.properties"]
+        assert "bootstrap.servers=us-east-kafka-bootstrap.mm2.svc:9092" in workers.splitlines()
 
     return build(config, tmp_path, given=given).apply(check)
 
