@@ -88,6 +88,7 @@ from tests.integration.kube_checks import (
     ready,
 )
 from tests.integration.kube_drain import drained_node_keeps_one_broker_out
+from tests.integration.kube_preemption import free_cpu, requested_cpu, waiter_outcome, waiting_for_cpu
 from tests.integration.streaming import streamed_during
 
 pytestmark = LANE
@@ -174,20 +175,29 @@ def copied(outputs: dict[str, Any], alias: str, topic: str, prefix: str) -> set[
 
 
 def broker_recovers_with_its_data(node: str, outputs: dict[str, Any], before: set[bytes]) -> None:
-    """us-kafka-0 deleted by hand: the StatefulSet starts it again on its volume claim, the records
-    it held are still there, and the flow copies what is written after."""
-    old = next(p for p in pods(node) if p["metadata"]["name"] == "us-kafka-0")["metadata"]["uid"]
-    deleted = kubectl(node, "-n", NAMESPACE, "delete", "pod", "us-kafka-0", "--wait=true")
-    assert deleted.returncode == 0, deleted.stderr
-    started = time.monotonic()
-    wait_until(
-        lambda: any(
-            p["metadata"]["name"] == "us-kafka-0" and p["metadata"]["uid"] != old and ready(p) for p in pods(node)
-        ),
-        180,
-        "us-kafka-0 Ready again",
+    """us-kafka-0 deleted by hand while a pod of the workers' (lower) priority class waits on its
+    node for exactly the CPU it holds: the StatefulSet starts it again on its volume claim, first
+    (tests/integration/kube_preemption.py), the records it held are still there, and the flow
+    copies what is written after."""
+    shown = next(p for p in pods(node) if p["metadata"]["name"] == "us-kafka-0")
+    old, on = shown["metadata"]["uid"], shown["spec"]["nodeName"]
+    with waiting_for_cpu(node, on, "to-us", free_cpu(node, on) + requested_cpu(shown)):
+        deleted = kubectl(node, "-n", NAMESPACE, "delete", "pod", "us-kafka-0", "--wait=true")
+        assert deleted.returncode == 0, deleted.stderr
+        started = time.monotonic()
+        wait_until(
+            lambda: any(
+                p["metadata"]["name"] == "us-kafka-0" and p["metadata"]["uid"] != old and ready(p) for p in pods(node)
+            ),
+            180,
+            "us-kafka-0 Ready again",
+        )
+        back = time.monotonic() - started
+        outcome = waiter_outcome(node)
+    print(
+        f"[kube stack] us-kafka-0 deleted with a worker-class pod waiting for its CPU: Ready again after {back:.0f}s, "
+        f"the waiting pod {outcome}"
     )
-    print(f"[kube stack] us-kafka-0 deleted: Ready again after {time.monotonic() - started:.0f}s")
     kept = copied(outputs, "us", "orders", "us")
     assert before <= kept, f"{len(before - kept)} record(s) lost with the pod"
     after = produce(outputs, "us", "after-restart")
