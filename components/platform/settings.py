@@ -105,10 +105,10 @@ class AlertSettings:
     latency alerts wait, `failure_for` the failure ones (a connector or task FAILED, heartbeats
     stale, no records while the source produces)."""
 
-    replication_latency_ms: int = 30_000
-    checkpoint_latency_ms: int = 180_000
-    heartbeat_window_minutes: int = 5
-    for_duration: str = "5m"
+    replication_latency_ms: int = Thresholds.replication_latency_ms
+    checkpoint_latency_ms: int = Thresholds.checkpoint_latency_ms
+    heartbeat_window_minutes: int = 5  # Thresholds.window, in whole minutes
+    for_duration: str = Thresholds.latency_for
     failure_for: str = Thresholds.failure_for
 
 
