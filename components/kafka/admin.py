@@ -6,6 +6,7 @@ The settings carry the admin password: they arrive as a secret input and are nev
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,13 +23,16 @@ class KafkaAdminError(RuntimeError):
 READ_TIMEOUT_S = 10.0
 
 
-def admin_client(props: Mapping[str, Any]) -> Any:
-    """An AdminClient for `props["bootstrap"]` authenticated with `props["client"]` (may be empty)."""
+def admin_client(props: Mapping[str, Any], **settings: Any) -> Any:
+    """An AdminClient for `props["bootstrap"]` authenticated with `props["client"]` (may be empty);
+    `settings`: more librdkafka settings (callbacks)."""
     from confluent_kafka.admin import AdminClient  # only providers need it
 
     client = {str(k): str(v) for k, v in (plain(props.get("client")) or {}).items()}
     # log_level 0: librdkafka would otherwise print connection errors to the engine's stderr.
-    return AdminClient({"bootstrap.servers": props["bootstrap"], "log_level": 0, "socket.timeout.ms": 10000, **client})
+    return AdminClient(
+        {"bootstrap.servers": props["bootstrap"], "log_level": 0, "socket.timeout.ms": 10000, **client, **settings}
+    )
 
 
 def every_acl_binding() -> Any:
@@ -46,3 +50,24 @@ def every_acl_binding() -> Any:
     return AclBindingFilter(
         ResourceType.ANY, anything, ResourcePatternType.ANY, anything, anything, AclOperation.ANY, AclPermissionType.ANY
     )
+
+
+def logs_in(props: Mapping[str, Any], bound_s: float = READ_TIMEOUT_S) -> bool | None:
+    """Whether `props["client"]` logs in at `props["bootstrap"]`: True once a metadata request
+    answers, False once a broker refuses the credentials (librdkafka reports that as an error
+    event within a second, where a request alone would only time out), None when neither
+    happened within `bound_s` (the cluster cannot be reached)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    refused: list[bool] = []
+    admin = admin_client(props, error_cb=lambda e: refused.append(e.code() == KafkaError._AUTHENTICATION))
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        try:
+            admin.list_topics(timeout=0.5)
+            return True
+        except KafkaException:
+            admin.poll(0)  # serves the error events
+        if any(refused):
+            return False
+    return None

@@ -99,6 +99,12 @@ def _alter(
         )
 
 
+def set_passwords(props: Mapping[str, Any], users: Mapping[str, str]) -> None:
+    """Give `users` (name -> password) their SCRAM credential of `props["mechanism"]` on the cluster at
+    `props["bootstrap"]`, logged in with `props["client"]`: created or replaced, retried as above."""
+    _alter(props, users, [])
+
+
 def _live_users(props: Mapping[str, Any]) -> set[str] | None:
     """Which of the stack's users have a credential of its mechanism on the cluster, or None
     when the cluster cannot be asked. Passwords cannot be compared: brokers keep salted hashes."""

@@ -41,6 +41,7 @@ from components.topology.model import (
     Flow,
     Platform,
     PolicyKind,
+    SaslMechanism,
     SecretRef,
     Security,
     Topology,
@@ -480,21 +481,42 @@ def security_problems(topology: Topology) -> list[str]:
     return problems
 
 
-ADMIN_ROTATION = (
-    "the brokers read it once, at start, and the stack authenticates as admin with it, so a new one would "
-    "lock the stack out of the brokers still on the old one"
-)
+def admin_rotation_refusal(cluster: Cluster) -> str | None:
+    """Why the stack cannot rotate the admin password of `cluster` in one `up`, or None when it can.
+
+    `admin` is a PLAIN user of the brokers' JAAS table, read at start, and the stack's own login.
+    On a kubernetes cluster the stack rotates it through admin's SCRAM credential: set first
+    through the Admin API (every broker takes it at once), it is what the roll logs in with while
+    the brokers restart one by one onto the new PLAIN password. That needs a SCRAM mechanism, and
+    TLS: without it `admin` is also the brokers' login to each other, and a half-done roll would
+    split them on the old and the new password. Other platforms restart every broker at once.
+    """
+    if cluster.platform is not Platform.KUBERNETES or not stack_managed(cluster):
+        return None
+    if cluster.security.sasl_mechanism is SaslMechanism.PLAIN:
+        return (
+            "its users are PLAIN, read by the brokers at start only, so the stack would be locked out of "
+            "the brokers not yet restarted; a SCRAM saslMechanism (SCRAM-SHA-512) rotates it in one up"
+        )
+    if not cluster.security.protocol.uses_tls:
+        return (
+            "without TLS, admin is also how the brokers log in to each other, so a roll would split them "
+            "on the old and the new password; SASL_SSL (the brokers then know each other by certificate) "
+            "rotates it in one up"
+        )
+    return None
 
 
 def rotation_problems(topology: Topology, rotate: Mapping[str, object]) -> list[str]:
-    """`mm2:rotate` keys the stack cannot rotate yet: a kubernetes cluster's admin password."""
+    """`mm2:rotate` keys the stack cannot rotate: an admin password `admin_rotation_refusal` refuses."""
     problems = []
     for alias, cluster in topology.clusters.items():
         key = admin_password(alias).key
-        if key in rotate and cluster.platform is Platform.KUBERNETES and stack_managed(cluster):
+        why = admin_rotation_refusal(cluster)
+        if key in rotate and why is not None:
             problems.append(
-                f"mm2:rotate.{key}: rotating the admin password of kubernetes cluster {alias} is not supported yet: "
-                f"{ADMIN_ROTATION}. Fix: remove the key from mm2:rotate (MM2's and the workers' passwords rotate)."
+                f"mm2:rotate.{key}: the admin password of kubernetes cluster {alias} cannot be rotated: {why}. "
+                "Fix: remove the key from mm2:rotate (MM2's and the workers' passwords rotate)."
             )
     return problems
 
@@ -548,6 +570,7 @@ __all__ = [
     "User",
     "admin_bootstrap_client",
     "admin_password",
+    "admin_rotation_refusal",
     "cluster_acls",
     "cluster_users",
     "exactly_once_worker_transactional_id",

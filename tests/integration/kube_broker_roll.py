@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from components.kafka.admin import logs_in
 from components.monitoring.jmx_exporter import UNDER_MIN_ISR
 from tests.integration.harness import TestStack, wait_until
 from tests.integration.kube import EXTERNAL, NAMESPACE, REST, diagnostics, kubectl, renew_broker_tls
@@ -83,12 +84,13 @@ def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, An
     setting changed, while records stream us->eu with acks=all: one up restarts us's three brokers
     one at a time, the active controller last, each after the last is back in sync, and each then
     presents the new certificate; the new passwords reach the brokers through the Admin API, then
-    the workers roll onto them, their Deployments updated in place. No record is lost or refused,
-    no broker ever reports a partition below min.insync.replicas, and MM2's old password is refused."""
+    the workers roll onto them, their Deployments updated in place. us's admin password is rotated
+    too: its SCRAM credential first, then the brokers roll onto it. No record is lost or refused,
+    no broker ever reports a partition below min.insync.replicas, and the old passwords are refused."""
     root, password, _ = tls
     old_certificates = served_certificates()
     renew_broker_tls(node, root, password, "us")
-    old_mm2 = rotate_passwords(stack)
+    old_mm2, old_admin = rotate_passwords(stack), outputs["clusters"]["us"]["client"]["sasl.password"]
     stack.config["config"]["mm2-platform:kubernetes"]["connect"]["heap"] = "400m"
     stack.write_config()
     workers, deployment = worker_uids(node), object_uid(node, "deployment", "to-eu-connect")
@@ -142,29 +144,32 @@ def broker_roll_loses_nothing(node: str, stack: TestStack, outputs: dict[str, An
     assert not streamed.missing, f"{streamed.missing} of {streamed.sent} records never arrived on eu"
     assert not streamed.failed, f"records the producer could not write: {dict(streamed.failed)}"
     assert worst[0] == 0, f"a broker reported {worst[0]:.0f} partition(s) below min.insync.replicas"
-    old_password_refused(outputs, old_mm2)
+    old_passwords_refused(stack, old_mm2, old_admin)
 
 
 def rotate_passwords(stack: TestStack) -> str:
-    """New passwords for MM2's user on both clusters (given, as an operator rotates them) and for
-    both groups' workers (generated anew through mm2:rotate); MM2's old one on us."""
+    """New passwords for MM2's user on both clusters (given, as an operator rotates them), and for
+    both groups' workers and us's admin (generated anew through mm2:rotate); MM2's old one on us."""
     old = stack.pulumi("config", "get", "--path", 'mm2:secrets["us.mm2.password"]').stdout.strip()
     for alias in EXTERNAL:
         stack.set_secret(f"{alias}.mm2.password", secrets.token_urlsafe(18))
-    stack.config["config"]["mm2:rotate"] = {f"{group}.worker.password": "rotated" for group in REST}
+    rotate = {f"{group}.worker.password": "rotated" for group in REST}
+    stack.config["config"]["mm2:rotate"] = {**rotate, "us.admin.password": "rotated"}
     return old
 
 
-def old_password_refused(outputs: dict[str, Any], old: str) -> None:
-    """MM2's user no longer logs in to us with its old password."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    client = {**outputs["clusters"]["us"]["client"], "sasl.username": "mm2", "sasl.password": old}
-    admin = AdminClient({"bootstrap.servers": outputs["clusters"]["us"]["bootstrap"], "log_level": 0, **client})
-    try:
-        admin.list_topics(timeout=15)
-    except KafkaException as exc:  # an authentication failure, or the wait for one (librdkafka retries)
-        print(f"[kube stack] MM2's old password on us: {exc}")
-    else:
-        raise AssertionError("MM2's old password still logs in to us")
+def old_passwords_refused(stack: TestStack, old_mm2: str, old_admin: str) -> None:
+    """The stack's new admin login works on us; MM2's old password and admin's old one (either
+    mechanism) do not."""
+    us = stack.outputs()["clusters"]["us"]
+    props = {"bootstrap": us["bootstrap"], "client": us["client"]}
+    assert logs_in(props) is True, "the stack's new admin login is not accepted on us"
+    for user, mechanism, password in (
+        ("mm2", us["client"]["sasl.mechanism"], old_mm2),
+        ("admin", us["client"]["sasl.mechanism"], old_admin),
+        ("admin", "PLAIN", old_admin),
+    ):
+        login = {**us["client"], "sasl.username": user, "sasl.mechanism": mechanism, "sasl.password": password}
+        said = logs_in({**props, "client": login})
+        assert said is False, f"{user}'s old password over {mechanism} on us: logs in {said}"
+    print("[kube stack] on us the new admin password logs in; MM2's and admin's old ones are refused")

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from components.kafka.admin import logs_in
 from tests.integration.harness import TestStack, arrives, deployed, produce_one
 from tests.integration.validation_stage import run_validator
 
@@ -46,6 +47,14 @@ def test_the_stack_exports_the_passwords_exactly_as_given(stack: TestStack) -> N
         client = out["clusters"][alias]["client"]
         assert client["sasl.password"] == PASSWORDS[f"{alias}.admin.password"], f"{alias} admin password changed"
         assert out["clusters"][alias]["users"]["mm2"] == PASSWORDS[f"{alias}.mm2.password"]
+
+
+def test_the_stack_tells_a_refused_login_from_an_accepted_one(stack: TestStack) -> None:
+    """`logs_in`, which a kubernetes admin rotation asks before it sets the new password."""
+    cluster = stack.outputs()["clusters"]["primary"]
+    props = {"bootstrap": cluster["bootstrap"], "client": cluster["client"]}
+    assert logs_in(props) is True
+    assert logs_in({**props, "client": {**props["client"], "sasl.password": "not-the-password"}}) is False
 
 
 def test_records_replicate_with_quoted_passwords(stack: TestStack) -> None:

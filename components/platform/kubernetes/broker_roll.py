@@ -6,7 +6,8 @@ when the cluster can spare it and the next only once it is back (the rules are t
 components/platform/kubernetes/roll_plan.py). It reads, as the kubeconfig's user, the pods and
 each broker's exporter (through the API server's pod proxy: its state, whether it is the active
 controller, how far behind the metadata log it is), and the partitions' replicas, ISR and
-`min.insync.replicas` through the Admin API as the stack's admin, at the cluster's `bootstrap`.
+`min.insync.replicas` through the Admin API as the stack's admin, at the cluster's `bootstrap` (with
+a new admin password, after admin_rotation.py has set it on admin's SCRAM credential, with that).
 It deletes a pod with its uid as precondition, so a pod Kubernetes replaced meanwhile is never
 deleted twice.
 
@@ -33,6 +34,7 @@ from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider,
 
 from components.kafka.admin import READ_TIMEOUT_S, admin_client
 from components.platform.kubernetes.access import read_kubeconfig
+from components.platform.kubernetes.admin_rotation import rotated, switch_admin
 from components.platform.kubernetes.api import call, get_json
 from components.platform.kubernetes.monitoring import METRICS_PORT
 from components.platform.kubernetes.names import KafkaNames
@@ -50,10 +52,8 @@ from components.platform.kubernetes.roll_plan import (
     step_blockers,
 )
 from components.platform.kubernetes.scheduling import LASTING_S, unplaced, unstarted
-from components.rpc_values import Refused, has_unknown, plain
-from components.topology.model import ADMIN_USER
+from components.rpc_values import Refused, plain
 from components.topology.objectives import parse_duration
-from components.topology.security import ADMIN_ROTATION
 
 LOG = logging.getLogger("dynamic_provider.broker_roll")
 POLL_S = 2.0
@@ -259,17 +259,7 @@ def _restart(run: _Roll, ordinal: int) -> str:
 
 
 # What a change of, and only of, triggers no roll: how the roll connects, and what it did.
-_NOT_A_CHANGE = ("admin", "context", "rolled")
-
-
-def _admin_rotated(olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
-    """Whether `news` logs in as the same `admin` as `olds` with another password (unknown at a
-    preview where the password is generated anew: mm2:rotate is refused for it instead)."""
-    if has_unknown(news.get("admin")):
-        return False
-    old, new = ((plain(p.get("admin")) or {}).get("client") or {} for p in (olds, news))
-    same_user = old.get("sasl.username") == new.get("sasl.username") == ADMIN_USER
-    return same_user and new.get("sasl.password") != old.get("sasl.password")
+_NOT_A_CHANGE = ("admin", "context", "rolled", "mechanism", "admin_rotation")
 
 
 class BrokerRollProvider(ResourceProvider):  # type: ignore[misc]
@@ -284,16 +274,18 @@ class BrokerRollProvider(ResourceProvider):  # type: ignore[misc]
                 "there is no roll to force, and left on it would skip the safety checks of the next roll unasked. "
                 "Fix: remove the key from the stack config (or set it to false)."
             )
-        if _admin_rotated(olds, news):
+        if news.get("admin_rotation") and rotated(olds, news):
             raise Refused(
-                f"mm2:secrets.{news['cluster']}.admin.password: a new admin password for kubernetes cluster "
-                f"{news['cluster']} is not supported yet: {ADMIN_ROTATION}. Fix: put back the one it has."
+                f"mm2:secrets.{news['cluster']}.admin.password: the admin password of kubernetes cluster "
+                f"{news['cluster']} cannot be rotated: {news['admin_rotation']}. Fix: put back the one it has."
             )
         changed = any(olds.get(k) != v for k, v in news.items() if k not in _NOT_A_CHANGE)
         return DiffResult(changes=changed, replaces=[], stables=[], delete_before_replace=False)
 
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs={**news, "rolled": roll(news)})
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        # A new admin password: its SCRAM credential first, which the roll then logs in with.
+        login = switch_admin(olds, news) if rotated(olds, news) and not news.get("admin_rotation") else None
+        return UpdateResult(outs={**news, "rolled": roll(news if login is None else {**news, "admin": login})})
 
 
 class BrokerRoll(Resource, module="kubernetes", name="BrokerRoll"):  # type: ignore[misc]

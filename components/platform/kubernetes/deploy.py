@@ -48,7 +48,7 @@ from components.platform.secret_files import (
 from components.platform.settings import KubernetesSettings
 from components.platform.topology_facts import kraft_cluster_id
 from components.topology import Cluster, Topology, WorkerGroup, bootstrap_servers
-from components.topology.security import User
+from components.topology.security import User, admin_rotation_refusal
 
 SecretValues = pulumi.Input[Mapping[str, str]]
 
@@ -390,6 +390,9 @@ def _roll_inputs(
         "bound": settings.ready_timeout,
         "override": pod.roll_override,
         "override_key": settings.cluster_key(cluster.alias, "rollOverride"),
+        # How a new admin password is rotated (admin_rotation.py), or why it cannot be.
+        "mechanism": cluster.security.sasl_mechanism.value if cluster.security.sasl_mechanism else "",
+        "admin_rotation": admin_rotation_refusal(cluster) or "",
         "admin": pulumi.Output.secret(
             pulumi.Output.from_input(admin).apply(lambda client: {"bootstrap": bootstrap, "client": dict(client)})
         ),

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
 from components.topology import broker_properties, parse_topology, worker_properties
+from components.topology.model import SaslMechanism, SecurityProtocol
 from components.topology.runtime_config import with_exactly_once_stage
 from components.topology.security import (
     Acl,
     AclOperation,
     AclPattern,
     AclResource,
+    admin_rotation_refusal,
     cluster_acls,
     cluster_users,
     flow_acls,
@@ -311,10 +314,24 @@ def test_no_stack_user_may_take_the_brokers_own_name() -> None:
     assert len(problems) == 1 and "'kafka-broker' is a super user" in problems[0]
 
 
-def test_a_kubernetes_admin_password_may_not_be_rotated_yet() -> None:
-    topology = parse_topology(_kubernetes_config())
-    (problem,) = rotation_problems(topology, {"dr.admin.password": "2", "dr.mm2.password": "2"})
-    assert problem.startswith("mm2:rotate.dr.admin.password: rotating the admin password of kubernetes cluster dr")
-    assert (
-        rotation_problems(parse_topology(secure_config()), {"dr.admin.password": "2"}) == []
-    )  # not refused here on local
+def _with(topology: Any, alias: str, **security: Any) -> Any:
+    cluster = topology.clusters[alias]
+    changed = dataclasses.replace(cluster, security=dataclasses.replace(cluster.security, **security))
+    return dataclasses.replace(topology, clusters={**topology.clusters, alias: changed})
+
+
+def test_a_kubernetes_admin_password_rotates_only_over_scram_and_tls() -> None:
+    plaintext = parse_topology(_kubernetes_config())  # SASL_PLAINTEXT, SCRAM-SHA-512
+    (problem,) = rotation_problems(plaintext, {"dr.admin.password": "2", "dr.mm2.password": "2"})
+    assert problem.startswith("mm2:rotate.dr.admin.password: the admin password of kubernetes cluster dr cannot")
+    assert "without TLS, admin is also how the brokers log in to each other" in problem
+    assert "Fix: remove the key from mm2:rotate" in problem
+    tls = _with(plaintext, "dr", protocol=SecurityProtocol.SASL_SSL)
+    assert rotation_problems(tls, {"dr.admin.password": "2"}) == []
+    assert admin_rotation_refusal(tls.clusters["dr"]) is None
+    plain_users = _with(tls, "dr", sasl_mechanism=SaslMechanism.PLAIN)
+    (problem,) = rotation_problems(plain_users, {"dr.admin.password": "2"})
+    assert "its users are PLAIN" in problem and "SCRAM-SHA-512" in problem
+    local = parse_topology(secure_config())
+    assert rotation_problems(local, {"dr.admin.password": "2"}) == []  # local brokers restart at once
+    assert admin_rotation_refusal(local.clusters["dr"]) is None

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from components.platform.kubernetes import broker_roll
 from components.platform.kubernetes.broker_roll import BrokerRollProvider, roll
 from components.platform.kubernetes.roll_plan import BrokerPod, BrokerReading, PartitionState
 from components.rpc_values import Refused
@@ -159,17 +160,45 @@ def test_an_override_left_on_is_refused_at_preview() -> None:
     assert not provider.diff("mm2/us-kafka", PROPS, {**PROPS, "admin": {"bootstrap": "x", "client": {}}}).changes
 
 
-def test_a_new_admin_password_is_refused_at_preview_naming_the_key() -> None:
+def _admin(password: str, user: str = "admin", refusal: str = "") -> dict[str, Any]:
+    client = {"sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": password}
+    admin = {"bootstrap": "127.0.0.1:30090", "client": client}
+    return {**PROPS, "mechanism": "SCRAM-SHA-512", "admin_rotation": refusal, "admin": admin}
+
+
+def test_a_new_admin_password_is_refused_at_preview_where_it_cannot_rotate() -> None:
     provider = BrokerRollProvider()
-
-    def admin(password: str, user: str = "admin") -> dict[str, Any]:
-        client = {"sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": password}
-        return {**PROPS, "admin": {"bootstrap": "127.0.0.1:30090", "client": client}}
-
-    with pytest.raises(Refused, match=r"mm2:secrets\.us\.admin\.password: a new admin password .* not supported yet"):
-        provider.diff("mm2/us-kafka", admin("old-pw"), admin("new-pw"))
-    assert not provider.diff("mm2/us-kafka", admin("old-pw"), admin("old-pw")).changes
+    why = "without TLS, admin is also how the brokers log in to each other"
+    with pytest.raises(Refused, match=r"mm2:secrets\.us\.admin\.password: .* cannot be rotated: without TLS"):
+        provider.diff("mm2/us-kafka", _admin("old-pw", refusal=why), _admin("new-pw", refusal=why))
+    # Where it can (SCRAM over TLS) the new password is not a roll of its own: the new secrets
+    # file on the pod template is.
+    assert not provider.diff("mm2/us-kafka", _admin("old-pw"), _admin("new-pw")).changes
+    assert not provider.diff("mm2/us-kafka", _admin("old-pw", refusal=why), _admin("old-pw", refusal=why)).changes
     # A cluster moving onto the stack's admin (from its one SCRAM user) is not a rotation.
-    assert not provider.diff("mm2/us-kafka", admin("pw", user="mm2"), admin("new-pw")).changes
-    unknown = {**PROPS, "admin": "04da6b54-80e4-46f7-96ec-b56ff0331ba9"}  # not known at this preview
-    assert not provider.diff("mm2/us-kafka", admin("old-pw"), unknown).changes
+    assert not provider.diff("mm2/us-kafka", _admin("pw", user="mm2", refusal=why), _admin("new", refusal=why)).changes
+    unknown = {**PROPS, "admin_rotation": why, "admin": "04da6b54-80e4-46f7-96ec-b56ff0331ba9"}  # not known yet
+    assert not provider.diff("mm2/us-kafka", _admin("old-pw", refusal=why), unknown).changes
+
+
+def test_a_rotating_roll_logs_in_with_the_new_scram_credential_set_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    login = {"bootstrap": "127.0.0.1:30090", "client": {"sasl.mechanism": "SCRAM-SHA-512"}}
+
+    def switch(olds: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
+        calls.append(f"switch {olds['admin']['client']['sasl.password']}->{news['admin']['client']['sasl.password']}")
+        return login
+
+    def rolled(props: dict[str, Any]) -> str:
+        calls.append(f"roll as {props['admin']['client']['sasl.mechanism']}")
+        return "rolled"
+
+    monkeypatch.setattr(broker_roll, "switch_admin", switch)
+    monkeypatch.setattr(broker_roll, "roll", rolled)
+    provider = BrokerRollProvider()
+    outs = provider.update("mm2/us-kafka", _admin("old-pw"), {**_admin("new-pw"), "template": "t3"}).outs
+    assert calls == ["switch old-pw->new-pw", "roll as SCRAM-SHA-512"]
+    assert outs["admin"]["client"]["sasl.mechanism"] == "PLAIN"  # the state keeps the stack's own login
+    calls.clear()
+    provider.update("mm2/us-kafka", _admin("pw"), {**_admin("pw"), "template": "t3"})
+    assert calls == ["roll as PLAIN"]  # no rotation: the roll logs in as always
