@@ -13,7 +13,8 @@ deleted twice.
 
 The StatefulSet itself is ready for the provider once applied (`pulumi.com/waitFor` its uid):
 this resource waits instead, for every broker ready on a new cluster. Every wait is bounded by
-readyTimeout per broker. A roll that may not start, or cannot go on,
+readyTimeout per broker; one ends sooner when a pod has been unplaceable or unable to start for
+LASTING_S (scheduling.py), as the start watch beside the StatefulSet does, so `up` stops then. A roll that may not start, or cannot go on,
 fails `up` naming the brokers, the partitions and what it waited for; the next `up` goes on from
 where it stopped (the resource keeps its old template until a roll completes). The cluster's
 `rollOverride: true` rolls anyway, for emergencies: a preview with it still on after its roll
@@ -27,7 +28,7 @@ import os
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
@@ -57,7 +58,8 @@ from components.topology.objectives import parse_duration
 
 LOG = logging.getLogger("dynamic_provider.broker_roll")
 POLL_S = 2.0
-SAY_EVERY_S = 20.0  # how often a long wait says what it still waits for
+SAY_EVERY_S = 20.0
+T = TypeVar("T")  # how often a long wait says what it still waits for
 
 
 class _Cluster:
@@ -173,30 +175,53 @@ class _Roll:
                 LOG.info(f"{self.alias}: {what}: waiting for " + "; ".join(problems))
             self.pause(POLL_S)
 
-    def state(self) -> tuple[list[BrokerPod], list[PartitionState]]:
-        pods = self.cluster.pods()
+    def refuse_lasting(self, pods: list[BrokerPod], since: dict[tuple[str, str], float]) -> None:
+        """Refused once a pod has had the same problem (unplaced, or not starting) for LASTING_S:
+        the scheduler or kubelet will not change its mind within readyTimeout. `since`: first sightings."""
+        for pod in pods:
+            if pod.stuck and self.clock() - since.setdefault((pod.uid, pod.stuck), self.clock()) >= LASTING_S:
+                raise Refused(refusal_text(self.alias, self.key, [f"pod {pod.name} {pod.stuck}"], self.restarted))
+
+    def pods(self) -> list[BrokerPod]:
+        pods: list[BrokerPod] | None = self.cluster.pods()
         if pods is None:
             raise ValueError("the StatefulSet's controller has not yet seen its new template")
-        return pods, self.cluster.partitions()
+        return pods
+
+    def state(self) -> tuple[list[BrokerPod], list[PartitionState]]:
+        return self.pods(), self.cluster.partitions()
+
+    def first(self, read: Callable[[], T], what: str) -> T:
+        """What `read` returns once it answers (bounded as every wait)."""
+        got: list[T] = []
+
+        def answered() -> list[str]:
+            got.append(read())
+            return []
+
+        self.wait(answered, what)
+        return got[-1]
 
 
 def roll(props: Mapping[str, Any], cluster: Any = None, clock: Any = time.monotonic, pause: Any = time.sleep) -> str:
     """Restart the brokers not on the StatefulSet's new revision, one at a time (module
     docstring); a summary of what it did."""
     run = _Roll(props, cluster or _Cluster(props), clock, pause)
-    seen: list[tuple[list[BrokerPod], list[PartitionState]]] = []
+    stuck: dict[tuple[str, str], float] = {}
 
-    def read() -> list[str]:
-        seen.append(run.state())
-        return []
+    def ready() -> list[str]:
+        pods = run.pods()
+        run.refuse_lasting(pods, stuck)
+        return down_brokers(pods, run.replicas)
 
-    run.wait(read, "reading the cluster")
-    pods, partitions = seen[-1]
+    pods = run.first(run.pods, "reading the cluster's pods")
     order = roll_order(pods, run.cluster.readings(pods))
     if not order:
-        # A new cluster, or one already on this template: its brokers ready is what `up` waits for.
-        run.wait(lambda: down_brokers(run.state()[0], run.replicas), "the brokers to be ready")
+        # A new cluster, or one already on this template: its brokers ready is what `up` waits for,
+        # unless a pod cannot be placed or started (said then, not at readyTimeout).
+        run.wait(ready, "the brokers to be ready")
         return "nothing to restart"
+    pods, partitions = run.first(run.state, "reading the cluster")
     problems = preflight(pods, run.replicas, partitions)
     if problems and not run.override:
         raise Refused(refusal_text(run.alias, run.key, problems, []))
@@ -235,19 +260,15 @@ def _restart(run: _Roll, ordinal: int) -> str:
         run.cluster.delete(pod)
     run.restarted.append(ordinal)
     ready_at: list[float] = []
-    stuck_since: dict[str, float] = {}
+    stuck: dict[tuple[str, str], float] = {}
 
     def back() -> list[str]:
         pods, partitions = run.state()
         new = next((p for p in pods if p.ordinal == ordinal), None)
         if new is not None and new.uid != pod.uid and new.ready and not ready_at:
             ready_at.append(run.clock() - started)
-        if new is not None and new.stuck:
-            # A new pod the scheduler cannot place or the kubelet cannot start: said once it lasts.
-            since = stuck_since.setdefault(new.stuck, run.clock())
-            if run.clock() - since >= LASTING_S:
-                problem = f"pod {new.name} {new.stuck}"
-                raise Refused(refusal_text(run.alias, run.key, [problem], run.restarted))
+        # A new pod the scheduler cannot place or the kubelet cannot start: said once it lasts.
+        run.refuse_lasting([p for p in pods if p.ordinal == ordinal and p.uid != pod.uid], stuck)
         reading = run.cluster.reading(new.name) if new is not None and new.ready else None
         return back_blockers(new, pod.uid, reading, partitions, in_sync=not run.override)
 

@@ -106,6 +106,24 @@ def test_a_new_cluster_is_waited_for_until_every_broker_is_ready() -> None:
         run(cluster, clock)
 
 
+def test_a_new_cluster_whose_pod_cannot_start_is_refused_once_it_lasts() -> None:
+    clock = Clock()
+    cluster = Cluster(clock)
+    rack = "cannot start: init container rack: CrashLoopBackOff"
+    cluster.pod = {
+        o: replace(p, current=True, ready=False, stuck=rack if o == 2 else "") for o, p in cluster.pod.items()
+    }
+
+    def unreachable() -> list[PartitionState]:
+        raise OSError("no broker answers")
+
+    cluster.partitions = unreachable  # type: ignore[method-assign]
+    with pytest.raises(Refused) as refused:
+        run(cluster, clock)
+    assert f"pod us-kafka-2 {rack}" in str(refused.value) and cluster.deleted == []
+    assert clock.now < 30  # within LASTING_S, not at readyTimeout (60 s here)
+
+
 def test_with_a_broker_down_the_roll_refuses_before_touching_another() -> None:
     clock = Clock()
     cluster = Cluster(clock, down=1)
