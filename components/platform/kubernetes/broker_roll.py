@@ -14,11 +14,11 @@ deleted twice.
 The StatefulSet itself is ready for the provider once applied (`pulumi.com/waitFor` its uid):
 this resource waits instead, for every broker ready on a new cluster. Every wait is bounded by
 readyTimeout per broker; one ends sooner when a pod has been unplaceable or unable to start for
-LASTING_S (scheduling.py), as the start watch beside the StatefulSet does, so `up` stops then. A roll that may not start, or cannot go on,
-fails `up` naming the brokers, the partitions and what it waited for; the next `up` goes on from
-where it stopped (the resource keeps its old template until a roll completes). The cluster's
-`rollOverride: true` rolls anyway, for emergencies: a preview with it still on after its roll
-is refused.
+LASTING_S (scheduling.py), as the start watch beside the StatefulSet does, so `up` stops then.
+A roll that may not start, or cannot go on, fails `up` naming the brokers, the partitions and
+what it waited for; the next `up` goes on from where it stopped (the resource keeps its old
+template until a roll completes). The cluster's `rollOverride: true` rolls anyway, for
+emergencies: a preview with it still on after its roll is refused.
 """
 
 from __future__ import annotations
