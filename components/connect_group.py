@@ -85,6 +85,7 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
         # Where the group's lag exporter serves /metrics and /expired (components/ops/lag_exporter.py):
         # a loopback URL locally, the in-cluster Service URL on Kubernetes.
         self.lag_url: pulumi.Input[str] | None = None
+        self.pods: dict[str, str] = {}  # where the workers run as pods (DeployedWorkers.pods)
         # The model derives the group's platform: external whenever it only has a URL, else the
         # platform of its storage cluster (a kubernetes group may also carry the URL the
         # deployer reaches it through).
@@ -98,6 +99,7 @@ class ConnectWorkerGroup(pulumi.ComponentResource):
             self.workers = list(deployed.resources)
             endpoint = deployed.url if deployed.url is not None else endpoint
             self.lag_url = deployed.lag_url
+            self.pods = dict(deployed.pods or {})
         if group.platform is Platform.LOCAL:
             # The group's watcher, a process of the stack like its workers: restarts dead workers
             # (and autoRestart connectors).

@@ -386,6 +386,7 @@ def group_export(name: str, deployed: Deployed) -> ConnectGroupExport:
         worker_urls=worker_rest_urls(declared) if declared.platform in _OWN_WORKER_URLS and not declared.url else (),
         lag_url=_resolved_on_export(group.lag_url) or "",
         metrics_urls=worker_metrics_urls(declared),
+        pods=group.pods,
     )
 
 

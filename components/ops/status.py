@@ -30,8 +30,11 @@ under the flow and changes no exit code.
 
 On Kubernetes the exported lagUrl is the exporter's in-cluster Service
 (`http://<group>-lag-exporter.<namespace>.svc:9404`), which a machine outside the cluster cannot
-reach: the note then says so. To read it from outside, forward its port and give the forwarded
-address with `--lag-url GROUP=URL` (repeatable; it replaces the group's lagUrl for this run):
+reach directly: it is read through the API server of the group's context, as the kubeconfig's
+user (`services/proxy`), as are each worker pod's metrics (`pods/proxy`: the copy rate). Where
+that is not possible (no kubeconfig here, a user without the right) the note says so; then
+forward its port and give the forwarded address with `--lag-url GROUP=URL` (repeatable; it
+replaces the group's lagUrl for this run):
 
     kubectl port-forward -n <namespace> svc/mm2-lag-exporter 9404 &
     bin/status --stack prod --lag-url mm2=http://127.0.0.1:9404

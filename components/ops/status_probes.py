@@ -1,6 +1,9 @@
 """What `bin/status` asks over HTTP, every address at once, each within its timeout: whether a
 worker group's workers answer at all, what its lag exporter found, and what its workers' metrics
-agents serve (MM2's byte-rate). Why an address did not answer is kept, never raised."""
+agents serve (MM2's byte-rate). Why an address did not answer is kept, never raised.
+
+On Kubernetes the lag exporter and the workers' metrics answer inside the cluster only: they are
+read through the API server's proxy as the kubeconfig's user (components/platform/kubernetes/proxy.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +11,17 @@ import http.client
 import json
 import ssl
 import urllib.request
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TypeVar
 
-from components.ops.status_view import LAG_EXPORTER_TIMEOUT_S, WORKER_PROBE_TIMEOUT_S, ExporterReading
+from components.ops.status_view import (
+    LAG_EXPORTER_TIMEOUT_S,
+    WORKER_PROBE_TIMEOUT_S,
+    ExporterReading,
+    in_cluster_service,
+)
 from components.outputs.contract import StackExports
 
 T = TypeVar("T")
@@ -71,18 +79,20 @@ def _get(url: str) -> bytes:
     return body
 
 
-def read_exporter(url: str) -> ExporterReading:
+def read_exporter(url: str, get: Callable[[str], bytes] | None = None) -> ExporterReading:
     """A lag exporter's /expired and /metrics; why not, when /expired does not answer. /metrics
-    is asked only once /expired answered (a silent exporter costs one timeout, not two)."""
+    is asked only once /expired answered (a silent exporter costs one timeout, not two). `get`:
+    how a path is read (default: GET at `url`)."""
     base = url.rstrip("/")
+    read = get or (lambda path: _get(f"{base}{path}"))
     try:
-        expired = json.loads(_get(f"{base}/expired"))
+        expired = json.loads(read("/expired"))
     except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timed out, not HTTP, not JSON
         return ExporterReading(url, error=str(getattr(exc, "reason", None) or exc))
     if not isinstance(expired, dict):
         return ExporterReading(url, error="/expired is not a JSON object")
     try:
-        metrics: str | None = _get(f"{base}/metrics").decode("utf-8", "replace")
+        metrics: str | None = read("/metrics").decode("utf-8", "replace")
     except (OSError, http.client.HTTPException):
         metrics = None  # the lag is then shown as unknown; the expiries stand
     return ExporterReading(url, expired, metrics)
@@ -94,8 +104,24 @@ def exporter_readings(
     """Each of `groups` that exports a lagUrl: what its exporter answered, all asked at once;
     `given`: the groups whose lagUrl came from --lag-url."""
     asked = [(g, outputs.connect[g].lag_url) for g in groups if g in outputs.connect and outputs.connect[g].lag_url]
-    readings = dict(zip((g for g, _ in asked), _all_at_once(lambda a: read_exporter(a[1]), asked), strict=True))
+
+    def read(group: str, url: str) -> ExporterReading:
+        return read_exporter(url, None if group in given else _through_api_server(outputs.connect[group].pods, url))
+
+    readings = dict(zip((g for g, _ in asked), _all_at_once(lambda a: read(*a), asked), strict=True))
     return {g: replace(r, given=True) if g in given else r for g, r in readings.items()}
+
+
+def _through_api_server(pods: Mapping[str, str], url: str) -> Callable[[str], bytes] | None:
+    """How to read an in-cluster Service URL of a group whose workers run as `pods`: through the
+    API server of their context; None for any other URL."""
+    service = in_cluster_service(url)
+    if not pods or service is None or service.namespace == "<namespace>":
+        return None
+    from components.platform.kubernetes.proxy import service_get
+
+    context = pods.get("context", "")
+    return lambda path: service_get(context, service.namespace, service.service, service.port, path)
 
 
 def _metrics_text(url: str) -> str | None:
@@ -113,4 +139,12 @@ def worker_metrics(outputs: StackExports, groups: Sequence[str]) -> dict[str, li
     texts: dict[str, list[str | None]] = {}
     for (group, _url), text in zip(asked, _all_at_once(lambda a: _metrics_text(a[1]), asked), strict=True):
         texts.setdefault(group, []).append(text)
+    in_pods = [g for g in groups if g in outputs.connect and outputs.connect[g].pods.get("port")]
+    if in_pods:
+        from components.platform.kubernetes.proxy import pod_texts
+
+        for group, found in zip(
+            in_pods, _all_at_once(lambda g: pod_texts(outputs.connect[g].pods, "/metrics"), in_pods), strict=True
+        ):
+            texts[group] = list(found) or [None]  # no pod listed: said as no worker answering
     return texts

@@ -26,8 +26,9 @@ A lag exporter that does not answer within `LAG_EXPORTER_TIMEOUT_S` is a note, n
 observes replication and takes no part in it, and its silence says nothing about the flow (its
 own staleness is what `mm2_lag_last_read_timestamp_seconds` is for). The note says what to do
 about it: at a URL only a Kubernetes cluster's DNS resolves (`<service>.<namespace>.svc`, the
-lagUrl a Kubernetes stack exports), that it runs inside the cluster and how to read it from here
-(`kubectl port-forward`, then `bin/status --lag-url`); at a URL given with `--lag-url`, to check
+lagUrl a Kubernetes stack exports, read through the API server when the kubeconfig allows), that
+it runs inside the cluster and how to read it from here (`kubectl port-forward`, then
+`bin/status --lag-url`); at a URL given with `--lag-url`, to check
 it; else (a local exporter) that `bin/pulumi up` starts it again.
 
 A worker group with autoRestart connectors runs a watcher; its status file (what it restarted and

@@ -88,9 +88,12 @@ class ConnectGroupExport:
     # first, where the stack runs the workers on this machine with one: `bin/status` reads MM2's
     # byte-rate from them. Empty otherwise and in older outputs.
     metrics_urls: tuple[str, ...] = ()
+    # Kubernetes: where the workers run as pods {context, namespace, selector, port (of their
+    # metrics, empty without)}: `bin/status` reads each worker's metrics through the API server.
+    pods: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "url": self.url,
             "cluster": self.cluster,
             "auth": self.auth,
@@ -100,6 +103,9 @@ class ConnectGroupExport:
             "lagUrl": self.lag_url,
             "metricsUrls": list(self.metrics_urls),
         }
+        if self.pods:
+            data["pods"] = self.pods
+        return data
 
     @property
     def probe_urls(self) -> tuple[str, ...]:
@@ -396,6 +402,7 @@ def _connect_group(name: str, raw: Any, problems: list[str]) -> ConnectGroupExpo
         worker_urls=tuple(str(u) for u in entry.get("workerUrls") or ()),
         lag_url=str(entry.get("lagUrl") or ""),
         metrics_urls=tuple(str(u) for u in entry.get("metricsUrls") or ()),
+        pods={str(k): str(v) for k, v in _mapping(f'connect["{name}"].pods', entry.get("pods"), problems).items()},
     )
 
 

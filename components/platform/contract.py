@@ -73,6 +73,9 @@ class DeployedWorkers:
     # where the group's lag exporter answers, when the platform runs one as part of the workers
     # (Kubernetes: its in-cluster Service URL); the local platform's is a process of the group's own
     lag_url: pulumi.Input[str] | None = None
+    # where the workers run as pods (Kubernetes: `context`, `namespace`, `selector`, and `port` of
+    # their metrics), so `bin/status` can read each worker's metrics through the API server
+    pods: Mapping[str, str] | None = None
 
 
 class PlatformBackend(Protocol):

@@ -398,6 +398,7 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     node_lost_under_a_stream_loses_nothing(node, stack, outputs, tmp_path)
     drained_node_keeps_one_broker_out(node, outputs, *lost_node(node)[1:])
     broker_roll_loses_nothing(node, stack, outputs, tls)
+    outputs = stack.outputs()  # us's admin password was rotated
     new_mm2 = stack.pulumi("config", "get", "--path", 'mm2:secrets["us.mm2.password"]').stdout.strip()
     authorizer_holds_mm2_to_its_grants(outputs, new_mm2)  # MM2's new password logs in, its grants unchanged
 
@@ -405,14 +406,21 @@ def test_prod_shaped_stack_deploys_replicates_both_ways_and_destroys_clean(
     last: list[subprocess.CompletedProcess[str]] = []
 
     def healthy() -> bool:
-        last[:] = [run_status(outputs, tmp_path)]
-        return last[0].returncode == 0 and last[0].stdout.count("healthy") == 2
+        """Both flows healthy, each with its copy rate (every worker pod's metrics) and its lag
+        exporter's reading, both read through the API server as the kubeconfig's user."""
+        last[:] = [run_status(outputs, tmp_path, env={**os.environ, "KUBECONFIG": node})]
+        out = last[0].stdout
+        read = out.count("  throughput ") == 2 and "throughput -" not in out and out.count(": flow lag ") == 2
+        return last[0].returncode == 0 and out.count("healthy") == 2 and read
 
-    # After the roll a connector is briefly UNASSIGNED while Connect rebalances: polled, bounded.
+    # After the roll a connector is briefly UNASSIGNED while Connect rebalances, and the new
+    # workers serve a byte-rate once their tasks copy a record: polled, bounded.
     try:
-        wait_until(healthy, 120, "bin/status: both flows healthy", poll_s=3)
+        wait_until(healthy, 120, "bin/status: both flows healthy, with their copy rate and lag", poll_s=3)
     except AssertionError:
         raise AssertionError(f"bin/status never healthy; last:\n{last[0].stdout}{last[0].stderr}") from None
+    read = [line.strip() for line in last[0].stdout.splitlines() if "throughput" in line or ": flow lag " in line]
+    print("[kube stack] bin/status through the API server:\n  " + "\n  ".join(read))
     # The Spark stage reads both clusters at their external listeners from this machine.
     validate = subprocess.run(
         [str(ROOT / "bin" / "validate"), "--outputs", str(outputs_file)],

@@ -13,6 +13,7 @@ from components.platform.kubernetes.deploy import (
     broker_pods,
     deploy_connect_kubernetes,
     deploy_kafka_kubernetes,
+    worker_pods,
 )
 from components.platform.kubernetes.helper_deploy import deploy_lag_exporter_kubernetes, deploy_watcher_kubernetes
 from components.platform.settings import KubernetesSettings
@@ -57,4 +58,5 @@ class KubernetesBackend:
             resources=(*k8s.resources, *watcher, *lag.resources),
             url=k8s.url,
             lag_url=lag.url,
+            pods=worker_pods(settings, request.group),
         )

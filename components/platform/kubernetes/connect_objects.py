@@ -106,6 +106,11 @@ class _Workers(Labelled):
     names: ConnectNames
 
 
+def worker_selector(group: str) -> dict[str, str]:
+    """The labels that select a group's worker pods."""
+    return label_selector("kafka-connect", group)
+
+
 def connect_objects(group: WorkerGroup, topology: Topology, settings: KubernetesSettings) -> ConnectObjects:
     """Every Kubernetes object of one Connect worker group running MM2."""
     if group.platform is not Platform.KUBERNETES:
@@ -114,7 +119,7 @@ def connect_objects(group: WorkerGroup, topology: Topology, settings: Kubernetes
     workers = _Workers(
         namespace=settings.namespace,
         labels=object_labels("kafka-connect", group.name, "mm2-worker", pod.image),
-        selector=label_selector("kafka-connect", group.name),
+        selector=worker_selector(group.name),
         group=group,
         topology=topology,
         pod=pod,

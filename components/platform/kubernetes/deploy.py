@@ -25,7 +25,7 @@ import pulumi_kubernetes as k8s
 
 from components.platform.container_broker import container_broker_secret_keys, internal_protocol
 from components.platform.kubernetes.broker_roll import BrokerRoll
-from components.platform.kubernetes.connect_objects import ConnectObjects, connect_objects
+from components.platform.kubernetes.connect_objects import ConnectObjects, connect_objects, worker_selector
 from components.platform.kubernetes.fixed_fields import listener_layout, shape_inputs
 from components.platform.kubernetes.kafka_objects import (
     BROKER_TLS_KEYS,
@@ -34,6 +34,7 @@ from components.platform.kubernetes.kafka_objects import (
     tls_secret_problem,
 )
 from components.platform.kubernetes.metadata import config_hash
+from components.platform.kubernetes.monitoring import METRICS_PORT
 from components.platform.kubernetes.names import KafkaNames, connect_secret_names, kafka_secret_names
 from components.platform.kubernetes.pod_watch import PodsStarted
 from components.platform.kubernetes.scheduling import stamped
@@ -488,6 +489,15 @@ def _group_tls(
     _, _, secret_name = connect_secret_names(group, settings.group(group.name))
     key = settings.group_key(group.name, "tlsSecret")
     return tls_digest(parent, name, secret_name, wanted, key, settings, child)
+
+
+def worker_pods(settings: KubernetesSettings, group: WorkerGroup) -> dict[str, str]:
+    """Where a group's workers run (`DeployedWorkers.pods`): the Deployment's pods, and the port of
+    their metrics (none when `metrics` is off)."""
+    pod = settings.group(group.name)
+    selector = ",".join(f"{k}={v}" for k, v in sorted(worker_selector(group.name).items()))
+    port = str(METRICS_PORT) if pod.metrics else ""
+    return {"context": pod.context or "", "namespace": settings.namespace, "selector": selector, "port": port}
 
 
 def broker_pods(settings: KubernetesSettings, alias: str) -> dict[str, str]:

@@ -274,6 +274,13 @@ def test_prod_exports_each_groups_in_cluster_lag_url(monitor: RecordingMonitor, 
         "to-eu-west": "http://to-eu-west-lag-exporter.mm2.svc:9404",
         "to-us-east": "http://to-us-east-lag-exporter.mm2.svc:9404",
     }
+    # Where its workers run as pods, so bin/status reads their metrics through the API server.
+    assert group_export("to-eu-west", deployed).to_json()["pods"] == {
+        "context": "prod-eu-west",
+        "namespace": "mm2",
+        "selector": "app.kubernetes.io/instance=to-eu-west,app.kubernetes.io/name=kafka-connect",
+        "port": "9404",
+    }
     return pulumi.Output.all(*[g.url for g in deployed.groups.values()])
 
 

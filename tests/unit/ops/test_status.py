@@ -432,10 +432,10 @@ def test_a_silent_exporter_costs_no_more_than_the_worker_probe(
 
     read_exporter, get = status_probes.read_exporter, status_probes._get
 
-    def read(url: str) -> Any:
+    def read(url: str, get: Any = None) -> Any:
         reading.set()
         overlap["exporter saw the probe running"] = probing.wait(10)
-        return read_exporter(url)
+        return read_exporter(url, get)
 
     def recorded_get(url: str) -> bytes:
         asked.append(url.rsplit("/", 1)[-1])

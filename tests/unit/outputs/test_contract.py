@@ -53,7 +53,13 @@ EXPORTS = StackExports(
             {"username": "u", "password": "p"},
             offset_topic="mm2-offsets",
             metrics_urls=("http://127.0.0.1:19500/metrics",),
-        )
+        ),
+        "to-eu": ConnectGroupExport(
+            "to-eu",
+            "http://127.0.0.1:30083",
+            "dr",
+            pods={"context": "", "namespace": "mm2", "selector": "app.kubernetes.io/instance=to-eu", "port": "9404"},
+        ),
     },
     flows={"primary->dr": FLOW},
 )
