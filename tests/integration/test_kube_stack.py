@@ -526,13 +526,14 @@ def test_a_stack_larger_than_the_nodes_is_warned_at_preview_and_up_names_the_sch
     """Four brokers (one per host) on the three nodes: the preview says so, naming the node count;
     `up` anyway reports the pods the scheduler cannot place with its reason and the setting to
     change as soon as the reason has lasted (components/platform/kubernetes/pod_watch.py), well
-    before readyTimeout, where pulumi-kubernetes names only the pods' readiness."""
+    before readyTimeout, where pulumi-kubernetes names only the pods' readiness, and ends then
+    (the brokers' roll stops waiting on the same reason)."""
     namespace = "mm2-big"
     config = one_cluster_config(namespace)
     config["config"]["mm2:clusters"]["bad"]["brokers"] = len(ZONES) + 1
-    # The brokers' roll ends its wait on the pod's lasting reason too, so up exits soon after;
-    # readyTimeout short all the same, so the lane never waits out the default.
-    config["config"]["mm2-platform:kubernetes"]["readyTimeout"] = "45s"
+    # The brokers' roll ends its wait on the pod's lasting reason too, so up exits soon after it
+    # (29 s on the lane), well before this readyTimeout.
+    config["config"]["mm2-platform:kubernetes"]["readyTimeout"] = "90s"
     stack = TestStack(tmp_path / "big", config)
     stack.env["KUBECONFIG"] = node
     stack.init()
@@ -555,9 +556,10 @@ def test_a_stack_larger_than_the_nodes_is_warned_at_preview_and_up_names_the_sch
         said = first_said(lines, "cannot be scheduled")
         ended = lines[-1][0] if lines else 0.0
         print(
-            f"\nthe scheduler's reason reported {said:.0f}s into up, which ended after {ended:.0f}s (readyTimeout 45s)"
+            f"\nthe scheduler's reason reported {said:.0f}s into up, which ended after {ended:.0f}s (readyTimeout 90s)"
         )
         assert said < 40, f"reported {said:.0f}s into up, not before readyTimeout"
+        assert ended < 75, f"up ended after {ended:.0f}s: its waits did not stop on the pod's reason"
     finally:
         stack.destroy()
         kubectl(node, "delete", "namespace", namespace, "--wait=false")
