@@ -58,8 +58,8 @@ from components.topology.objectives import parse_duration
 
 LOG = logging.getLogger("dynamic_provider.broker_roll")
 POLL_S = 2.0
-SAY_EVERY_S = 20.0
-T = TypeVar("T")  # how often a long wait says what it still waits for
+SAY_EVERY_S = 20.0  # how often a long wait says what it still waits for
+T = TypeVar("T")
 
 
 class _Cluster:
