@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 TIMEOUT_S = 5.0
 
@@ -91,6 +91,16 @@ def call(
     finally:
         conn.close()
     return answer.status, answered
+
+
+def pods_path(namespace: str, selector: str) -> str:
+    """The API path listing the pods of `namespace` that match label selector text `selector`."""
+    return f"/api/v1/namespaces/{namespace}/pods?labelSelector={quote(selector)}"
+
+
+def pod_proxy_path(namespace: str, pod: str, port: int | str, path: str) -> str:
+    """The API path of `path` on port `port` of pod `pod`, through the API server's proxy."""
+    return f"/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy{path}"
 
 
 def get_json(config: Mapping[str, Any], context_name: str, path: str, base: Path) -> Any:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -36,7 +35,8 @@ from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider,
 from components.kafka.admin import READ_TIMEOUT_S, admin_client
 from components.platform.kubernetes.access import read_kubeconfig
 from components.platform.kubernetes.admin_rotation import rotated, switch_admin
-from components.platform.kubernetes.api import call, get_json
+from components.platform.kubernetes.api import call, get_json, pod_proxy_path, pods_path
+from components.platform.kubernetes.metadata import selector_text
 from components.platform.kubernetes.monitoring import METRICS_PORT
 from components.platform.kubernetes.names import KafkaNames
 from components.platform.kubernetes.roll_plan import (
@@ -82,14 +82,13 @@ class _Cluster:
         if int(status.get("observedGeneration") or 0) < int(sts["metadata"].get("generation") or 0):
             return None
         revision = status.get("updateRevision")
-        selector = ",".join(f"{k}={v}" for k, v in sorted(sts["spec"]["selector"]["matchLabels"].items()))
-        found = self._get(f"/api/v1/namespaces/{self.namespace}/pods?labelSelector={urllib.parse.quote(selector)}")
+        found = self._get(pods_path(self.namespace, selector_text(sts["spec"]["selector"]["matchLabels"])))
         return [
             _broker_pod(p, revision) for p in found.get("items") or [] if not p["metadata"].get("deletionTimestamp")
         ]
 
     def reading(self, pod: str) -> BrokerReading | None:
-        path = f"/api/v1/namespaces/{self.namespace}/pods/{pod}:{METRICS_PORT}/proxy/metrics"
+        path = pod_proxy_path(self.namespace, pod, METRICS_PORT, "/metrics")
         try:
             status, body = call(self.config, self.context, "GET", path, self.base)
         except OSError:

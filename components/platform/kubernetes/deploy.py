@@ -33,7 +33,7 @@ from components.platform.kubernetes.kafka_objects import (
     kafka_objects,
     tls_secret_problem,
 )
-from components.platform.kubernetes.metadata import config_hash
+from components.platform.kubernetes.metadata import config_hash, selector_text
 from components.platform.kubernetes.monitoring import METRICS_PORT
 from components.platform.kubernetes.names import KafkaNames, connect_secret_names, kafka_secret_names
 from components.platform.kubernetes.pod_watch import PodsStarted
@@ -495,7 +495,7 @@ def worker_pods(settings: KubernetesSettings, group: WorkerGroup) -> dict[str, s
     """Where a group's workers run (`DeployedWorkers.pods`): the Deployment's pods, and the port of
     their metrics (none when `metrics` is off)."""
     pod = settings.group(group.name)
-    selector = ",".join(f"{k}={v}" for k, v in sorted(worker_selector(group.name).items()))
+    selector = selector_text(worker_selector(group.name))
     port = str(METRICS_PORT) if pod.metrics else ""
     return {"context": pod.context or "", "namespace": settings.namespace, "selector": selector, "port": port}
 

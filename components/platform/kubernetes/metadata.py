@@ -37,6 +37,11 @@ def label_selector(name: str, instance: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": instance}
 
 
+def selector_text(labels: Mapping[str, str]) -> str:
+    """`labels` as a label selector's text, keys sorted: `k1=v1,k2=v2`."""
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
 def object_meta(name: str, namespace: str, labels: Mapping[str, str], **extra: Any) -> dict[str, Any]:
     return {"name": name, "namespace": namespace, "labels": dict(labels), **extra}
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import time
-import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +25,8 @@ import yaml
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
 from components.platform.kubernetes.access import read_kubeconfig
-from components.platform.kubernetes.api import Unsupported, get_json
+from components.platform.kubernetes.api import Unsupported, get_json, pods_path
+from components.platform.kubernetes.metadata import selector_text
 from components.platform.kubernetes.scheduling import (
     LASTING_S,
     Stuck,
@@ -50,8 +50,7 @@ class _Pods:
     def __init__(self, props: Mapping[str, Any]) -> None:
         self.config, self.base = read_kubeconfig(os.environ)
         self.context = str(props.get("context") or self.config.get("current-context") or "")
-        selector = ",".join(f"{k}={v}" for k, v in sorted(props["selector"].items()))
-        self.path = f"/api/v1/namespaces/{props['namespace']}/pods?labelSelector={urllib.parse.quote(selector)}"
+        self.path = pods_path(props["namespace"], selector_text(props["selector"]))
 
     def list(self) -> list[dict[str, Any]]:
         return list(get_json(self.config, self.context, self.path, self.base).get("items") or [])

@@ -7,7 +7,6 @@ kubeconfig is, not inside the cluster; the user needs `get` on pods/proxy and se
 from __future__ import annotations
 
 import os
-import urllib.parse
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import yaml
 
 from components.platform.kubernetes.access import read_kubeconfig
-from components.platform.kubernetes.api import Unsupported, call, entry, get_json
+from components.platform.kubernetes.api import Unsupported, call, entry, get_json, pod_proxy_path, pods_path
 
 
 def _kubeconfig(environ: Mapping[str, str], context: str) -> tuple[dict[str, Any], Path, str]:
@@ -36,8 +35,7 @@ def pod_texts(pods: Mapping[str, str], path: str, environ: Mapping[str, str] = o
     try:
         config, base, context = _kubeconfig(environ, pods.get("context", ""))
         namespace = pods["namespace"]
-        selector = urllib.parse.quote(pods["selector"])
-        found = get_json(config, context, f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}", base)
+        found = get_json(config, context, pods_path(namespace, pods["selector"]), base)
     except (Unsupported, OSError, ValueError, KeyError, yaml.YAMLError):
         return []
     names = [
@@ -48,9 +46,7 @@ def pod_texts(pods: Mapping[str, str], path: str, environ: Mapping[str, str] = o
 
     def text(name: str) -> str | None:
         try:
-            status, body = call(
-                config, context, "GET", f"/api/v1/namespaces/{namespace}/pods/{name}:{pods['port']}/proxy{path}", base
-            )
+            status, body = call(config, context, "GET", pod_proxy_path(namespace, name, pods["port"], path), base)
         except (OSError, Unsupported):
             return None
         return body.decode("utf-8", "replace") if status == 200 else None
