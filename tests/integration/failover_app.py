@@ -13,6 +13,7 @@ import httpx
 
 from components.ops.failover import read_latest_checkpoints
 from components.outputs.contract import StackExports
+from tests.integration.app_user import add_scram_user
 from tests.integration.harness import (
     TestStack,
     connect_auth,
@@ -50,34 +51,10 @@ def app_conf(outputs: dict[str, Any], alias: str, **extra: Any) -> dict[str, Any
 
 def add_app_principal(outputs: dict[str, Any], alias: str) -> None:
     """The application's SCRAM user and its grants, made behind the stack's back as a team would."""
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        AdminClient,
-        ResourcePatternType,
-        ResourceType,
-        ScramCredentialInfo,
-        ScramMechanism,
-        UserScramCredentialUpsertion,
-    )
-
-    admin = AdminClient(kafka_conf(outputs, alias))
-    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
-    upsert = UserScramCredentialUpsertion(APP, info, APP_PASSWORD.encode())
-    for future in admin.alter_user_scram_credentials([upsert]).values():
-        future.result(30)
-    grants = [
-        AclBinding(kind, "*", ResourcePatternType.LITERAL, f"User:{APP}", "*", op, AclPermissionType.ALLOW)
-        for kind, op in (
-            (ResourceType.TOPIC, AclOperation.WRITE),
-            (ResourceType.TOPIC, AclOperation.READ),
-            (ResourceType.TOPIC, AclOperation.DESCRIBE),
-            (ResourceType.GROUP, AclOperation.READ),
-        )
+    grants = [("TOPIC", "*", "LITERAL", op) for op in ("WRITE", "READ", "DESCRIBE")] + [
+        ("GROUP", "*", "LITERAL", "READ")
     ]
-    for future in admin.create_acls(grants).values():
-        future.result(30)
+    add_scram_user(outputs, alias, APP, APP_PASSWORD, grants, iterations=4096)
 
 
 def produce_as_app(outputs: dict[str, Any], alias: str, topic: str, keys: list[bytes]) -> list[str]:

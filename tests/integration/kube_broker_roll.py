@@ -14,7 +14,8 @@ from typing import Any
 
 from components.kafka.admin import logs_in
 from components.monitoring.jmx_exporter import UNDER_MIN_ISR
-from tests.integration.harness import TestStack, kafka_conf, wait_until
+from tests.integration.app_user import add_scram_user
+from tests.integration.harness import TestStack, wait_until
 from tests.integration.kube import EXTERNAL, NAMESPACE, REST, diagnostics, kubectl, renew_broker_tls
 from tests.integration.kube_checks import broker_metric, pods
 from tests.integration.streaming import streamed_during
@@ -165,40 +166,17 @@ def application_user(outputs: dict[str, Any]) -> dict[str, Any]:
     """`outputs` whose clients log in as APP, a SCRAM user made here on us (write orders) and eu
     (read us.orders in the stream's groups) with its grants: admin's password is rotated under the
     stream, so it cannot be what the stream logs in with, as no application would."""
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        AdminClient,
-        ResourcePatternType,
-        ResourceType,
-        ScramCredentialInfo,
-        ScramMechanism,
-        UserScramCredentialUpsertion,
-    )
-
     password = secrets.token_urlsafe(18)
     grants = {
-        "us": [(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, op) for op in ("WRITE", "DESCRIBE")],
+        "us": [("TOPIC", "orders", "LITERAL", op) for op in ("WRITE", "DESCRIBE")],
         "eu": [
-            *[(ResourceType.TOPIC, "us.orders", ResourcePatternType.LITERAL, op) for op in ("READ", "DESCRIBE")],
-            (ResourceType.GROUP, "stream-", ResourcePatternType.PREFIXED, "READ"),
+            *[("TOPIC", "us.orders", "LITERAL", op) for op in ("READ", "DESCRIBE")],
+            ("GROUP", "stream-", "PREFIXED", "READ"),
         ],
     }
     clusters = {}
     for alias, granted in grants.items():
-        admin = AdminClient(kafka_conf(outputs, alias))
-        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
-        for future in admin.alter_user_scram_credentials(
-            [UserScramCredentialUpsertion(APP, info, password.encode())]
-        ).values():
-            future.result(30)
-        bindings = [
-            AclBinding(kind, name, pattern, f"User:{APP}", "*", getattr(AclOperation, op), AclPermissionType.ALLOW)
-            for kind, name, pattern, op in granted
-        ]
-        for future in admin.create_acls(bindings).values():
-            future.result(30)
+        add_scram_user(outputs, alias, APP, password, granted)
         client = {**outputs["clusters"][alias]["client"], "sasl.mechanism": "SCRAM-SHA-512"}
         clusters[alias] = {
             **outputs["clusters"][alias],
