@@ -1,7 +1,8 @@
 """A read of the Kubernetes API as a kubeconfig's user, for the few questions the program asks at
 preview (components/platform/kubernetes/access.py). Client certificates, bearer tokens and the
-cluster's CA are supported, given as files or inline data; a user that authenticates through an
-exec plugin or an auth provider is not, and the caller skips what it would have asked."""
+cluster's CA are supported, given as files or inline data, and so is a user whose exec plugin
+prints them (exec_credential.py: the managed clusters' kubeconfigs); a user of a (long removed)
+auth provider or of basic auth is not, and the caller skips what it would have asked."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
+
+from components.platform.kubernetes.exec_credential import credential, forget
 
 TIMEOUT_S = 5.0
 
@@ -56,17 +59,30 @@ def _tls(cluster: Mapping[str, Any], user: Mapping[str, Any], base: Path, folder
     return context
 
 
+def _user(user: Mapping[str, Any], cluster: Mapping[str, Any], base: Path) -> Mapping[str, Any]:
+    """The user's credential as kubeconfig fields: as written, or from its exec plugin."""
+    if not user.get("exec"):
+        return user
+    got = credential(user["exec"], cluster, base)
+    encode = base64.b64encode
+    pem = {"client-certificate-data": encode(got.certificate.encode()).decode()} if got.certificate else {}
+    key = {"client-key-data": encode(got.key.encode()).decode()} if got.key else {}
+    return {**({"token": got.token} if got.token else {}), **pem, **key}
+
+
 def call(
     config: Mapping[str, Any], context_name: str, method: str, path: str, base: Path, body: Any = None
 ) -> tuple[int, bytes]:
     """`method` `path` on the API server of `context_name`, as its user, with `body` as JSON if
     given: (HTTP status, body).
-    Raises Unsupported for an exec or auth-provider user, OSError / ssl.SSLError when the call fails."""
+    Raises Unsupported for an auth-provider or basic-auth user, OSError / ssl.SSLError when the
+    call fails (ExecFailed when the user's exec plugin does)."""
     context = entry(config, "contexts", context_name, "context")
     cluster = entry(config, "clusters", str(context.get("cluster", "")), "cluster")
-    user = entry(config, "users", str(context.get("user", "")), "user")
-    if user.get("exec") or user.get("auth-provider") or user.get("username"):
+    written = entry(config, "users", str(context.get("user", "")), "user")
+    if written.get("auth-provider") or written.get("username"):
         raise Unsupported(f"user {context.get('user')!r} of context {context_name!r}")
+    user = _user(written, cluster, base)
     url = urlsplit(str(cluster.get("server", "")))
     headers = {"Accept": "application/json"}
     payload = None if body is None else json.dumps(body).encode()
@@ -90,6 +106,8 @@ def call(
         answered = answer.read()
     finally:
         conn.close()
+    if answer.status == 401 and written.get("exec"):
+        forget(written["exec"], cluster)  # expired or revoked: the next call asks the plugin again
     return answer.status, answered
 
 
@@ -105,7 +123,7 @@ def pod_proxy_path(namespace: str, pod: str, port: int | str, path: str) -> str:
 
 def get_json(config: Mapping[str, Any], context_name: str, path: str, base: Path) -> Any:
     """GET `path` from the API server of `context_name`, as its user. Raises Unsupported for an
-    exec or auth-provider user, OSError / ssl.SSLError / ValueError when the call fails."""
+    auth-provider or basic-auth user, OSError / ssl.SSLError / ValueError when the call fails."""
     status, body = call(config, context_name, "GET", path, base)
     if status != 200:
         raise ValueError(f"GET {path}: HTTP {status}")
