@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -246,3 +247,40 @@ def diagnostics(said: str, limit: int = 6000) -> str:
         return said[-limit:]
     end = min((i for i in (said.find("Outputs:", start), said.find("Resources:", start)) if i > 0), default=len(said))
     return said[start:end][:limit]
+
+
+def exec_kubeconfig(kubeconfig: str, folder: Path) -> tuple[str, Path]:
+    """A copy of `kubeconfig` whose user gets its client certificate from an exec plugin, as a
+    managed cluster's kubeconfig gets its credential (EKS's `aws eks get-token`): a script that
+    prints the certificate and key as an ExecCredential and notes each run in the file returned.
+    Named by its absolute path: pulumi-kubernetes reads the kubeconfig's text, so a relative
+    command would not resolve from the kubeconfig's folder there, as it does for kubectl."""
+    config = yaml.safe_load(Path(kubeconfig).read_text(encoding="utf-8"))
+    user = config["users"][0]["user"]
+    runs = folder / "plugin-runs"
+    plugin = folder / "bin" / "node-credential"
+    plugin.parent.mkdir(parents=True, exist_ok=True)
+    plugin.write_text(
+        f"#!{sys.executable}\n"
+        "import json, pathlib\n"
+        f"with open({str(runs)!r}, 'a') as runs:\n"
+        "    runs.write('run\\n')\n"
+        "status = {\n"
+        f"    'clientCertificateData': pathlib.Path({user['client-certificate']!r}).read_text(),\n"
+        f"    'clientKeyData': pathlib.Path({user['client-key']!r}).read_text(),\n"
+        "}\n"
+        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', "
+        "'status': status}))\n",
+        encoding="utf-8",
+    )
+    plugin.chmod(0o700)
+    spec = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": str(plugin),
+        "interactiveMode": "Never",
+    }
+    config["users"][0]["user"] = {"exec": spec}
+    path = folder / "kubeconfig"
+    path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    path.chmod(0o600)
+    return str(path), runs

@@ -22,6 +22,7 @@ from components.platform.image_layout import (
     RUNTIME_DIR,
 )
 from components.platform.kubernetes.metadata import (
+    READY_ONCE_APPLIED,
     WORKER_PRIORITY,
     Labelled,
     config_hash,
@@ -298,7 +299,9 @@ def _deployment(workers: _Workers, data: dict[str, str], java_opts: list[str]) -
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": workers.meta(workers.names.deployment),
+        # Its rollout is the start watch's to wait for (pod_watch.py), which says at once why a
+        # pod cannot start; pulumi-kubernetes' own wait would hold `up` until readyTimeout.
+        "metadata": workers.meta(workers.names.deployment, annotations=dict(READY_ONCE_APPLIED)),
         "spec": {
             "replicas": workers.group.workers,
             "selector": workers.match(),

@@ -36,7 +36,7 @@ from components.platform.kubernetes.kafka_objects import (
 from components.platform.kubernetes.metadata import config_hash, selector_text
 from components.platform.kubernetes.monitoring import METRICS_PORT
 from components.platform.kubernetes.names import KafkaNames, connect_secret_names, kafka_secret_names
-from components.platform.kubernetes.pod_watch import PodsStarted
+from components.platform.kubernetes.pod_watch import READY, RUNNING, PodsStarted
 from components.platform.kubernetes.scheduling import stamped
 from components.platform.kubernetes.shape_guard import StatefulSetShape
 from components.platform.secret_files import (
@@ -163,7 +163,8 @@ def start_watch(
 ) -> list[pulumi.Resource]:
     """The watch on a workload's pods starting (pod_watch.py), beside the workload; none when the
     objects are only rendered to files. `names`: what the pods are, the settings of their
-    requests, of their count and of their image."""
+    requests, of their count and of their image. A Deployment's watch also waits for its rollout
+    (pulumi-kubernetes does not: READY_ONCE_APPLIED); a StatefulSet's readiness is its roll's."""
     if settings.render_dir:
         return []
     what, resources_key, count_key, image_key = names
@@ -179,6 +180,7 @@ def start_watch(
         "image_key": image_key,
         "context": context or "",
         "bound": settings.ready_timeout,
+        "until": READY if workload["kind"] == "Deployment" else RUNNING,
     }
     return [PodsStarted(resource_name, props, opts)]
 
@@ -456,10 +458,14 @@ def deploy_connect_kubernetes(
     watch_opts = pulumi.ResourceOptions(parent=parent, depends_on=pod_opts.depends_on)
     workers_key = f"mm2:workerGroups.{group.name}.workers"
     names = (*workers, workers_key, settings.group_key(group.name, "image"))
-    resources += start_watch(f"{name}-pods-started", deployment, digest, names, pod.context, settings, watch_opts)
-    resources.append(register(objects.service, f"{name}-api", child))
+    watch = start_watch(f"{name}-pods-started", deployment, digest, names, pod.context, settings, watch_opts)
+    resources += watch
+    # After the watch: pulumi-kubernetes waits for a Service's pods, and would hold `up` on pods
+    # that cannot start as the Deployment's own wait would.
+    after_pods = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=watch))
+    resources.append(register(objects.service, f"{name}-api", after_pods))
     if objects.metrics_service is not None:
-        resources.append(register(objects.metrics_service, f"{name}-metrics", child))
+        resources.append(register(objects.metrics_service, f"{name}-metrics", after_pods))
     resources.append(register(objects.pod_disruption_budget, f"{name}-pdb", child))
     if objects.service_monitor is not None:
         resources.append(register(objects.service_monitor, f"{name}-servicemonitor", child))

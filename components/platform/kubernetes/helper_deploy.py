@@ -129,10 +129,13 @@ def deploy_lag_exporter_kubernetes(
     resources.append(register(objects.state_claim, f"{name}-lag-exporter-state", child))
     pod_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*resources, *workers.resources]))
     what = f"the lag exporter of {group.name}"
-    resources += _watched_helper(
+    helper = _watched_helper(
         parent, f"{name}-lag-exporter", objects.deployment, what, group.name, settings, pod_opts, files, workers.tls
     )
-    resources.append(register(objects.service, f"{name}-lag-exporter-svc", child))
+    resources += helper
+    # Once its pod is Ready (the watch): pulumi-kubernetes waits for a Service's pods.
+    after_pod = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=helper))
+    resources.append(register(objects.service, f"{name}-lag-exporter-svc", after_pod))
     if objects.service_monitor is not None:
         resources.append(register(objects.service_monitor, f"{name}-lag-exporter-servicemonitor", child))
     return KubernetesLagExporter(url=objects.url, resources=resources)

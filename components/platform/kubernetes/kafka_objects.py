@@ -39,6 +39,7 @@ from components.platform.image_layout import (
 )
 from components.platform.kubernetes.metadata import (
     BROKER_PRIORITY,
+    READY_ONCE_APPLIED,
     Labelled,
     config_hash,
     container_security,
@@ -58,7 +59,6 @@ from components.platform.settings import KafkaPodSettings, KubernetesSettings
 from components.topology.model import Cluster, Platform, SecretRef
 
 BROKER_TLS_KEYS = ("keystore.p12", "truststore.p12")  # the keys of the brokers' TLS Secret
-WAIT_FOR = "pulumi.com/waitFor"  # pulumi-kubernetes: what makes the object ready, in place of its own rules
 
 
 def tls_secret_problem(key: str, where: str, wanted: tuple[str, ...], data: Mapping[str, str]) -> str | None:
@@ -341,8 +341,8 @@ def _stateful_set(broker: _Broker, data: dict[str, str]) -> dict[str, Any]:
         "kind": "StatefulSet",
         # The provider's own readiness wait would hold `up` for readyTimeout on a broker already
         # down, before the roll could say so: the roll (broker_roll.py) waits for the brokers
-        # instead. Ready once applied (it has a uid); its deletion is still awaited (skipAwait would not).
-        "metadata": broker.meta(broker.names.statefulset, annotations={WAIT_FOR: "jsonpath={.metadata.uid}"}),
+        # instead.
+        "metadata": broker.meta(broker.names.statefulset, annotations=dict(READY_ONCE_APPLIED)),
         "spec": {
             "serviceName": broker.names.headless,
             "replicas": broker.cluster.brokers,

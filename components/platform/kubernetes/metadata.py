@@ -14,6 +14,11 @@ from components.platform.placement import Placement
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 PART_OF = "mm2-replication"
+WAIT_FOR = "pulumi.com/waitFor"  # pulumi-kubernetes: what makes the object ready, in place of its own rules
+# The annotation of a workload whose readiness the stack waits for itself (the broker roll, the
+# start watch): ready for pulumi-kubernetes once applied (it has a uid); its deletion is still
+# awaited (`pulumi.com/skipAwait` would not).
+READY_ONCE_APPLIED = {WAIT_FOR: "jsonpath={.metadata.uid}"}
 
 
 def config_hash(data: Mapping[str, Any]) -> str:

@@ -1,20 +1,25 @@
 """The dynamic resource that watches a workload's pods start while `up` creates or changes it
 (type `pulumi-python:dynamic/kubernetes:PodsStarted`), so a pod the scheduler cannot place, or
-whose image or init container fails, fails `up` at once with the scheduler's or kubelet's reason
-and the settings to change, instead of the provider's "timed out waiting to be Ready" after
-readyTimeout. The reasons are read by the pure components/platform/kubernetes/scheduling.py.
+whose image or container keeps failing, fails `up` at once with the scheduler's or kubelet's
+reason and the settings to change, instead of the provider's "timed out waiting to be Ready"
+after readyTimeout. The reasons are read by the pure components/platform/kubernetes/scheduling.py.
 
 It runs beside the StatefulSet or Deployment (both wait for the same ConfigMap) whenever the pod
-template changes: it polls the workload's pods until every pod of this version runs its
-containers, or until a pod has had a lasting problem for LASTING_S (then it fails naming it), or
-until readyTimeout (then it leaves the verdict to the workload's own wait). Readiness stays the
-provider's to wait for. It reads the API as the
-kubeconfig's user (components/platform/kubernetes/api.py); a kubeconfig it cannot speak for
-(an exec plugin) leaves the watch out, never the deploy.
+template changes, and polls the workload's pods until a pod has had a lasting problem for
+LASTING_S (then it fails naming it), or until
+- a StatefulSet's pods of this version run their containers (`until` RUNNING): their readiness
+  is the broker roll's to wait for; at readyTimeout the roll says what it waited for;
+- a Deployment's pods of this version are Ready and its old ones gone (`until` READY, its
+  rollout): pulumi-kubernetes does not wait for it (metadata.READY_ONCE_APPLIED), so that `up`
+  ends when this watch fails; at readyTimeout it fails saying what the pods were at.
+It reads the API as the kubeconfig's user (components/platform/kubernetes/api.py); a user it
+cannot speak for (an auth provider, basic auth) leaves a StatefulSet's watch out and fails a
+Deployment's, whose readiness nothing else would wait for.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Mapping
@@ -32,15 +37,22 @@ from components.platform.kubernetes.scheduling import (
     Stuck,
     Workload,
     of_template,
+    ready,
     report,
+    rolled_out,
     started,
     unplaced,
+    unready_report,
     unstarted,
 )
 from components.rpc_values import Refused
 from components.topology.objectives import parse_duration
 
 POLL_S = 2.0
+SAY_EVERY_S = 20.0  # how often a rollout's wait says how far it is
+LOG = logging.getLogger("dynamic_provider.pod_watch")
+RUNNING = "running"  # `until` of a StatefulSet's watch: its pods' containers run (the roll waits for Ready)
+READY = "ready"  # `until` of a Deployment's watch: its pods Ready, the old ones gone
 Sightings = dict[tuple[str, str, str], float]  # (pod, why, subject) -> when first seen
 
 
@@ -57,28 +69,44 @@ class _Pods:
 
 
 def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotonic, pause: Any = time.sleep) -> str:
-    """Poll until the pods of this version run; raise Refused with the report of a lasting
-    problem. What it saw, in a word."""
+    """Poll until the pods of this version run (`until` "running") or have rolled out (`until`
+    "ready"); raise Refused with the report of a lasting problem, or for "ready" with what the
+    pods were at when readyTimeout passed. What it saw, in a word."""
     try:
         source = pods or _Pods(props)
     except (OSError, yaml.YAMLError):
         return "unread"
     workload = Workload(props["what"], props["resources_key"], props["count_key"], props.get("image_key", ""))
     deadline = clock() + (parse_duration(props["bound"]) or 0)  # readyTimeout, checked with the settings
+    digest, replicas = props["template"], int(props["replicas"])
     first_seen: Sightings = {}
+    found: list[dict[str, Any]] = []
+    said = clock()
     while clock() < deadline:
         try:
             found = source.list()
-        except Unsupported:
+        except Unsupported as exc:
+            if props.get("until") == READY:
+                raise Refused(
+                    f"{workload.what}: their readiness cannot be read as the kubeconfig's {exc}. Fix: use a "
+                    "user with a client certificate, a token or an exec plugin (docs/kubernetes.md)"
+                ) from exc
             return "unread"
         except (OSError, ValueError):
-            found = None  # the API server restarting: asked again at the next poll
-        if found is not None:
-            current = of_template(found, props["template"])
-            if len(current) >= int(props["replicas"]) and all(started(p) for p in current):
-                return "started"
-            first_seen = _lasted(workload, unplaced(found) + unstarted(current), first_seen, clock())
+            pause(POLL_S)  # the API server restarting: asked again at the next poll
+            continue
+        current = of_template(found, digest)
+        if props.get("until") == READY and rolled_out(found, digest, replicas):
+            return "ready"
+        if props.get("until") != READY and len(current) >= replicas and all(started(p) for p in current):
+            return "started"
+        first_seen = _lasted(workload, unplaced(found) + unstarted(current), first_seen, clock())
+        if props.get("until") == READY and clock() - said >= SAY_EVERY_S:
+            said = clock()
+            LOG.info(f"{workload.what}: {sum(ready(p) for p in current)} of {replicas} pod(s) of this version Ready")
         pause(POLL_S)  # the poll's interval: the condition is the pods' state, read above
+    if props.get("until") == READY:
+        raise Refused(unready_report(workload, found, digest, replicas, f"readyTimeout {props['bound']}"))
     return "waited"
 
 

@@ -8,8 +8,10 @@ until someone changes the stack or the cluster (too little CPU or memory, anti-a
 pods than nodes, a node selector no node matches, a taint); others pass by themselves (a claim
 whose volume is being made, a node not Ready yet). Only a lasting reason, seen on the same pod for
 LASTING_S, is reported: a pod of the previous version still terminating holds its CPU for a while.
-Likewise a placed pod whose container waits on an image it cannot get, or whose init container
-keeps failing (the brokers' rack reader on a node without a zone, rack.py).
+Likewise a placed pod whose container waits on an image it cannot get, or that keeps failing (in
+back-off for LASTING_S: its third failure in a row; the brokers' rack reader on a node without a
+zone, rack.py, or a worker out of memory). And at readyTimeout, what a workload's pods not Ready
+are at (`unready_report`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Stuck:
     pod: str
     message: str
     why: str = UNPLACED
+    logs: str = ""  # for a container that keeps failing: the command that shows its last run's log
 
 
 def unplaced(pods: Sequence[Mapping[str, Any]]) -> list[Stuck]:
@@ -102,13 +105,29 @@ def unstarted(pods: Sequence[Mapping[str, Any]]) -> list[Stuck]:
                 reason = str(waiting.get("reason") or "")
                 if reason in STUCK_WAITING:
                     said = f"{kind} {container['name']}: {reason}: {waiting.get('message') or ''}"
-                elif kind == "init container" and reason == "CrashLoopBackOff":
-                    ended = (container.get("lastState") or {}).get("terminated") or {}
-                    said = f"{kind} {container['name']} fails: {ended.get('message') or ended.get('exitCode')}"
+                elif reason == "CrashLoopBackOff":
+                    said = f"{kind} {container['name']} fails: {_ended(container)}"
                 else:
                     continue
-                found.append(Stuck(pod["metadata"]["name"], said.strip(), UNSTARTED))
+                name = pod["metadata"]["name"]
+                logs = _logs_command(pod, container["name"]) if reason == "CrashLoopBackOff" else ""
+                found.append(Stuck(name, said.strip(), UNSTARTED, logs))
     return found
+
+
+def _logs_command(pod: Mapping[str, Any], container: str) -> str:
+    namespace = pod["metadata"].get("namespace")
+    return f"kubectl logs --previous {f'-n {namespace} ' if namespace else ''}{pod['metadata']['name']} -c {container}"
+
+
+def _ended(container: Mapping[str, Any]) -> str:
+    """How a container's last run ended: its termination message (the rack reader writes one),
+    else the kubelet's reason and the exit code ("OOMKilled, exit code 137")."""
+    ended = (container.get("lastState") or {}).get("terminated") or {}
+    if ended.get("message"):
+        return str(ended["message"])
+    reason = f"{ended['reason']}, " if ended.get("reason") else ""
+    return f"{reason}exit code {ended.get('exitCode', '?')}, restarted {container.get('restartCount', 0)} time(s)"
 
 
 def started(pod: Mapping[str, Any]) -> bool:
@@ -116,6 +135,22 @@ def started(pod: Mapping[str, Any]) -> bool:
     wanted = len((pod.get("spec") or {}).get("containers") or [])
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
     return len(statuses) >= wanted and all("running" in (c.get("state") or {}) for c in statuses)
+
+
+def ready(pod: Mapping[str, Any]) -> bool:
+    """Whether `pod` is Ready (its readiness probe passes) and not being deleted."""
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def rolled_out(pods: Sequence[Mapping[str, Any]], digest: str, replicas: int) -> bool:
+    """Whether `replicas` pods of the template of `digest` are Ready and no pod of another version
+    is left but those being deleted (what `kubectl rollout status` waits for, read from the pods)."""
+    current = of_template(pods, digest)
+    left = [p for p in pods if p not in current and not (p.get("metadata") or {}).get("deletionTimestamp")]
+    return sum(ready(p) for p in current) >= replicas and not left
 
 
 def stamped(workload: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
@@ -176,6 +211,11 @@ def _report_unstarted(workload: Workload, problem: Stuck) -> str:
     said = f"{workload.what}: pod {problem.pod} {UNSTARTED}: {problem.message}"
     if "Fix:" in problem.message:  # the container's own message names it (the rack reader's does)
         return said
+    if problem.logs:  # a container that keeps failing: its log says why
+        fix = "Fix: read why in its last run's log"
+        if "OOMKilled" in problem.message:
+            fix = f"Fix: it ran out of memory: raise its memory{_in(workload.resources_key)}, or read why in its log"
+        return f"{said.rstrip('.')}. {fix}: {problem.logs}"
     if "image" in problem.message.lower():
         fix = (
             f"Fix: check {workload.image_key} and that the nodes can pull it (on bin/kube's nodes: "
@@ -184,3 +224,43 @@ def _report_unstarted(workload: Workload, problem: Stuck) -> str:
     else:
         fix = "Fix: check the Secrets and ConfigMaps the pod mounts."
     return f"{said.rstrip('.')}. {fix} (kubectl describe pod {problem.pod} shows the kubelet's events.)"
+
+
+def _in(key: str) -> str:
+    return f" in {key} (limits)" if key else " (its limits are fixed: lower the others' to make room)"
+
+
+def unready_report(
+    workload: Workload, pods: Sequence[Mapping[str, Any]], digest: str, replicas: int, bound: str
+) -> str:
+    """One message for a workload whose pods of this version were not all Ready within `bound`
+    (readyTimeout): how many were, the first that was not and what it is waiting for."""
+    current = of_template(pods, digest)
+    waiting = [p for p in current if not ready(p)]
+    said = f"{workload.what}: {sum(ready(p) for p in current)} of {replicas} pod(s) of this version Ready after {bound}"
+    if waiting:
+        name = waiting[0]["metadata"]["name"]
+        said += f"; pod {name}: {_not_ready(waiting[0])}"
+        fix = (
+            f"read why in its log (kubectl logs {name}), or raise {KUBERNETES_CONFIG}.readyTimeout if it starts slowly"
+        )
+    else:
+        fix = f"raise {KUBERNETES_CONFIG}.readyTimeout if the old pods take long to stop"
+    return f"{said}. Fix: {fix}."
+
+
+def _not_ready(pod: Mapping[str, Any]) -> str:
+    """What a pod that is not Ready is at: its containers' states and restarts."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    if not statuses:
+        return "no container started yet"
+    parts = []
+    for container in statuses:
+        state = next(iter(container.get("state") or {}), "unknown")
+        restarts = int(container.get("restartCount") or 0)
+        parts.append(
+            f"container {container['name']} {state}"
+            f"{'' if container.get('ready') else ', not ready'}"
+            f"{f', restarted {restarts} time(s)' if restarts else ''}"
+        )
+    return "; ".join(parts)

@@ -11,7 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.platform.kubernetes.metadata import Labelled, config_hash, container_security, pod_security
+from components.platform.kubernetes.metadata import (
+    READY_ONCE_APPLIED,
+    Labelled,
+    config_hash,
+    container_security,
+    pod_security,
+)
 
 PLAN_KEY = "plan.json"
 
@@ -86,7 +92,7 @@ def one_pod_deployment(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": labelled.meta(name),
+        "metadata": labelled.meta(name, annotations=dict(READY_ONCE_APPLIED)),  # the start watch waits
         "spec": {
             "replicas": 1,
             "strategy": {"type": "Recreate"},

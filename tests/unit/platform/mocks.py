@@ -20,6 +20,11 @@ def regs(mon: RecordingMonitor) -> dict[str, Registration]:
     return {r.name: r for r in mon.registrations}
 
 
+def states(mon: RecordingMonitor) -> dict[str, dict[str, Any]]:
+    """Each registered resource's inputs as the engine recorded them, by resource name."""
+    return {urn.rsplit("::", 1)[-1]: res.state for urn, res in mon.resources.items()}
+
+
 def urn_of(mon: RecordingMonitor, name: str) -> str:
     return next(urn for urn in mon.resources if urn.endswith(f"::{name}"))
 

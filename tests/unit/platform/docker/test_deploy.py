@@ -12,7 +12,7 @@ from components.platform.settings import docker_settings
 from tests.unit.mocks import RecordingMonitor
 
 from ..helpers import DOCKER, SECRET_VALUES, topology
-from ..mocks import Parent, regs, settle, urn_of
+from ..mocks import Parent, regs, settle, states, urn_of
 
 CONTAINER = "pulumi-python:dynamic/docker:Container"
 
@@ -49,7 +49,7 @@ def test_docker_backend_graph(monitor: RecordingMonitor) -> Any:
         # Workers wait for the storage cluster (the engine expands the component to its children).
         brokers = {urn_of(monitor, f"kafka-kafka2-broker-{i}") for i in (0, 1)}
         assert brokers <= set(containers["connect-connect-worker-0"].dependencies)
-        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        state = states(monitor)
         for name in containers:
             assert state[name]["restart"] == "unless-stopped" and state[name]["stack"] == "unit"
             assert state[name]["image"] == "mm2-iac/kafka:4.3.1"

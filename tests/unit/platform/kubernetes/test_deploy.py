@@ -17,7 +17,7 @@ from components.platform.settings import KubernetesSettings
 from tests.unit.mocks import RecordingMonitor
 
 from ..helpers import SASL_KUBERNETES, SECRET_VALUES, prod_settings, prod_topology, topology
-from ..mocks import Parent, regs, settle, urn_of
+from ..mocks import Parent, regs, settle, states, urn_of
 
 
 @pulumi.runtime.test
@@ -52,7 +52,7 @@ def test_kafka_kubernetes_graph(monitor: RecordingMonitor) -> Any:
         assert urn_of(monitor, "kafka-a-statefulset-shape") in r["kafka-a-statefulset"].dependencies
         # Its pods' init container reads their node's zone as the ServiceAccount the binding allows.
         assert urn_of(monitor, "kafka-a-clusterrolebinding") in r["kafka-a-statefulset"].dependencies
-        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        state = states(monitor)
         assert state["kafka-a-bootstrap"]["metadata"]["name"] == "a-kafka-bootstrap"
         assert state["kafka-a-statefulset"]["spec"]["replicas"] == 3
         # The watch on the brokers' pods starts with the StatefulSet (both wait for the
@@ -137,6 +137,14 @@ def test_connect_kubernetes_graph(monitor: RecordingMonitor) -> Any:
         # The start watch waits for what the pods need, not for the Deployment it watches.
         watch = set(r["connect-mm2-pods-started"].dependencies)
         assert urn_of(monitor, "connect-mm2-config") in watch and urn_of(monitor, "connect-mm2-deployment") not in watch
+        # The watch waits for the rollout (pulumi-kubernetes does not), the Services for the watch:
+        # a pod that cannot start ends `up` when the watch says why, not at readyTimeout.
+        assert states(monitor)["connect-mm2-pods-started"]["until"] == "ready"
+        assert states(monitor)["connect-mm2-deployment"]["metadata"]["annotations"] == {
+            "pulumi.com/waitFor": "jsonpath={.metadata.uid}"
+        }
+        for service in ("connect-mm2-api", "connect-mm2-metrics"):
+            assert urn_of(monitor, "connect-mm2-pods-started") in r[service].dependencies, service
         assert r["connect-mm2-secrets"].secret_paths and r["connect-mm2-rest-users"].secret_paths
         assert r["connect-mm2-config"].secret_paths == []
 
@@ -175,7 +183,7 @@ def test_prod_graph_uses_a_provider_per_kube_context(monitor: RecordingMonitor) 
             "connect-to-us-east-k8s",
             "connect-to-eu-west-k8s",
         }
-        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        state = states(monitor)
         assert state["kafka-us-east-k8s"]["context"] == "prod-us-east"
         # Every kubernetes object goes through its component's provider, never the default one.
         assert r["kafka-us-east-statefulset"].provider.startswith(urn_of(monitor, "kafka-us-east-k8s"))
@@ -210,7 +218,7 @@ def test_with_the_admin_connection_the_brokers_roll_after_their_statefulset(moni
         r = regs(monitor)
         assert r["kafka-a-roll"].type == "pulumi-python:dynamic/kubernetes:BrokerRoll"
         assert urn_of(monitor, "kafka-a-statefulset") in r["kafka-a-roll"].dependencies
-        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        state = states(monitor)
         roll = state["kafka-a-roll"]
         template = state["kafka-a-statefulset"]["spec"]["template"]["metadata"]["annotations"]
         # The roll follows the template and the TLS Secret the brokers mount (read, hashed, not secret).

@@ -16,7 +16,7 @@ from components.rpc_values import plain
 from tests.unit.mocks import RecordingMonitor
 
 from ..helpers import SASL_KUBERNETES, SECRET_VALUES, prod_settings, prod_topology, topology
-from ..mocks import Parent, regs, settle, urn_of
+from ..mocks import Parent, regs, settle, states, urn_of
 
 
 def request(config: dict[str, Any], group: str = "mm2") -> WorkerRequest:
@@ -58,7 +58,12 @@ def test_the_workers_come_with_their_lag_exporter_and_its_in_cluster_url(monitor
         wanted = ("config", "state", "clients")
         assert {urn_of(monitor, f"connect-mm2-lag-exporter-{n}") for n in wanted} <= deps
         assert urn_of(monitor, "connect-mm2-deployment") in deps
-        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        # Its Service once the watch has seen its pod Ready (pulumi-kubernetes waits for neither).
+        watched = urn_of(monitor, "connect-mm2-lag-exporter-pods-started")
+        assert watched in r["connect-mm2-lag-exporter-svc"].dependencies
+        assert states(monitor)["connect-mm2-lag-exporter-pods-started"]["until"] == "ready"
+        assert "pulumi.com/waitFor" in states(monitor)["connect-mm2-lag-exporter"]["metadata"]["annotations"]
+        state = states(monitor)
         clients = json.loads(plain(state["connect-mm2-lag-exporter-clients"]["stringData"])["clients.json"])
         assert clients == {"a": {"sasl.password": "pw-a-Zq81"}, "b": {"sasl.password": "pw-b-Zq82"}}
 
@@ -74,7 +79,7 @@ def test_without_secret_values_the_clients_secret_is_referenced_only(monitor: Re
     def check(_: Any) -> None:
         r = regs(monitor)
         assert "connect-mm2-lag-exporter-clients" not in r
-        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        state = states(monitor)
         (container,) = state["connect-mm2-lag-exporter"]["spec"]["template"]["spec"]["containers"]
         refs = [e["valueFrom"]["secretKeyRef"]["name"] for e in container["env"] if "valueFrom" in e]
         assert refs == ["mm2-lag-exporter-clients"]
@@ -125,7 +130,7 @@ def test_prod_exporters_go_through_their_groups_kube_context(monitor: RecordingM
         assert r["connect-to-us-east-lag-exporter-state"].provider.startswith(urn_of(monitor, "connect-to-us-east-k8s"))
         # The digest of the group's client TLS Secret (read at each preview) is stamped on the
         # workers' and the exporter's pod templates: a renewed store rolls both.
-        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        state = states(monitor)
         stamps = [
             state[f"connect-to-eu-west-{w}"]["spec"]["template"]["metadata"]["annotations"]["mm2-iac.dev/tls"]
             for w in ("deployment", "lag-exporter")

@@ -13,7 +13,7 @@ from components.platform.settings import KubernetesSettings, kubernetes_settings
 from tests.unit.mocks import RecordingMonitor
 
 from ..helpers import SASL_KUBERNETES, SECRET_VALUES, topology
-from ..mocks import Parent, regs, settle, urn_of
+from ..mocks import Parent, regs, settle, states, urn_of
 
 
 def request(auto_restart: dict[str, Any] | None) -> WorkerRequest:
@@ -48,14 +48,12 @@ def test_auto_restart_renders_the_watcher_with_its_password_secret(monitor: Reco
         }
         assert r["connect-mm2-watcher-rest"].secret_paths, "the REST password must be stored as a secret"
         # Its pod not placed or not started is reported at once: its requests are fixed, its image is a setting.
-        watch = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}[
-            "connect-mm2-watcher-pods-started"
-        ]
+        watch = states(monitor)["connect-mm2-watcher-pods-started"]
         assert (watch["what"], watch["resources_key"], watch["replicas"]) == ("the auto-restart watcher of mm2", "", 1)
         assert watch["image_key"] == "mm2-platform:kubernetes.connect.watcherImage"
         assert urn_of(monitor, "connect-mm2-watcher") not in r["connect-mm2-watcher-pods-started"].dependencies
         assert urn_of(monitor, "connect-mm2-watcher-config") in r["connect-mm2-watcher"].dependencies
-        state = {u.rsplit("::", 1)[-1]: s.state for u, s in monitor.resources.items()}
+        state = states(monitor)
         plan = state["connect-mm2-watcher-config"]["data"]["plan.json"]
         assert '"url": "http://mm2-connect-api.kafka.svc:8083"' in plan and '"maxRestarts": 3' in plan
         (container,) = state["connect-mm2-watcher"]["spec"]["template"]["spec"]["containers"]

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from components.platform.kubernetes.pod_watch import POLL_S, watch
+from components.platform.kubernetes.api import Unsupported
+from components.platform.kubernetes.pod_watch import POLL_S, READY, SAY_EVERY_S, watch
 from components.platform.kubernetes.scheduling import LASTING_S
 from components.rpc_values import Refused
 from tests.unit.clock import Clock
-from tests.unit.platform.kubernetes.test_scheduling import CLAIM, CPU, PULL, RACK_FAILS, pod
+from tests.unit.platform.kubernetes.test_scheduling import CLAIM, CPU, PULL, RACK_FAILS, pod, ready_pod
 
 PROPS = {
     "name": "us-kafka",
@@ -109,3 +110,57 @@ def test_a_pull_that_flips_between_its_two_reasons_is_one_problem() -> None:
     with pytest.raises(Refused):
         watch({**PROPS, "replicas": 1}, Pods(*flips), clock, clock.pause)
     assert clock.now < LASTING_S + 2 * POLL_S
+
+
+WORKERS = {
+    **PROPS,
+    "name": "g-connect",
+    "what": "the workers of g",
+    "resources_key": "mm2-platform:kubernetes.connect.resources",
+    "count_key": "mm2:workerGroups.g.workers",
+    "until": READY,
+}
+
+
+def test_a_deployments_watch_waits_for_its_rollout() -> None:
+    running = [ready_pod("g-0", "d1", is_ready=False), ready_pod("g-1", "d1", is_ready=False), ready_pod("g-o", "d0")]
+    half = [ready_pod("g-0", "d1"), ready_pod("g-1", "d1", is_ready=False), ready_pod("g-o", "d0")]
+    old_left = [ready_pod("g-0", "d1"), ready_pod("g-1", "d1"), ready_pod("g-o", "d0")]
+    done = [ready_pod("g-0", "d1"), ready_pod("g-1", "d1")]
+    assert run(Pods(running, half, old_left, done), WORKERS) == ("ready", 3 * POLL_S)
+    # A StatefulSet's watch is done once they run: their readiness is the roll's.
+    assert run(Pods(running), PROPS) == ("started", 0.0)
+
+
+def test_a_deployment_not_ready_at_readytimeout_fails_saying_what_its_pods_are_at(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    starting = [ready_pod("g-0", "d1"), ready_pod("g-1", "d1", is_ready=False)]
+    clock = Clock()
+    with caplog.at_level("INFO", logger="dynamic_provider.pod_watch"), pytest.raises(Refused) as refused:
+        watch(WORKERS, Pods(starting), clock, clock.pause)
+    assert 60.0 <= clock.now < 60.0 + POLL_S
+    assert str(refused.value).startswith(
+        "the workers of g: 1 of 2 pod(s) of this version Ready after readyTimeout 1m; pod g-1: container kafka running"
+    )
+    # Progress while it waits, every SAY_EVERY_S, not every poll.
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["the workers of g: 1 of 2 pod(s) of this version Ready"] * 2  # at 20 s and 40 s
+    assert SAY_EVERY_S == 20.0
+
+
+def test_a_deployments_container_that_keeps_failing_fails_the_watch_once_it_has_lasted() -> None:
+    crashing = ready_pod("g-0", "d1", is_ready=False, state={"waiting": {"reason": "CrashLoopBackOff"}})
+    crashing["status"]["containerStatuses"][0]["lastState"] = {"terminated": {"reason": "Error", "exitCode": 1}}
+    clock = Clock()
+    with pytest.raises(Refused) as refused:
+        watch({**WORKERS, "replicas": 1}, Pods([crashing]), clock, clock.pause)
+    assert LASTING_S <= clock.now < LASTING_S + 2 * POLL_S
+    assert "the workers of g: pod g-0 cannot start: container kafka fails: Error, exit code 1" in str(refused.value)
+    assert "kubectl logs --previous g-0 -c kafka" in str(refused.value)
+
+
+def test_a_deployments_readiness_unreadable_as_the_user_fails_its_watch() -> None:
+    with pytest.raises(Refused, match="the workers of g: their readiness cannot be read as the kubeconfig's user"):
+        run(Pods(Unsupported("user 'u' of context 'x'")), WORKERS)
+    assert run(Pods(Unsupported("user 'u' of context 'x'")), PROPS) == ("unread", 0.0)

@@ -13,10 +13,13 @@ from components.platform.kubernetes.scheduling import (
     Workload,
     lasting,
     of_template,
+    ready,
     report,
+    rolled_out,
     stamped,
     started,
     unplaced,
+    unready_report,
     unstarted,
 )
 
@@ -127,3 +130,58 @@ def test_a_placed_pod_whose_image_or_init_container_fails_cannot_start() -> None
     # The rack reader's own message names the fix: it is shown as it is.
     rack = report(workload, found[1])
     assert rack.endswith("init container rack fails: rack: node n2 has no label z. Fix: label the node.")
+
+
+def ready_pod(name: str, digest: str, is_ready: bool = True, **extra: Any) -> dict[str, Any]:
+    """A placed, running pod of `digest` whose Ready condition is `is_ready`."""
+    made = pod(name, node="n1", digest=digest, **extra)
+    made["status"]["conditions"].append({"type": "Ready", "status": "True" if is_ready else "False"})
+    return made
+
+
+def test_a_rollout_is_done_when_its_pods_are_ready_and_the_old_ones_gone() -> None:
+    old = ready_pod("w-old", "d0")
+    leaving = {**ready_pod("w-old", "d0"), "metadata": {**old["metadata"], "deletionTimestamp": "2026-11-29T00:00:00Z"}}
+    new = [ready_pod("w-a", "d1"), ready_pod("w-b", "d1")]
+    assert rolled_out(new, "d1", 2)
+    assert not rolled_out([*new, old], "d1", 2)  # an old pod still serving
+    assert rolled_out([*new, leaving], "d1", 2)  # only terminating: done, as `kubectl rollout status`
+    assert not rolled_out([new[0], ready_pod("w-b", "d1", is_ready=False)], "d1", 2)
+    assert not rolled_out(new[:1], "d1", 2)
+    assert not ready(leaving) and ready(new[0])
+
+
+def test_a_container_that_keeps_failing_cannot_start_and_its_log_is_named() -> None:
+    crashing = {
+        "waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s restarting failed container"},
+    }
+    failing = pod("w-0", node="n1", state=crashing)
+    status = failing["status"]["containerStatuses"][0]
+    status["lastState"] = {"terminated": {"reason": "OOMKilled", "exitCode": 137}}
+    status["restartCount"] = 3
+    failing["metadata"]["namespace"] = "mm2"
+    [found] = unstarted([failing])
+    assert found.message == "container kafka fails: OOMKilled, exit code 137, restarted 3 time(s)"
+    workload = Workload("the workers of g", "mm2-platform:kubernetes.connect.resources", "c")
+    said = report(workload, found)
+    assert said.startswith("the workers of g: pod w-0 cannot start: container kafka fails: OOMKilled")
+    assert "raise its memory in mm2-platform:kubernetes.connect.resources (limits)" in said
+    assert said.endswith("kubectl logs --previous -n mm2 w-0 -c kafka")
+    status["lastState"] = {"terminated": {"reason": "Error", "exitCode": 1}}
+    [found] = unstarted([failing])
+    said = report(workload, found)
+    assert "fails: Error, exit code 1, restarted 3 time(s). Fix: read why in its last run's log: kubectl logs" in said
+
+
+def test_pods_not_ready_at_the_bound_are_reported_with_what_they_are_at() -> None:
+    restarting = ready_pod("w-b", "d1", is_ready=False)
+    restarting["status"]["containerStatuses"][0].update(ready=False, restartCount=2)
+    pods = [ready_pod("w-a", "d1"), restarting, ready_pod("w-old", "d0", is_ready=False)]
+    workload = Workload("the workers of g", "r", "c")
+    said = unready_report(workload, pods, "d1", 2, "readyTimeout 5m")
+    assert said.startswith("the workers of g: 1 of 2 pod(s) of this version Ready after readyTimeout 5m; ")
+    assert "pod w-b: container kafka running, not ready, restarted 2 time(s). Fix: read why in its log" in said
+    assert "mm2-platform:kubernetes.readyTimeout" in said
+    unplaced_pod = pod("w-c", CPU, digest="d1")
+    assert "pod w-c: no container started yet" in unready_report(workload, [unplaced_pod], "d1", 1, "x")
+    assert "the old pods take long to stop" in unready_report(workload, pods[:1], "d1", 1, "x")
