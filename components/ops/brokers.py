@@ -114,13 +114,12 @@ def pod_place(pods: Mapping[str, str], broker: int, environ: Mapping[str, str] =
     """Where broker `broker` of a cluster whose brokers run as pods (`pods`: context, namespace,
     statefulset) runs: its pod, its node and zone, and whether the node is Ready. A reason in
     place of the node when the API server cannot tell."""
-    from components.platform.kubernetes.access import read_kubeconfig
+    from components.platform.kubernetes.access import kubeconfig_context
     from components.platform.kubernetes.api import Unsupported, get_json
 
     name = f"{pods['statefulset']}-{broker}"
     try:
-        config, base = read_kubeconfig(environ)
-        context = pods.get("context") or str(config.get("current-context") or "")
+        config, base, context = kubeconfig_context(environ, pods.get("context") or "")
         pod = get_json(config, context, f"/api/v1/namespaces/{pods['namespace']}/pods/{name}", base)
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:

@@ -158,6 +158,17 @@ def read_kubeconfig(environ: Mapping[str, str]) -> tuple[dict[str, Any], Path]:
     return config, present[0].parent if present else Path.cwd()
 
 
+def kubeconfig_context(environ: Mapping[str, str], context: str) -> tuple[dict[str, Any], Path, str]:
+    """The kubeconfig the provider reads, its folder, and the context to ask (`context`, else the
+    current one). OSError when there is no kubeconfig or it names no such context (no request goes
+    anywhere then), yaml.YAMLError when one cannot be parsed."""
+    config, base = read_kubeconfig(environ)
+    name = context or str(config.get("current-context") or "")
+    if not entry(config, "contexts", name, "context"):
+        raise OSError(f"no kubeconfig context {name!r} (KUBECONFIG, else ~/.kube/config)")
+    return config, base, name
+
+
 def _answers(server: Server) -> str | None:
     """None when the API server accepts a connection, else why not."""
     try:

@@ -33,7 +33,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
 from components.kafka.admin import READ_TIMEOUT_S, admin_client
-from components.platform.kubernetes.access import read_kubeconfig
+from components.platform.kubernetes.access import kubeconfig_context
 from components.platform.kubernetes.admin_rotation import rotated, switch_admin
 from components.platform.kubernetes.api import call, get_json, pod_proxy_path, pods_path
 from components.platform.kubernetes.metadata import selector_text
@@ -66,8 +66,7 @@ class _Cluster:
     """The cluster's pods, exporters and partitions; the pod deletion."""
 
     def __init__(self, props: Mapping[str, Any]) -> None:
-        self.config, self.base = read_kubeconfig(os.environ)
-        self.context = str(props.get("context") or self.config.get("current-context") or "")
+        self.config, self.base, self.context = kubeconfig_context(os.environ, str(props.get("context") or ""))
         self.namespace, self.name = str(props["namespace"]), str(props["statefulset"])
         self.admin = plain(props["admin"])
         self.min_isr: dict[str, int] = {}  # per topic, read once per roll

@@ -29,7 +29,7 @@ import pulumi
 import yaml
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from components.platform.kubernetes.access import read_kubeconfig
+from components.platform.kubernetes.access import kubeconfig_context
 from components.platform.kubernetes.api import Unsupported, get_json, pods_path
 from components.platform.kubernetes.metadata import selector_text
 from components.platform.kubernetes.scheduling import (
@@ -60,8 +60,7 @@ class _Pods:
     """The workload's pods, read through the kubeconfig the kubernetes provider reads."""
 
     def __init__(self, props: Mapping[str, Any]) -> None:
-        self.config, self.base = read_kubeconfig(os.environ)
-        self.context = str(props.get("context") or self.config.get("current-context") or "")
+        self.config, self.base, self.context = kubeconfig_context(os.environ, str(props.get("context") or ""))
         self.path = pods_path(props["namespace"], selector_text(props["selector"]))
 
     def list(self) -> list[dict[str, Any]]:
@@ -72,11 +71,11 @@ def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotoni
     """Poll until the pods of this version run (`until` "running") or have rolled out (`until`
     "ready"); raise Refused with the report of a lasting problem, or for "ready" with what the
     pods were at when readyTimeout passed. What it saw, in a word."""
+    workload = Workload(props["what"], props["resources_key"], props["count_key"], props.get("image_key", ""))
     try:
         source = pods or _Pods(props)
-    except (OSError, yaml.YAMLError):
-        return "unread"
-    workload = Workload(props["what"], props["resources_key"], props["count_key"], props.get("image_key", ""))
+    except (OSError, yaml.YAMLError) as exc:
+        return _unread(props, workload, exc)
     deadline = clock() + (parse_duration(props["bound"]) or 0)  # readyTimeout, checked with the settings
     digest, replicas = props["template"], int(props["replicas"])
     first_seen: Sightings = {}
@@ -86,12 +85,7 @@ def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotoni
         try:
             found = source.list()
         except Unsupported as exc:
-            if props.get("until") == READY:
-                raise Refused(
-                    f"{workload.what}: their readiness cannot be read as the kubeconfig's {exc}. Fix: use a "
-                    "user with a client certificate, a token or an exec plugin (docs/kubernetes.md)"
-                ) from exc
-            return "unread"
+            return _unread(props, workload, exc)
         except (OSError, ValueError):
             pause(POLL_S)  # the API server restarting: asked again at the next poll
             continue
@@ -108,6 +102,18 @@ def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotoni
     if props.get("until") == READY:
         raise Refused(unready_report(workload, found, digest, replicas, f"readyTimeout {props['bound']}"))
     return "waited"
+
+
+def _unread(props: Mapping[str, Any], workload: Workload, why: Exception) -> str:
+    """ "unread" for a StatefulSet's watch; Refused for a Deployment's, whose readiness nothing else
+    waits for."""
+    if props.get("until") != READY:
+        return "unread"
+    said = f"the kubeconfig's {why}" if isinstance(why, Unsupported) else str(why)
+    raise Refused(
+        f"{workload.what}: their readiness cannot be read ({said}). Fix: a kubeconfig context whose user has "
+        "a client certificate, a token or an exec plugin (docs/kubernetes.md)"
+    ) from why
 
 
 def _lasted(workload: Workload, problems: list[Stuck], seen: Sightings, now: float) -> Sightings:

@@ -9,23 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any
 
 import yaml
 
-from components.platform.kubernetes.access import read_kubeconfig
-from components.platform.kubernetes.api import Unsupported, call, entry, get_json, pod_proxy_path, pods_path
-
-
-def _kubeconfig(environ: Mapping[str, str], context: str) -> tuple[dict[str, Any], Path, str]:
-    """The kubeconfig, its folder, and the context to ask (`context`, else its current one).
-    OSError when it names no such context: no request goes anywhere then."""
-    config, base = read_kubeconfig(environ)
-    name = context or str(config.get("current-context") or "")
-    if not entry(config, "contexts", name, "context"):
-        raise OSError(f"no kubeconfig context {name!r} (KUBECONFIG, else ~/.kube/config)")
-    return config, base, name
+from components.platform.kubernetes.access import kubeconfig_context
+from components.platform.kubernetes.api import Unsupported, call, get_json, pod_proxy_path, pods_path
 
 
 def pod_texts(pods: Mapping[str, str], path: str, environ: Mapping[str, str] = os.environ) -> list[str | None]:
@@ -33,7 +21,7 @@ def pod_texts(pods: Mapping[str, str], path: str, environ: Mapping[str, str] = o
     `pods["namespace"]` (context `pods["context"]`), all at once: each pod's text, None for one
     that did not answer. [] when the pods cannot be listed (no kubeconfig, a user it cannot speak for)."""
     try:
-        config, base, context = _kubeconfig(environ, pods.get("context", ""))
+        config, base, context = kubeconfig_context(environ, pods.get("context", ""))
         namespace = pods["namespace"]
         found = get_json(config, context, pods_path(namespace, pods["selector"]), base)
     except (Unsupported, OSError, ValueError, KeyError, yaml.YAMLError):
@@ -63,7 +51,7 @@ def service_get(
     """GET `path` of Service `service`:`port` in `namespace` through the API server of `context`.
     OSError (with the HTTP status, or why the API server could not be asked) when it does not answer 200."""
     try:
-        config, base, name = _kubeconfig(environ, context)
+        config, base, name = kubeconfig_context(environ, context)
         proxied = f"/api/v1/namespaces/{namespace}/services/{service}:{port}/proxy{path}"
         status, body = call(config, name, "GET", proxied, base)
     except (Unsupported, ValueError, yaml.YAMLError) as exc:

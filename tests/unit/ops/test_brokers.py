@@ -67,7 +67,10 @@ def api(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
             raise api.Unsupported(f"404 for {path}")
         return answers[path]
 
-    monkeypatch.setattr(access, "read_kubeconfig", lambda environ: ({"current-context": "other"}, "/kube"))
+    contexts = [{"name": name, "context": {"cluster": name}} for name in ("prod", "other")]
+    monkeypatch.setattr(
+        access, "read_kubeconfig", lambda environ: ({"current-context": "other", "contexts": contexts}, "/kube")
+    )
     monkeypatch.setattr(api, "get_json", get_json)
     return answers
 
@@ -86,3 +89,12 @@ def test_pod_place_says_why_when_the_pod_is_unplaced_or_cannot_be_read(api: dict
     api["/api/v1/namespaces/mm2/pods/us-kafka-0"] = {"spec": {}, "status": {"phase": "Pending"}}
     assert brokers.pod_place(PODS, 0) == "pod us-kafka-0, not placed on a node (Pending)"
     assert brokers.pod_place(PODS, 2).startswith("pod us-kafka-2 (its node could not be read: 404 for ")
+
+
+def test_pod_place_says_so_when_the_kubeconfig_lacks_the_clusters_context(api: dict[str, Any]) -> None:
+    said = brokers.pod_place({**PODS, "context": "gone"}, 1)
+    assert (
+        said
+        == "pod us-kafka-1 (its node could not be read: no kubeconfig context 'gone' (KUBECONFIG, else ~/.kube/config))"
+    )
+    assert "asked" not in api  # no request went anywhere

@@ -5,6 +5,8 @@ wait."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -161,6 +163,18 @@ def test_a_deployments_container_that_keeps_failing_fails_the_watch_once_it_has_
 
 
 def test_a_deployments_readiness_unreadable_as_the_user_fails_its_watch() -> None:
-    with pytest.raises(Refused, match="the workers of g: their readiness cannot be read as the kubeconfig's user"):
+    said = r"the workers of g: their readiness cannot be read \(the kubeconfig's user 'u' of context 'x'\)\. Fix: "
+    with pytest.raises(Refused, match=said):
         run(Pods(Unsupported("user 'u' of context 'x'")), WORKERS)
     assert run(Pods(Unsupported("user 'u' of context 'x'")), PROPS) == ("unread", 0.0)
+
+
+def test_a_context_the_kubeconfig_lacks_leaves_a_statefulsets_watch_out_and_fails_a_deployments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(json.dumps({"contexts": [{"name": "here", "context": {"cluster": "c"}}]}))
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    assert watch({**PROPS, "context": "elsewhere"}) == "unread"
+    with pytest.raises(Refused, match=r"their readiness cannot be read \(no kubeconfig context 'elsewhere'"):
+        watch({**WORKERS, "context": "elsewhere"})
