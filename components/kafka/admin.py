@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from components.rpc_values import plain
@@ -52,22 +53,39 @@ def every_acl_binding() -> Any:
     )
 
 
-def logs_in(props: Mapping[str, Any], bound_s: float = READ_TIMEOUT_S) -> bool | None:
-    """Whether `props["client"]` logs in at `props["bootstrap"]`: True once a metadata request
-    answers, False once a broker refuses the credentials (librdkafka reports that as an error
-    event within a second, where a request alone would only time out), None when neither
-    happened within `bound_s` (the cluster cannot be reached)."""
+@dataclass(frozen=True)
+class Login:
+    """How a login went: `accepted` True once a request answered, False when a broker refused the
+    credentials, None when neither happened in time (the cluster not reached); `said`: librdkafka's
+    last error event otherwise (a refused TLS handshake names the certificate there)."""
+
+    accepted: bool | None
+    said: str = ""
+
+
+def login(props: Mapping[str, Any], bound_s: float = READ_TIMEOUT_S) -> Login:
+    """Whether `props["client"]` logs in at `props["bootstrap"]` (librdkafka reports refused
+    credentials as an error event within a second, where a request alone would only time out)."""
     from confluent_kafka import KafkaError, KafkaException
 
-    refused: list[bool] = []
-    admin = admin_client(props, error_cb=lambda e: refused.append(e.code() == KafkaError._AUTHENTICATION))
+    events: list[Any] = []
+    admin = admin_client(props, error_cb=events.append)
     deadline = time.monotonic() + bound_s
     while time.monotonic() < deadline:
         try:
             admin.list_topics(timeout=0.5)
-            return True
+            return Login(True)
         except KafkaException:
             admin.poll(0)  # serves the error events
-        if any(refused):
-            return False
-    return None
+        if any(e.code() == KafkaError._AUTHENTICATION for e in events):
+            return Login(False, _said(events))
+    return Login(None, _said(events))
+
+
+def _said(events: list[Any]) -> str:
+    return str(events[-1].str()) if events else ""
+
+
+def logs_in(props: Mapping[str, Any], bound_s: float = READ_TIMEOUT_S) -> bool | None:
+    """`login(...).accepted`: True, False (credentials refused) or None (not reached)."""
+    return login(props, bound_s).accepted

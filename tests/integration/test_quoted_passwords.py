@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from components.kafka.admin import logs_in
+from components.kafka.admin import login, logs_in
 from tests.integration.harness import TestStack, arrives, deployed, produce_one
 from tests.integration.validation_stage import run_validator
 
@@ -50,11 +50,14 @@ def test_the_stack_exports_the_passwords_exactly_as_given(stack: TestStack) -> N
 
 
 def test_the_stack_tells_a_refused_login_from_an_accepted_one(stack: TestStack) -> None:
-    """`logs_in`, which a kubernetes admin rotation asks before it sets the new password."""
+    """`logs_in` / `login`, which a kubernetes admin rotation asks before it sets the new password."""
     cluster = stack.outputs()["clusters"]["primary"]
     props = {"bootstrap": cluster["bootstrap"], "client": cluster["client"]}
     assert logs_in(props) is True
     assert logs_in({**props, "client": {**props["client"], "sasl.password": "not-the-password"}}) is False
+    # Not reached (here TLS spoken to a plaintext listener): no verdict, and librdkafka's reason kept.
+    tls = login({**props, "client": {**props["client"], "security.protocol": "SASL_SSL"}}, bound_s=3.0)
+    assert tls.accepted is None and "SSL" in tls.said, tls
 
 
 def test_records_replicate_with_quoted_passwords(stack: TestStack) -> None:

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from components.kafka.admin import logs_in
+from components.kafka.admin import Login, login
 from components.kafka.scram import set_passwords
 from components.rpc_values import Refused, has_unknown, plain
 from components.topology.model import ADMIN_USER
@@ -49,24 +49,34 @@ def scram_login(props: Mapping[str, Any]) -> dict[str, Any]:
 def switch_admin(
     olds: Mapping[str, Any],
     news: Mapping[str, Any],
-    logs_in: Callable[[Mapping[str, Any]], bool | None] = logs_in,
+    login: Callable[[Mapping[str, Any]], Login] = login,
     set_passwords: Callable[[Mapping[str, Any], Mapping[str, str]], None] = set_passwords,
 ) -> dict[str, Any]:
     """Admin's SCRAM credential set to `news`' password, logged in as `olds`' admin (SCRAM, else
     PLAIN) unless the new one already logs in; the login (SCRAM, new password) to roll with."""
     alias, new = news["cluster"], scram_login(news)
-    if logs_in(new):
+    tried = [login(new)]
+    if tried[0].accepted:
         LOG.info(f"{alias}: the new admin password already logs in (SCRAM): rolling the brokers onto it")
         return new
     old_plain = plain(olds["admin"])
     for old in (scram_login({**news, "admin": old_plain}), old_plain):
-        if logs_in(old):
+        tried.append(login(old))
+        if tried[-1].accepted:
             password = str(_client(news)["sasl.password"])
             set_passwords({"cluster": alias, "mechanism": news["mechanism"], **old}, {ADMIN_USER: password})
             LOG.info(f"{alias}: admin's SCRAM credential has the new password: rolling the brokers onto it")
             return new
+    key = f"mm2:secrets.{alias}.admin.password"
+    if all(t.accepted is False for t in tried):
+        why = "its brokers refuse both. Fix: give the password the brokers hold as the old one's value"
+    else:
+        said = next((t.said for t in reversed(tried) if t.accepted is None and t.said), "no answer")
+        why = (
+            f"they could not be reached (librdkafka: {said}). Fix: check that its brokers are up and reachable "
+            "from here, and the cluster's TLS settings"
+        )
     raise Refused(
-        f"mm2:secrets.{alias}.admin.password: rotating it, neither the new nor the old admin password logs in to "
-        f"kubernetes cluster {alias} at {new['bootstrap']}. Fix: check that its brokers are up and reachable "
-        "from here, then run `pulumi up` again."
+        f"{key}: rotating it, neither the new nor the old admin password logs in to kubernetes cluster {alias} at "
+        f"{new['bootstrap']}: {why}, then run `pulumi up` again."
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from components.kafka.admin import Login
 from components.platform.kubernetes.admin_rotation import rotated, scram_login, switch_admin
 from components.rpc_values import Refused
 
@@ -20,13 +21,16 @@ def _props(password: str) -> dict[str, Any]:
 class Brokers:
     """Which (mechanism, password) logins the brokers accept; the SCRAM credentials set."""
 
-    def __init__(self, *accepted: tuple[str, str]) -> None:
+    def __init__(self, *accepted: tuple[str, str], unreached: str = "") -> None:
         self.accepted = set(accepted)
+        self.unreached = unreached  # librdkafka's error event when no broker answers
         self.set: list[tuple[str, str, dict[str, str]]] = []
 
-    def logs_in(self, login: Any) -> bool | None:
-        client = login["client"]
-        return (client["sasl.mechanism"], client["sasl.password"]) in self.accepted
+    def login(self, props: Any) -> Login:
+        client = props["client"]
+        if self.unreached:
+            return Login(None, self.unreached)
+        return Login((client["sasl.mechanism"], client["sasl.password"]) in self.accepted, "refused")
 
     def set_passwords(self, props: Any, users: Any) -> None:
         client = props["client"]
@@ -35,7 +39,7 @@ class Brokers:
 
 
 def _switch(brokers: Brokers) -> dict[str, Any]:
-    return switch_admin(_props("old"), _props("new"), brokers.logs_in, brokers.set_passwords)
+    return switch_admin(_props("old"), _props("new"), brokers.login, brokers.set_passwords)
 
 
 def test_the_new_password_is_set_logged_in_as_the_old_scram_admin() -> None:
@@ -60,9 +64,16 @@ def test_a_rotation_stopped_halfway_goes_on_without_setting_it_again() -> None:
     assert brokers.set == []
 
 
-def test_no_login_at_all_is_refused_naming_the_key() -> None:
-    with pytest.raises(Refused, match=r"mm2:secrets\.us\.admin\.password: .*neither the new nor the old"):
+def test_no_login_at_all_is_refused_naming_the_key_and_why() -> None:
+    with pytest.raises(Refused, match=r"mm2:secrets\.us\.admin\.password: .*neither the new nor the old") as refused:
         _switch(Brokers())
+    assert "its brokers refuse both. Fix: give the password the brokers hold as the old one's value" in str(
+        refused.value
+    )
+    tls = "ssl://us:9094/bootstrap: SSL handshake failed: certificate verify failed"
+    with pytest.raises(Refused) as refused:
+        _switch(Brokers(unreached=tls))
+    assert f"they could not be reached (librdkafka: {tls}). Fix: check that its brokers are up" in str(refused.value)
 
 
 def test_a_rotation_is_the_same_admin_with_another_known_password() -> None:
