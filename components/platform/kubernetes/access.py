@@ -111,6 +111,15 @@ def resolve(kubeconfig: Mapping[str, Any], target: Target, source: str) -> Serve
             f"Fix: name one of those, or add the context to the kubeconfig; {LOCAL_CLUSTER}."
         )
     context = entry(kubeconfig, "contexts", name, "context")
+    command = str(
+        (entry(kubeconfig, "users", str(context.get("user", "")), "user").get("exec") or {}).get("command") or ""
+    )
+    if "/" in command and not Path(command).is_absolute():
+        return (
+            f"{target.key}: the user of kubeconfig context {name!r} runs its exec plugin by the relative path "
+            f"{command!r}, which pulumi-kubernetes does not resolve (it reads the kubeconfig's text, not its "
+            "folder). Fix: name the plugin by its absolute path, or put it on PATH and name it alone."
+        )
     cluster = entry(kubeconfig, "clusters", str(context.get("cluster", "")), "cluster")
     url = str(cluster.get("server") or "")
     parts = urlsplit(url)

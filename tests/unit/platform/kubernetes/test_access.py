@@ -58,6 +58,17 @@ def test_a_missing_context_names_the_key_the_contexts_there_and_bin_kube() -> No
     assert "(it has mm2-kube)" in problem and "bin/kube up" in problem
 
 
+def test_an_exec_plugin_named_by_a_relative_path_is_refused_naming_the_fix() -> None:
+    config = kubeconfig("https://h:1")
+    config["users"][0]["user"] = {"exec": {"command": "bin/get-token"}}
+    problem = resolve(config, Target(None, "k.context"), "/x")
+    assert isinstance(problem, str) and problem.startswith("k.context: the user of kubeconfig context 'mm2-kube'")
+    assert "relative path 'bin/get-token'" in problem and "Fix: name the plugin by its absolute path" in problem
+    for command in ("/usr/local/bin/get-token", "aws"):
+        config["users"][0]["user"] = {"exec": {"command": command}}
+        assert isinstance(resolve(config, Target(None, "k"), "/x"), Server), command
+
+
 def test_no_context_and_no_current_context_is_named() -> None:
     problem = resolve(kubeconfig("https://h:1", current=""), Target(None, "k.context"), "/x")
     assert isinstance(problem, str) and "no current context" in problem and "use-context" in problem
