@@ -48,13 +48,12 @@ def _key(spec: Mapping[str, Any], cluster: Mapping[str, Any]) -> str:
 def credential(spec: Mapping[str, Any], cluster: Mapping[str, Any], base: Path, now: float | None = None) -> Credential:
     """The credential the exec plugin `spec` prints for `cluster` (kubeconfig entries; `base` the
     kubeconfig's folder, which a relative command path starts from)."""
-    now = time.time() if now is None else now
-    kept = _kept.get(_key(spec, cluster))
+    now, key = time.time() if now is None else now, _key(spec, cluster)
+    kept = _kept.get(key)
     if kept is not None and (kept.expires is None or kept.expires - EARLY_S > now):
         return kept
-    got = parse(_run(spec, cluster, base), str(spec.get("command")))
-    _kept[_key(spec, cluster)] = got
-    return got
+    _kept[key] = parse(_run(spec, cluster, base), str(spec.get("command")))
+    return _kept[key]
 
 
 def forget(spec: Mapping[str, Any], cluster: Mapping[str, Any]) -> None:

@@ -77,30 +77,32 @@ def watch(props: Mapping[str, Any], pods: Any = None, clock: Any = time.monotoni
     except (OSError, yaml.YAMLError) as exc:
         return _unread(props, workload, exc)
     deadline = clock() + (parse_duration(props["bound"]) or 0)  # readyTimeout, checked with the settings
-    digest, replicas = props["template"], int(props["replicas"])
+    digest, replicas, rollout = props["template"], int(props["replicas"]), props.get("until") == READY
     first_seen: Sightings = {}
     found: list[dict[str, Any]] = []
-    said = clock()
+    said, unanswered = clock(), ""
     while clock() < deadline:
         try:
-            found = source.list()
+            found, unanswered = source.list(), ""
         except Unsupported as exc:
             return _unread(props, workload, exc)
-        except (OSError, ValueError):
-            pause(POLL_S)  # the API server restarting: asked again at the next poll
+        except (OSError, ValueError) as exc:
+            unanswered = str(exc)  # the API server restarting: asked again at the next poll
+            pause(POLL_S)
             continue
         current = of_template(found, digest)
-        if props.get("until") == READY and rolled_out(found, digest, replicas):
+        if rollout and rolled_out(found, digest, replicas):
             return "ready"
-        if props.get("until") != READY and len(current) >= replicas and all(started(p) for p in current):
+        if not rollout and len(current) >= replicas and all(started(p) for p in current):
             return "started"
         first_seen = _lasted(workload, unplaced(found) + unstarted(current), first_seen, clock())
-        if props.get("until") == READY and clock() - said >= SAY_EVERY_S:
+        if rollout and clock() - said >= SAY_EVERY_S:
             said = clock()
             LOG.info(f"{workload.what}: {sum(ready(p) for p in current)} of {replicas} pod(s) of this version Ready")
         pause(POLL_S)  # the poll's interval: the condition is the pods' state, read above
-    if props.get("until") == READY:
-        raise Refused(unready_report(workload, found, digest, replicas, f"readyTimeout {props['bound']}"))
+    if rollout:
+        report = unready_report(workload, found, digest, replicas, f"readyTimeout {props['bound']}")
+        raise Refused(f"{report} (Its pods' last read failed: {unanswered}.)" if unanswered else report)
     return "waited"
 
 

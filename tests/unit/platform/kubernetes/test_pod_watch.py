@@ -151,6 +151,20 @@ def test_a_deployment_not_ready_at_readytimeout_fails_saying_what_its_pods_are_a
     assert SAY_EVERY_S == 20.0
 
 
+def test_a_deployment_whose_pods_cannot_be_read_at_readytimeout_says_why() -> None:
+    clock = Clock()
+    with pytest.raises(Refused) as refused:
+        watch(WORKERS, Pods(OSError("exec plugin aws: not found on PATH")), clock, clock.pause)
+    said = str(refused.value)
+    assert said.startswith("the workers of g: 0 of 2 pod(s) of this version Ready after readyTimeout 1m")
+    assert said.endswith("(Its pods' last read failed: exec plugin aws: not found on PATH.)")
+    # A read that fails now and then is not reported once a later one answers.
+    starting = [ready_pod("g-0", "d1"), ready_pod("g-1", "d1", is_ready=False)]
+    with pytest.raises(Refused) as refused:
+        watch(WORKERS, Pods(OSError("restarting"), starting), clock, clock.pause)
+    assert "last read failed" not in str(refused.value)
+
+
 def test_a_deployments_container_that_keeps_failing_fails_the_watch_once_it_has_lasted() -> None:
     crashing = ready_pod("g-0", "d1", is_ready=False, state={"waiting": {"reason": "CrashLoopBackOff"}})
     crashing["status"]["containerStatuses"][0]["lastState"] = {"terminated": {"reason": "Error", "exitCode": 1}}
